@@ -1,0 +1,125 @@
+# adaptkv — one Makefile for the library, tools, tests, demo and benchmarks.
+#
+#   make            library (static + shared) and tools into build/
+#   make test       install missing packages, build, run every test
+#   make demo       install missing packages, build, run the main demo
+#   make bench      the full benchmark matrix (slow; writes docs/benchmarks.md)
+#   make asan|tsan  the tests under AddressSanitizer+UBSan / ThreadSanitizer
+#   make install    PREFIX=/usr/local: library, headers, tools, adaptkv.pc
+#   make format | lint | clean
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+BUILD   ?= build
+SAN     ?=
+OPT     ?= -O2
+VERSION := 0.1.0
+
+CFLAGS_BASE := -std=c17 $(OPT) -g -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -pthread -I. -MMD -MP
+ifneq ($(SAN),)
+CFLAGS_BASE += -fsanitize=$(SAN) -fno-omit-frame-pointer
+LDSAN := -fsanitize=$(SAN)
+endif
+CFLAGS  += $(CFLAGS_BASE)
+LIBS    := -lrocksdb -lxxhash -lzstd -lm -pthread
+TESTLIBS := -lcriterion
+
+LIB_SRC   := $(wildcard filters/*.c revmap/*.c engine/*.c)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TOOLS     := $(basename $(notdir $(wildcard tools/*.c)))
+TOOL_BINS := $(TOOLS:%=$(BUILD)/%)
+COMMON_SRC := $(wildcard tools/common/*.c)
+TEST_SRC  := $(wildcard test/test_*.c)
+TEST_BINS := $(TEST_SRC:test/%.c=$(BUILD)/test/%)
+TEST_SUPPORT := $(wildcard test/support/*.c)
+
+.PHONY: all lib tools tests test check-deps demo bench asan tsan install uninstall clean format lint crashtest
+
+all: lib tools
+
+lib: $(BUILD)/libadaptkv.a $(BUILD)/libadaptkv.so
+
+tools: $(TOOL_BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libadaptkv.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libadaptkv.so: $(LIB_OBJ)
+	$(CC) -shared $(LDSAN) -o $@ $^ $(LIBS)
+
+# A tool is tools/NAME.c plus tools/NAME/*.c plus the shared tools/common/*.c.
+.SECONDEXPANSION:
+$(BUILD)/%: tools/%.c $$(wildcard tools/%/*.c) $(COMMON_SRC) $(BUILD)/libadaptkv.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(BUILD)/libadaptkv.a $(LIBS) $(if $(filter kvshell,$*),-ledit) $(LDSAN)
+
+$(BUILD)/test/%: test/%.c $(TEST_SUPPORT) $(BUILD)/libadaptkv.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(BUILD)/libadaptkv.a $(LIBS) $(TESTLIBS) $(LDSAN)
+
+tests: $(TEST_BINS) tools
+
+check-deps:
+	@tools/install-deps.sh
+
+# Test binaries are run one after another; each prints Criterion's synthesis,
+# and the runner prints the total "N passed, N failed" line at the end.
+test: check-deps
+	@$(MAKE) --no-print-directory tests
+	@tools/run-tests.sh $(BUILD) $(TEST_BINS)
+
+asan: check-deps
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=address,undefined OPT=-O1 test-run
+
+tsan: check-deps
+	@$(MAKE) --no-print-directory BUILD=build/tsan SAN=thread OPT=-O1 test-run
+
+.PHONY: test-run
+test-run: tests
+	@AKV_SANITIZER=$(SAN) tools/run-tests.sh $(BUILD) $(TEST_BINS)
+
+crashtest: check-deps
+	@$(MAKE) --no-print-directory tests
+	@AKV_CRASH_ITER=$(or $(ITER),200) $(BUILD)/test/test_crash --verbose=0
+
+demo: check-deps
+	@$(MAKE) --no-print-directory all
+	@tools/demo.sh $(BUILD)
+
+bench: check-deps
+	@$(MAKE) --no-print-directory all
+	@tools/bench.sh $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -d $(DESTDIR)$(PREFIX)/include/adaptkv/engine $(DESTDIR)$(PREFIX)/include/adaptkv/filters \
+	           $(DESTDIR)$(PREFIX)/include/adaptkv/revmap
+	install -m 644 $(BUILD)/libadaptkv.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libadaptkv.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 filters/filter.h filters/hash.h $(DESTDIR)$(PREFIX)/include/adaptkv/filters/
+	install -m 644 revmap/revmap.h $(DESTDIR)$(PREFIX)/include/adaptkv/revmap/
+	if [ -f engine/adaptkv.h ]; then install -m 644 engine/adaptkv.h $(DESTDIR)$(PREFIX)/include/adaptkv/engine/; fi
+	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's#@PREFIX@#$(PREFIX)#' -e 's#@VERSION@#$(VERSION)#' adaptkv.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/adaptkv.pc
+
+uninstall:
+	rm -rf $(DESTDIR)$(PREFIX)/include/adaptkv $(DESTDIR)$(PREFIX)/lib/libadaptkv.* \
+	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/adaptkv.pc $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(TOOLS))
+
+format:
+	clang-format -i $(shell git ls-files '*.c' '*.h')
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	  --inline-suppr --suppress=missingIncludeSystem -I. -D__GNUC__ \
+	  $(shell git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

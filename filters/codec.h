@@ -1,0 +1,100 @@
+/*
+ * codec.h — bounded little-endian writer/reader for filter payloads.
+ *
+ * Writers work in two passes (size with buf == NULL, then fill), readers
+ * check every access against the remaining length and latch an error, so a
+ * kind's load() can read a whole header and test `r.err` once at the end.
+ */
+#ifndef AKV_CODEC_H
+#define AKV_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct akv_wbuf {
+    uint8_t *p; /* NULL: only count */
+    size_t len;
+} akv_wbuf;
+
+static inline void akv_w_bytes(akv_wbuf *w, const void *src, size_t n)
+{
+    if (w->p && n)
+        memcpy(w->p + w->len, src, n);
+    w->len += n;
+}
+static inline void akv_w_u8(akv_wbuf *w, uint8_t v) { akv_w_bytes(w, &v, 1); }
+static inline void akv_w_u16(akv_wbuf *w, uint16_t v)
+{
+    uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+    akv_w_bytes(w, b, 2);
+}
+static inline void akv_w_u32(akv_wbuf *w, uint32_t v)
+{
+    uint8_t b[4];
+    for (int i = 0; i < 4; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    akv_w_bytes(w, b, 4);
+}
+static inline void akv_w_u64(akv_wbuf *w, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    akv_w_bytes(w, b, 8);
+}
+static inline void akv_w_f64(akv_wbuf *w, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    akv_w_u64(w, v);
+}
+
+typedef struct akv_rbuf {
+    const uint8_t *p;
+    size_t len, off;
+    bool err;
+} akv_rbuf;
+
+static inline const uint8_t *akv_r_take(akv_rbuf *r, size_t n)
+{
+    if (r->err || n > r->len - r->off) {
+        r->err = true;
+        return NULL;
+    }
+    const uint8_t *s = r->p + r->off;
+    r->off += n;
+    return s;
+}
+static inline bool akv_r_bytes(akv_rbuf *r, void *dst, size_t n)
+{
+    const uint8_t *s = akv_r_take(r, n);
+    if (s && n)
+        memcpy(dst, s, n);
+    return s != NULL;
+}
+static inline uint64_t akv_r_uint(akv_rbuf *r, int nbytes)
+{
+    const uint8_t *s = akv_r_take(r, (size_t)nbytes);
+    uint64_t v = 0;
+    if (s)
+        for (int i = 0; i < nbytes; i++)
+            v |= (uint64_t)s[i] << (8 * i);
+    return v;
+}
+static inline uint8_t akv_r_u8(akv_rbuf *r) { return (uint8_t)akv_r_uint(r, 1); }
+static inline uint16_t akv_r_u16(akv_rbuf *r) { return (uint16_t)akv_r_uint(r, 2); }
+static inline uint32_t akv_r_u32(akv_rbuf *r) { return (uint32_t)akv_r_uint(r, 4); }
+static inline uint64_t akv_r_u64(akv_rbuf *r) { return akv_r_uint(r, 8); }
+static inline double akv_r_f64(akv_rbuf *r)
+{
+    uint64_t v = akv_r_u64(r);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+/* True when the whole buffer was consumed without error. */
+static inline bool akv_r_done(const akv_rbuf *r) { return !r->err && r->off == r->len; }
+
+#endif

@@ -1,0 +1,193 @@
+/*
+ * filter.h — the filter slot interface (DESIGN §3).
+ *
+ * Every SSTable (and the memtable set) has one slot; a slot holds one filter
+ * of some *kind* behind this interface. A kind is a table of functions,
+ * registered by name and by a stable numeric id that is written into every
+ * serialized filter. Built-in kinds register themselves on first use of the
+ * registry; applications may add their own with akv_filter_register().
+ *
+ * Life cycle of a filter:
+ *
+ *     akv_filter_params p; akv_filter_params_init(&p);
+ *     p.expected_keys = n; p.bits_per_key = 10;
+ *     akv_filter *f;
+ *     akv_filter_create(kind, &p, negatives, n_negatives, &f); // begin build
+ *     for each key: akv_filter_add(f, hash);                  // stream of keys
+ *     akv_filter_finish(f);                                   // seal the build
+ *     akv_filter_may_contain(f, hash);                        // queries
+ *     akv_filter_serialize(f, &buf, &len); ... akv_filter_deserialize(buf, len, &g);
+ *     akv_filter_destroy(f);
+ *
+ * Negative keys (with costs) are handed over at create time because some
+ * kinds must see them before the first insert (SSCF encodes them first; HABF
+ * optimises its hash choice against them; AQF pre-adapts). Kinds that do not
+ * use negatives ignore them.
+ *
+ * Guarantee every kind must keep: after finish (and after any sequence of
+ * insert/remove/adapt/absorb), may_contain(h) is true for every h that was
+ * added or inserted and not removed. A "no" is always right.
+ *
+ * Thread safety: may_contain on a sealed filter may run from many threads at
+ * once. Mutating calls (insert/remove/adapt/absorb) on kinds flagged
+ * AKV_FK_CONCURRENT may run concurrently with queries (the kind locks
+ * internally); on other kinds the caller serialises them.
+ */
+#ifndef AKV_FILTER_H
+#define AKV_FILTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hash.h"
+
+/* Result codes shared with the engine (engine/adaptkv.h re-exports them). */
+enum {
+    AKV_OK = 0,
+    AKV_NOTFOUND = 1,   /* key absent (not an error) */
+    AKV_EINVAL = -1,    /* bad argument or option */
+    AKV_EIO = -2,       /* operating-system or RocksDB I/O failure */
+    AKV_ECORRUPT = -3,  /* data failed validation (checksum, bounds, magic) */
+    AKV_ENOTSUP = -4,   /* operation not supported by this kind/layout */
+    AKV_ENOMEM = -5,    /* allocation failed */
+    AKV_EFULL = -6,     /* a fixed-capacity structure is full */
+    AKV_EBUSY = -7,     /* resource locked or in use */
+    AKV_EEXIST = -8,    /* already exists (e.g. kind name registered twice) */
+};
+
+/* Human-readable name of a result code ("invalid argument", …). */
+const char *akv_strerror(int rc);
+
+/* A negative (absent) key the filter should learn to reject, with its cost:
+ * how much a false positive on it hurts (e.g. wasted disk probes). */
+typedef struct akv_negative {
+    akv_hash h;
+    double cost;
+} akv_negative;
+
+/* Construction parameters. Zero/NaN fields mean "kind's default". */
+typedef struct akv_filter_params {
+    uint64_t expected_keys;  /* n: keys that will be added (capacity for dynamic kinds) */
+    double bits_per_key;     /* memory budget; default 10 */
+    uint32_t num_hashes;     /* k override; 0 = optimal for bits_per_key */
+    uint32_t remainder_bits; /* quotient filters: r; 0 = derived from bits_per_key */
+    double load_factor;      /* quotient filters: target fill of the slots; 0 = 0.9 */
+    uint32_t prefix_bits;    /* top bits of h.hi fixed for this filter (hash-layout shard) */
+    uint64_t seed;           /* per-filter salt for kinds that choose hash functions */
+    uint32_t flags;          /* kind-specific switches (documented per kind) */
+} akv_filter_params;
+
+void akv_filter_params_init(akv_filter_params *p);
+
+typedef struct akv_filter akv_filter;
+typedef struct akv_filter_kind akv_filter_kind;
+typedef struct akv_revmap akv_revmap; /* revmap/revmap.h */
+
+/* Kind flags. */
+enum {
+    AKV_FK_DYNAMIC = 1u << 0,    /* insert/remove after finish */
+    AKV_FK_ADAPTIVE = 1u << 1,   /* adapt() fixes a false positive */
+    AKV_FK_COSTED = 1u << 2,     /* uses negatives with costs at build */
+    AKV_FK_SORTED = 1u << 3,     /* add() wants hashes in ascending (hi, lo) order (faster) */
+    AKV_FK_CONCURRENT = 1u << 4, /* mutations may run concurrently with queries */
+    AKV_FK_ABSORB = 1u << 5,     /* absorb() learns a negative at runtime */
+};
+
+/*
+ * What a kind implements. Required: name, id, create, add, finish,
+ * may_contain, memory_bytes, save, load, destroy. Optional (NULL when not
+ * supported; the wrappers then return AKV_ENOTSUP): insert, remove, adapt,
+ * absorb, words_touched, describe, fpr_theory.
+ *
+ * `save` writes only the kind's payload; the envelope (magic, version, kind
+ * id, length, checksum) is added by akv_filter_serialize(). `load` must
+ * validate every field it reads against `len` and return AKV_ECORRUPT on
+ * anything inconsistent; it never trusts the bytes.
+ */
+struct akv_filter_kind {
+    const char *name; /* "bloom", "aqf", … */
+    uint16_t id;      /* stable on-disk id; 1..999 built-in, ≥1000 for applications */
+    uint16_t payload_version;
+    uint32_t flags;
+    const char *summary; /* one line for help output */
+
+    int (*create)(const akv_filter_params *p, const akv_negative *neg, size_t n_neg, akv_filter **out);
+    int (*add)(akv_filter *f, akv_hash h);
+    int (*finish)(akv_filter *f);
+    bool (*may_contain)(const akv_filter *f, akv_hash h);
+    size_t (*memory_bytes)(const akv_filter *f);
+    /* Serialize payload: first call with buf == NULL returns the size in *len. */
+    int (*save)(const akv_filter *f, uint8_t *buf, size_t *len);
+    int (*load)(const uint8_t *buf, size_t len, uint16_t payload_version, akv_filter **out);
+    void (*destroy)(akv_filter *f);
+
+    int (*insert)(akv_filter *f, akv_hash h);
+    int (*remove)(akv_filter *f, akv_hash h);
+    /* `h` was a false positive: the filter said maybe, the set does not hold
+     * it. Fix it using `rm` to recover stored keys' hashes. Returns AKV_OK if
+     * adapted, AKV_NOTFOUND if h is not (or no longer) a false positive. */
+    int (*adapt)(akv_filter *f, akv_hash h, akv_revmap *rm);
+    int (*absorb)(akv_filter *f, akv_hash h);
+    /* Optional: 64-bit memory words may_contain(h) touches (instrumentation
+     * for filterbench; not on the query path). */
+    unsigned (*words_touched)(const akv_filter *f, akv_hash h);
+    /* Optional extra statistics as a JSON object body ("\"k\":7,…"). */
+    int (*describe)(const akv_filter *f, char *buf, size_t cap);
+    /* Optional: the exact expected FPR of this filter as built (NAN if none). */
+    double (*fpr_theory)(const akv_filter *f);
+};
+
+/*
+ * Every filter object starts with this header so generic code can find its
+ * kind. Kinds embed it as their first member.
+ */
+struct akv_filter {
+    const akv_filter_kind *kind;
+    uint64_t n_keys; /* keys added/inserted and not removed */
+};
+
+/* Registry. */
+int akv_filter_register(const akv_filter_kind *k);
+const akv_filter_kind *akv_filter_kind_by_name(const char *name);
+const akv_filter_kind *akv_filter_kind_by_id(uint16_t id);
+/* Iterate: returns the i-th registered kind or NULL past the end. */
+const akv_filter_kind *akv_filter_kind_at(size_t i);
+
+/* Wrappers (argument checks + dispatch). */
+int akv_filter_create(const akv_filter_kind *k, const akv_filter_params *p, const akv_negative *neg,
+                      size_t n_neg, akv_filter **out);
+int akv_filter_add(akv_filter *f, akv_hash h);
+int akv_filter_finish(akv_filter *f);
+static inline bool akv_filter_may_contain(const akv_filter *f, akv_hash h)
+{
+    return f->kind->may_contain(f, h);
+}
+size_t akv_filter_memory(const akv_filter *f);
+int akv_filter_insert(akv_filter *f, akv_hash h);
+int akv_filter_remove(akv_filter *f, akv_hash h);
+int akv_filter_adapt(akv_filter *f, akv_hash h, akv_revmap *rm);
+int akv_filter_absorb(akv_filter *f, akv_hash h);
+void akv_filter_destroy(akv_filter *f);
+
+/* Build in one call from an array of hashes. */
+int akv_filter_build(const akv_filter_kind *k, const akv_filter_params *p, const akv_hash *keys, size_t n,
+                     const akv_negative *neg, size_t n_neg, akv_filter **out);
+
+/*
+ * Envelope: "AKVF" magic, u16 format version, u16 kind id, u16 payload
+ * version, u16 reserved, u64 payload length, payload, u64 xxh64 of all
+ * preceding bytes. Little-endian. See docs/format.md.
+ */
+#define AKV_FILTER_MAGIC "AKVF"
+#define AKV_FILTER_FORMAT_VERSION 1
+#define AKV_FILTER_HEADER_BYTES 20
+#define AKV_FILTER_TRAILER_BYTES 8
+
+/* Serialize into a malloc'd buffer (caller frees). */
+int akv_filter_serialize(const akv_filter *f, uint8_t **buf, size_t *len);
+/* Validate and load. Never crashes on bad input; AKV_ECORRUPT on damage,
+ * AKV_ENOTSUP on an unknown kind or newer version. */
+int akv_filter_deserialize(const uint8_t *buf, size_t len, akv_filter **out);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * filter_props.h — property checks every filter kind's tests share:
+ * no false negatives, FPR against the kind's own formula, serialization
+ * round trips, rejection of truncated and altered bytes.
+ */
+#ifndef AKV_TEST_FILTER_PROPS_H
+#define AKV_TEST_FILTER_PROPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "filters/filter.h"
+
+/* Deterministic key i of a key space `space` (members and non-members come
+ * from different spaces); hashed the way the engine hashes keys. */
+akv_hash akvt_key(uint64_t space, uint64_t i);
+akv_hash *akvt_keys(uint64_t space, size_t n);
+
+/* splitmix64 PRNG for seeded tests. */
+uint64_t akvt_rand(uint64_t *state);
+
+/* Build a filter of `kind` over n keys of space `seed`. Asserts success. */
+akv_filter *akvt_build(const char *kind, const akv_filter_params *p, uint64_t seed, size_t n);
+
+/* Asserts: every one of the n member keys answers maybe. */
+void akvt_check_no_false_negatives(const akv_filter *f, uint64_t seed, size_t n);
+
+/* Measured FPR over q non-member keys. */
+double akvt_measure_fpr(const akv_filter *f, uint64_t seed, size_t q);
+
+/* Asserts measured FPR within tolerance of the kind's fpr_theory():
+ * |fpr - theory| <= rel*theory + 5 standard errors. */
+void akvt_check_fpr_theory(const akv_filter *f, uint64_t seed, size_t q, double rel);
+
+/* Asserts: serialize → deserialize answers identically on members and
+ * q non-members, and every truncation and `flips` random byte changes are
+ * rejected with AKV_ECORRUPT (or AKV_ENOTSUP for a changed kind/version). */
+void akvt_check_serialization(const akv_filter *f, uint64_t seed, size_t n, size_t q, size_t flips);
+
+#endif

@@ -155,6 +155,13 @@ int akv_filter_absorb(akv_filter *f, akv_hash h)
     return f->kind->absorb ? f->kind->absorb(f, h) : AKV_ENOTSUP;
 }
 
+void akv_filter_get_stats(const akv_filter *f, akv_filter_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (f && f->kind->stats)
+        f->kind->stats(f, out);
+}
+
 void akv_filter_destroy(akv_filter *f)
 {
     if (f)

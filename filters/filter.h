@@ -80,6 +80,14 @@ typedef struct akv_filter_params {
 
 void akv_filter_params_init(akv_filter_params *p);
 
+/* Adaptation counters of a filter (zero for static kinds). */
+typedef struct akv_filter_stats {
+    uint64_t adaptations; /* false positives fixed (adapt calls that changed the filter) */
+    uint64_t adapt_bits;  /* bits of the structure spent on adaptation (e.g. AQF extension slots × r) */
+    uint64_t absorbed;    /* negatives learned at runtime (ada-SSCF) */
+    uint64_t capacity;    /* keys the structure can hold (dynamic kinds), 0 if unbounded/static */
+} akv_filter_stats;
+
 typedef struct akv_filter akv_filter;
 typedef struct akv_filter_kind akv_filter_kind;
 typedef struct akv_revmap akv_revmap; /* revmap/revmap.h */
@@ -98,7 +106,7 @@ enum {
  * What a kind implements. Required: name, id, create, add, finish,
  * may_contain, memory_bytes, save, load, destroy. Optional (NULL when not
  * supported; the wrappers then return AKV_ENOTSUP): insert, remove, adapt,
- * absorb, words_touched, describe, fpr_theory.
+ * absorb, words_touched, describe, stats, fpr_theory.
  *
  * `save` writes only the kind's payload; the envelope (magic, version, kind
  * id, length, checksum) is added by akv_filter_serialize(). `load` must
@@ -134,6 +142,8 @@ struct akv_filter_kind {
     unsigned (*words_touched)(const akv_filter *f, akv_hash h);
     /* Optional extra statistics as a JSON object body ("\"k\":7,…"). */
     int (*describe)(const akv_filter *f, char *buf, size_t cap);
+    /* Optional: adaptation counters. */
+    void (*stats)(const akv_filter *f, akv_filter_stats *out);
     /* Optional: the exact expected FPR of this filter as built (NAN if none). */
     double (*fpr_theory)(const akv_filter *f);
 };
@@ -169,6 +179,8 @@ int akv_filter_remove(akv_filter *f, akv_hash h);
 int akv_filter_adapt(akv_filter *f, akv_hash h, akv_revmap *rm);
 int akv_filter_absorb(akv_filter *f, akv_hash h);
 void akv_filter_destroy(akv_filter *f);
+/* Zeroed stats when the kind has none. */
+void akv_filter_get_stats(const akv_filter *f, akv_filter_stats *out);
 
 /* Build in one call from an array of hashes. */
 int akv_filter_build(const akv_filter_kind *k, const akv_filter_params *p, const akv_hash *keys, size_t n,

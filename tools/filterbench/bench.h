@@ -1,0 +1,55 @@
+/* bench.h — filterbench's configuration, results and measurement passes. */
+#ifndef AKV_FILTERBENCH_H
+#define AKV_FILTERBENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "filters/filter.h"
+
+typedef struct fb_dist {
+    bool zipf;
+    double s;
+} fb_dist;
+
+typedef struct fb_config {
+    const char *filter;
+    const akv_filter_kind *kind;
+    akv_filter_params params;
+    uint64_t keys, queries, universe, seed, negatives, churn;
+    fb_dist qdist, costs;
+    const char *dataset;
+    bool adapt, json;
+} fb_config;
+
+typedef struct fb_result {
+    char error[256];
+    uint64_t keys, memory_bytes, false_negatives, queries;
+    double bits_per_key, fpr, fpr_theory, insert_ns, build_ns, query_ns, words_per_query;
+    /* --adapt */
+    double fpr_before, fpr_during, fpr_after, extra_bits_per_key;
+    uint64_t adaptations, adapt_errors;
+    /* --negatives */
+    uint64_t negatives;
+    double weighted_fpr, neg_fpr;
+    /* --churn */
+    uint64_t churn_rounds;
+    double churn_fpr;
+    char describe[512];
+} fb_result;
+
+/* Zipfian sampler over ranks 0..n-1 (rank 0 most frequent). */
+typedef struct fb_zipf fb_zipf;
+fb_zipf *fb_zipf_create(uint64_t n, double s);
+uint64_t fb_zipf_sample(const fb_zipf *z, uint64_t *rng);
+double fb_zipf_weight(const fb_zipf *z, uint64_t rank); /* probability of rank */
+void fb_zipf_destroy(fb_zipf *z);
+
+uint64_t fb_rand(uint64_t *state);
+
+int fb_run(const fb_config *c, fb_result *r);
+void fb_print_json(const fb_config *c, const fb_result *r, FILE *out);
+void fb_print_table(const fb_config *c, const fb_result *r, FILE *out);
+
+#endif

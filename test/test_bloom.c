@@ -1,5 +1,4 @@
 #include <criterion/criterion.h>
-#include <criterion/parameterized.h>
 
 #include "support/filter_props.h"
 

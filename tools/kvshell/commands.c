@@ -1,0 +1,389 @@
+/*
+ * commands.c — kvshell's commands, one function each, against the public API
+ * only (engine/adaptkv.h). A command returns KVS_OK, KVS_FAIL, KVS_NOTFOUND
+ * or KVS_QUIT; it prints results on stdout and failures on stderr.
+ */
+#include "tools/kvshell/kvshell.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kvs_error(const kvs_ctx *c, const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout); /* keep stdout and stderr in order on a terminal */
+    if (c && c->where)
+        fprintf(stderr, "%s: ", c->where);
+    if (cmd)
+        fprintf(stderr, "%s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+const char *kvs_engine_msg(int rc)
+{
+    const char *m = akv_errmsg();
+    return m && *m ? m : akv_strerror(rc);
+}
+
+static int engine_fail(const kvs_ctx *c, const char *cmd, int rc)
+{
+    kvs_error(c, cmd, "%s", kvs_engine_msg(rc));
+    return KVS_FAIL;
+}
+
+/* Commands that take an exact number of words after the command name. */
+static bool want_args(const kvs_ctx *c, const kvs_words *w, size_t n, const char *usage)
+{
+    if (w->n - 1 == n)
+        return true;
+    kvs_error(c, w->v[0].data, "expects %zu argument%s: %s", n, n == 1 ? "" : "s", usage);
+    return false;
+}
+
+static int cmd_put(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 2, "put KEY VALUE"))
+        return KVS_FAIL;
+    int rc = akv_put(c->db, w->v[1].data, w->v[1].len, w->v[2].data, w->v[2].len);
+    return rc == AKV_OK ? KVS_OK : engine_fail(c, "put", rc);
+}
+
+static int cmd_get(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 1, "get KEY"))
+        return KVS_FAIL;
+    void *val = NULL;
+    size_t vlen = 0;
+    int rc = akv_get(c->db, w->v[1].data, w->v[1].len, &val, &vlen);
+    if (rc == AKV_NOTFOUND) {
+        /* On stderr so that `v=$(kvshell DIR get k)` never captures it. */
+        fflush(stdout);
+        if (c->where)
+            fprintf(stderr, "%s: ", c->where);
+        fputs("not found: ", stderr);
+        kvs_print_escaped(stderr, w->v[1].data, w->v[1].len);
+        fputc('\n', stderr);
+        return KVS_NOTFOUND;
+    }
+    if (rc != AKV_OK)
+        return engine_fail(c, "get", rc);
+    kvs_print_escaped(stdout, val, vlen);
+    putchar('\n');
+    akv_free(val);
+    return KVS_OK;
+}
+
+static int cmd_del(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 1, "del KEY"))
+        return KVS_FAIL;
+    int rc = akv_delete(c->db, w->v[1].data, w->v[1].len);
+    return rc == AKV_OK ? KVS_OK : engine_fail(c, "del", rc);
+}
+
+static int iter_open(kvs_ctx *c, const char *cmd, akv_iter **it)
+{
+    int rc = akv_iter_create(c->db, it);
+    if (rc == AKV_ENOTSUP) {
+        kvs_error(c, cmd,
+                  "not supported on the hash layout: its data is in hash order "
+                  "(create the database with --layout ordered for scans)");
+        return KVS_FAIL;
+    }
+    return rc == AKV_OK ? KVS_OK : engine_fail(c, cmd, rc);
+}
+
+static bool key_before(const void *k, size_t kl, const kvs_word *to)
+{
+    size_t m = kl < to->len ? kl : to->len;
+    int d = memcmp(k, to->data, m);
+    return d < 0 || (d == 0 && kl < to->len);
+}
+
+/* Print pairs from `from` (inclusive; NULL = first) to `to` (exclusive). */
+static int print_range(kvs_ctx *c, const char *cmd, const kvs_word *from, const kvs_word *to, uint64_t limit)
+{
+    akv_iter *it;
+    int st = iter_open(c, cmd, &it);
+    if (st != KVS_OK)
+        return st;
+    if (from && from->len > 0)
+        akv_iter_seek(it, from->data, from->len);
+    else
+        akv_iter_seek_first(it);
+    for (uint64_t n = 0; n < limit && akv_iter_valid(it); n++, akv_iter_next(it)) {
+        size_t kl, vl;
+        const void *k = akv_iter_key(it, &kl);
+        const void *v = akv_iter_value(it, &vl);
+        if (to && !key_before(k, kl, to))
+            break;
+        kvs_print_escaped(stdout, k, kl);
+        putchar('\t');
+        kvs_print_escaped(stdout, v, vl);
+        putchar('\n');
+    }
+    int rc = akv_iter_status(it);
+    akv_iter_destroy(it);
+    return rc == AKV_OK ? KVS_OK : engine_fail(c, cmd, rc);
+}
+
+static int parse_count(const kvs_ctx *c, const char *cmd, const kvs_word *w, uint64_t *out)
+{
+    if (kvs_parse_size(w->data, out) == 0 && memchr(w->data, '\0', w->len) == NULL)
+        return 0;
+    kvs_error(c, cmd, "--limit expects a number, got '%s'", w->data);
+    return -1;
+}
+
+static int cmd_scan(kvs_ctx *c, const kvs_words *w)
+{
+    const kvs_word *pos[2] = {NULL, NULL};
+    size_t npos = 0;
+    uint64_t limit = UINT64_MAX;
+    for (size_t i = 1; i < w->n; i++) {
+        if (kvs_word_is(&w->v[i], "--limit")) {
+            if (i + 1 >= w->n) {
+                kvs_error(c, "scan", "--limit expects a number");
+                return KVS_FAIL;
+            }
+            if (parse_count(c, "scan", &w->v[++i], &limit) != 0)
+                return KVS_FAIL;
+        } else if (w->v[i].plain && w->v[i].len > 2 && memcmp(w->v[i].data, "--", 2) == 0) {
+            kvs_error(c, "scan", "unknown option %s (quote a key that starts with --)", w->v[i].data);
+            return KVS_FAIL;
+        } else if (npos < 2) {
+            pos[npos++] = &w->v[i];
+        } else {
+            kvs_error(c, "scan", "usage: scan [FROM [TO]] [--limit N]");
+            return KVS_FAIL;
+        }
+    }
+    return print_range(c, "scan", pos[0], pos[1], limit);
+}
+
+static int cmd_dump(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 0, "dump"))
+        return KVS_FAIL;
+    return print_range(c, "dump", NULL, NULL, UINT64_MAX);
+}
+
+/* Counting needs iteration; the hash layout has none, and its stats count
+ * shadowed versions and tombstones, so we refuse rather than guess. */
+static int cmd_count(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 0, "count"))
+        return KVS_FAIL;
+    if (c->layout == AKV_LAYOUT_HASH) {
+        kvs_error(c, "count",
+                  "not supported on the hash layout (no iteration); `stats` shows "
+                  "live_keys_estimate, an upper bound that includes overwritten and deleted keys");
+        return KVS_FAIL;
+    }
+    akv_iter *it;
+    int st = iter_open(c, "count", &it);
+    if (st != KVS_OK)
+        return st;
+    uint64_t n = 0;
+    for (akv_iter_seek_first(it); akv_iter_valid(it); akv_iter_next(it))
+        n++;
+    int rc = akv_iter_status(it);
+    akv_iter_destroy(it);
+    if (rc != AKV_OK)
+        return engine_fail(c, "count", rc);
+    printf("%llu\n", (unsigned long long)n);
+    return KVS_OK;
+}
+
+static void print_levels(const akv_stats *s)
+{
+    printf("%-8s %6s %6s %14s\n", "level", "runs", "ssts", "keys");
+    for (int i = 0; i < AKV_MAX_LEVELS; i++)
+        if (s->runs_per_level[i] || s->ssts_per_level[i] || s->keys_per_level[i])
+            printf("L%-7d %6u %6u %14llu\n", i, s->runs_per_level[i], s->ssts_per_level[i],
+                   (unsigned long long)s->keys_per_level[i]);
+}
+
+static void print_stats(const akv_stats *s)
+{
+#define ROW(name) printf("%-20s %llu\n", #name, (unsigned long long)s->name)
+    ROW(puts);
+    ROW(deletes);
+    ROW(gets);
+    ROW(negative_lookups);
+    ROW(probes);
+    ROW(wasted_probes);
+    ROW(slot_queries);
+    ROW(slot_filtered);
+    ROW(false_positives);
+    ROW(adaptations);
+    ROW(block_reads);
+    ROW(flushes);
+    ROW(compactions);
+    ROW(write_stalls);
+    ROW(bytes_written_user);
+    ROW(bytes_written_disk);
+    ROW(filter_bytes);
+    ROW(live_keys_estimate);
+    ROW(levels);
+    ROW(memtables);
+#undef ROW
+    print_levels(s);
+}
+
+static int cmd_stats(kvs_ctx *c, const kvs_words *w)
+{
+    bool json = w->n == 2 && kvs_word_is(&w->v[1], "--json");
+    if (w->n > 2 || (w->n == 2 && !json)) {
+        kvs_error(c, "stats", "usage: stats [--json]");
+        return KVS_FAIL;
+    }
+    int rc;
+    if (json) {
+        char *s = NULL;
+        if ((rc = akv_stats_json(c->db, &s)) != AKV_OK)
+            return engine_fail(c, "stats", rc);
+        /* The API promises one line; strip a trailing newline if any. */
+        size_t n = strlen(s);
+        while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+            n--;
+        printf("%.*s\n", (int)n, s);
+        akv_free(s);
+        return KVS_OK;
+    }
+    akv_stats st;
+    if ((rc = akv_get_stats(c->db, &st)) != AKV_OK)
+        return engine_fail(c, "stats", rc);
+    print_stats(&st);
+    return KVS_OK;
+}
+
+static int cmd_filters(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 0, "filters"))
+        return KVS_FAIL;
+    akv_slot_info *rows = NULL;
+    size_t n = 0;
+    int rc = akv_slots(c->db, &rows, &n);
+    if (rc != AKV_OK)
+        return engine_fail(c, "filters", rc);
+    printf("%-5s %8s %8s %-8s %12s %8s %12s %12s %10s %8s %8s\n", "level", "run", "sst", "kind", "keys",
+           "bits/key", "queries", "filtered", "probes", "fp", "adapt");
+    for (size_t i = 0; i < n; i++) {
+        const akv_slot_info *r = &rows[i];
+        char lvl[16];
+        if (r->level < 0)
+            snprintf(lvl, sizeof lvl, "mem");
+        else
+            snprintf(lvl, sizeof lvl, "L%d", r->level);
+        printf("%-5s %8llu %8llu %-8.16s %12llu %8.2f %12llu %12llu %10llu %8llu %8llu\n", lvl,
+               (unsigned long long)r->run, (unsigned long long)r->sst, r->kind, (unsigned long long)r->keys,
+               r->bits_per_key, (unsigned long long)r->queries, (unsigned long long)r->filtered,
+               (unsigned long long)r->probes, (unsigned long long)r->false_positives,
+               (unsigned long long)r->adaptations);
+    }
+    akv_free(rows);
+    return KVS_OK;
+}
+
+static int cmd_flush(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 0, "flush"))
+        return KVS_FAIL;
+    int rc = akv_flush(c->db);
+    return rc == AKV_OK ? KVS_OK : engine_fail(c, "flush", rc);
+}
+
+static int cmd_compact(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 0, "compact"))
+        return KVS_FAIL;
+    int rc = akv_compact(c->db);
+    return rc == AKV_OK ? KVS_OK : engine_fail(c, "compact", rc);
+}
+
+static int cmd_load(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 1, "load FILE"))
+        return KVS_FAIL;
+    if (memchr(w->v[1].data, '\0', w->v[1].len)) {
+        kvs_error(c, "load", "a file name cannot contain a NUL byte");
+        return KVS_FAIL;
+    }
+    return kvs_cmd_load(c, w->v[1].data);
+}
+
+static int cmd_help(kvs_ctx *c, const kvs_words *w)
+{
+    (void)c;
+    kvs_help(stdout, w->n > 1 ? w->v[1].data : NULL);
+    return KVS_OK;
+}
+
+static int cmd_quit(kvs_ctx *c, const kvs_words *w)
+{
+    return want_args(c, w, 0, w->v[0].data) ? KVS_QUIT : KVS_FAIL;
+}
+
+typedef struct command {
+    const char *name;
+    int (*run)(kvs_ctx *c, const kvs_words *w);
+    const char *usage;
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"put", cmd_put, "put KEY VALUE", "store VALUE under KEY"},
+    {"get", cmd_get, "get KEY", "print the value of KEY (\"not found: KEY\" on stderr if absent)"},
+    {"del", cmd_del, "del KEY", "delete KEY (deleting an absent key is not an error)"},
+    {"scan", cmd_scan, "scan [FROM [TO]] [--limit N]", "pairs with FROM <= key < TO (ordered layout)"},
+    {"count", cmd_count, "count", "number of live keys (ordered layout)"},
+    {"stats", cmd_stats, "stats [--json]", "engine statistics; --json prints one line"},
+    {"filters", cmd_filters, "filters", "one row per filter slot: level, run, sst, kind, counters"},
+    {"flush", cmd_flush, "flush", "write the memtable out as an L0 run"},
+    {"compact", cmd_compact, "compact", "flush, then compact every level into the last"},
+    {"load", cmd_load, "load FILE", "bulk load \"key<TAB>value\" or \"put K V\" lines"},
+    {"dump", cmd_dump, "dump", "every pair as key<TAB>value (ordered layout)"},
+    {"help", cmd_help, "help [COMMAND]", "this list"},
+    {"quit", cmd_quit, "quit", "leave the shell (also: exit, end of input)"},
+    {"exit", cmd_quit, "exit", NULL},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof *commands)
+
+void kvs_help(FILE *f, const char *cmd)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (cmd && strcmp(cmd, commands[i].name) == 0) {
+            fprintf(f, "%s\n    %s\n", commands[i].usage, commands[i].summary ? commands[i].summary : "");
+            return;
+        }
+    fputs("commands:\n", f);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (commands[i].summary)
+            fprintf(f, "  %-30s %s\n", commands[i].usage, commands[i].summary);
+    fputs("keys and values may be quoted ('a b', \"a b\") and escaped: \\xNN \\n \\t \\r \\0 \\\\ \\\" \\'\n"
+          "output escapes every byte outside printable ASCII as \\xNN and a backslash as \\\\\n",
+          f);
+}
+
+int kvs_run(kvs_ctx *c, const kvs_words *w)
+{
+    if (w->n == 0)
+        return KVS_OK;
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (kvs_word_is(&w->v[0], commands[i].name))
+            return commands[i].run(c, w);
+    fflush(stdout);
+    if (c->where)
+        fprintf(stderr, "%s: ", c->where);
+    fputs("unknown command '", stderr);
+    kvs_print_escaped(stderr, w->v[0].data, w->v[0].len);
+    fputs("' (try: help)\n", stderr);
+    return KVS_FAIL;
+}

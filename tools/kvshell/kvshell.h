@@ -1,0 +1,92 @@
+/*
+ * kvshell.h — pieces of the kvshell tool (docs/kvshell.md).
+ *
+ * escape.c: splitting a command line into binary-safe words, decoding and
+ * printing escapes, parsing sizes. It has no engine dependency so the tests
+ * can exercise it alone.
+ * commands.c / load.c: one function per command, against engine/adaptkv.h.
+ * repl.c: the read loops (libedit on a TTY, plain lines otherwise).
+ */
+#ifndef KVSHELL_H
+#define KVSHELL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine/adaptkv.h"
+
+/* Exit statuses (docs/kvshell.md, "Exit status"). */
+enum {
+    KVS_OK = 0,       /* every command succeeded */
+    KVS_FAIL = 1,     /* a command failed */
+    KVS_USAGE = 2,    /* bad command-line options, or the database did not open */
+    KVS_NOTFOUND = 3, /* command mode: `get` found nothing */
+    KVS_QUIT = 100,   /* internal: `quit` was read */
+};
+
+/* One word of a command: bytes (may hold NUL) plus whether it was written
+ * plainly, i.e. without quotes or escapes. Only plain words can be options
+ * such as --limit, so a key spelled "\x2d-limit" or "--limit" in quotes is a key. */
+typedef struct kvs_word {
+    char *data; /* NUL-terminated for convenience; len is authoritative */
+    size_t len;
+    bool plain;
+} kvs_word;
+
+typedef struct kvs_words {
+    kvs_word *v;
+    size_t n, cap;
+} kvs_words;
+
+/* Split a command line into words: blanks separate words; '…' and "…" group;
+ * backslash escapes (\xNN \n \t \r \0 \\ \" \' \<space>) work everywhere.
+ * Returns 0, or -1 with a message in err. */
+int kvs_split(const char *line, size_t len, kvs_words *out, char *err, size_t errcap);
+
+/* Decode backslash escapes of one whole word (quotes are ordinary bytes).
+ * Used for command-line arguments and for `load` key<TAB>value lines. */
+int kvs_unescape(const char *s, size_t len, kvs_word *out, char *err, size_t errcap);
+
+int kvs_words_push(kvs_words *w, kvs_word word);
+void kvs_words_free(kvs_words *w);
+
+/* Print bytes with printable ASCII as is, '\\' as "\\\\", the rest as \xNN. */
+void kvs_print_escaped(FILE *f, const void *p, size_t n);
+
+/* "4096", "64K", "4M", "1G" (powers of 1024; an optional trailing B/iB). */
+int kvs_parse_size(const char *s, uint64_t *out);
+
+/* A word equal to the NUL-free string s (and plain, when want_plain). */
+bool kvs_word_is(const kvs_word *w, const char *s);
+
+/* ---- commands ------------------------------------------------------------ */
+
+typedef struct kvs_ctx {
+    akv_db *db;
+    akv_layout layout;
+    int sync;
+    const char *where; /* "line 12" in stdin mode, NULL otherwise (for messages) */
+} kvs_ctx;
+
+/* Run one command; returns KVS_OK, KVS_FAIL, KVS_NOTFOUND or KVS_QUIT. */
+int kvs_run(kvs_ctx *c, const kvs_words *w);
+
+/* Report a failure of command `cmd` on stderr ("put: message"). */
+void kvs_error(const kvs_ctx *c, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The engine's last message for rc (akv_errmsg, or akv_strerror if empty). */
+const char *kvs_engine_msg(int rc);
+
+int kvs_cmd_load(kvs_ctx *c, const char *path);
+void kvs_help(FILE *f, const char *cmd);
+
+/* ---- read loops ---------------------------------------------------------- */
+
+/* Commands from a non-TTY stream, one per line; returns the exit status. */
+int kvs_loop_stream(kvs_ctx *c, FILE *in);
+/* Interactive loop with line editing and history. */
+int kvs_loop_tty(kvs_ctx *c, const char *dir);
+
+#endif

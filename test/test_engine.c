@@ -1,0 +1,790 @@
+/*
+ * test_engine.c — the engine against a model (test/support/kvmodel.c).
+ *
+ * Seeded random operation sequences (put, delete, get, scan, batch) are run
+ * against adaptkv and an in-memory sorted array at once, across explicit
+ * flushes, compactions and close/reopen, for both layouts, with a 64 KiB
+ * memtable so several levels form within a few thousand operations. Every
+ * answer the engine gives is compared with the model's. The other tests pin
+ * down the API's edges: size limits, refused reopens, iterators on the hash
+ * layout, damaged filter files (which must be rebuilt, never trusted) and
+ * the filter slot counters.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/adaptkv.h"
+#include "support/filter_props.h"
+#include "support/kvmodel.h"
+
+#define NKEYS  1500u
+#define KEYBUF 4096
+
+/* ---- keys and values --------------------------------------------------- */
+
+/* Key i: a class byte (including 0x00 and 0xff), BE32(i), then 0–11 filler
+ * bytes (every 211th key is 3000 bytes long). Distinct for distinct i. */
+static size_t make_key(uint32_t i, unsigned char *buf)
+{
+    static const unsigned char cls[] = {'k', 'K', 'z', 0x00, 0xff};
+    size_t n = 0;
+    buf[n++] = cls[i % sizeof cls];
+    buf[n++] = (unsigned char)(i >> 24);
+    buf[n++] = (unsigned char)(i >> 16);
+    buf[n++] = (unsigned char)(i >> 8);
+    buf[n++] = (unsigned char)i;
+    size_t extra = i % 211 == 0 ? 3000 : ((i * 2654435761u) >> 28) % 12;
+    for (size_t j = 0; j < extra; j++)
+        buf[n++] = (unsigned char)(i + j * 31);
+    return n;
+}
+
+/* Keys that are never written: class byte 'A' is not one make_key uses. */
+static size_t make_absent_key(uint64_t i, unsigned char *buf)
+{
+    return (size_t)snprintf((char *)buf, KEYBUF, "A%08llx-absent", (unsigned long long)i);
+}
+
+/* Mostly small values, some up to 5000 bytes so the memtable fills quickly. */
+static size_t make_value(uint64_t *rng, unsigned char *buf)
+{
+    uint64_t r = akvt_rand(rng) % 100;
+    size_t n = r < 70   ? akvt_rand(rng) % 100
+               : r < 95 ? 100 + akvt_rand(rng) % 900
+                        : 1000 + akvt_rand(rng) % 4000;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t x = akvt_rand(rng);
+        memcpy(buf + i, &x, n - i < 8 ? n - i : 8);
+    }
+    return n;
+}
+
+/* ---- a database under test next to its model --------------------------- */
+
+typedef struct logcount {
+    atomic_int n;
+} logcount;
+
+static void count_log(void *arg, const char *msg)
+{
+    (void)msg;
+    atomic_fetch_add(&((logcount *)arg)->n, 1);
+}
+
+typedef struct world {
+    char dir[512];
+    akv_options opt;
+    akv_db *db;
+    akvt_model m;
+    uint64_t rng;
+    logcount log;
+} world;
+
+static void small_options(akv_options *o, akv_layout layout, const char *policy)
+{
+    akv_options_init(o);
+    o->layout = layout;
+    o->slot_policy = policy;
+    o->memtable_bytes = 64u << 10;
+    o->sst_target_bytes = 32u << 10;
+    o->l0_compaction_trigger = 2;
+    o->level_multiplier = 4;
+    o->seed = 0x5eed;
+}
+
+static void world_open(world *w)
+{
+    int rc = akv_open(w->dir, &w->opt, &w->db);
+    cr_assert_eq(rc, AKV_OK, "open %s: %s (%s)", w->dir, akv_strerror(rc), akv_errmsg());
+    cr_assert_not_null(w->db);
+}
+
+static void world_init(world *w, const char *tag, akv_layout layout, const char *policy, uint64_t seed)
+{
+    memset(w, 0, sizeof *w);
+    akvt_tmpdir(w->dir, sizeof w->dir, tag);
+    small_options(&w->opt, layout, policy);
+    w->opt.log = count_log;
+    w->opt.log_arg = &w->log;
+    w->rng = seed;
+    world_open(w);
+}
+
+static void world_reopen(world *w)
+{
+    cr_assert_eq(akv_close(w->db), AKV_OK, "close: %s", akv_errmsg());
+    w->db = NULL;
+    world_open(w);
+}
+
+static void world_done(world *w)
+{
+    cr_assert_eq(akv_close(w->db), AKV_OK, "close: %s", akv_errmsg());
+    akvt_model_free(&w->m);
+    akvt_rmrf(w->dir);
+}
+
+/* ---- checks ------------------------------------------------------------ */
+
+static void check_key(world *w, const unsigned char *k, size_t kl, const char *when)
+{
+    void *v = NULL;
+    size_t vl = 0;
+    int rc = akv_get(w->db, k, kl, &v, &vl);
+    const akvt_pair *p = akvt_model_get(&w->m, k, kl);
+    if (!p) {
+        cr_assert_eq(rc, AKV_NOTFOUND, "%s: key (%zu bytes, byte0 %02x) should be absent, got rc %d (%s)",
+                     when, kl, k[0], rc, akv_errmsg());
+        return;
+    }
+    cr_assert_eq(rc, AKV_OK, "%s: key (%zu bytes, byte0 %02x) should be present, got rc %d (%s)", when, kl,
+                 k[0], rc, akv_errmsg());
+    cr_assert_eq(vl, p->vlen, "%s: value length %zu, expected %zu", when, vl, p->vlen);
+    cr_assert(vl == 0 || memcmp(v, p->val, vl) == 0, "%s: value bytes differ", when);
+    akv_free(v);
+}
+
+static void check_index(world *w, uint32_t i, const char *when)
+{
+    unsigned char k[KEYBUF];
+    check_key(w, k, make_key(i, k), when);
+}
+
+/* Up to `limit` pairs from `from` on, compared with the model. */
+static void check_scan_from(world *w, const unsigned char *from, size_t fl, size_t limit, const char *when)
+{
+    akv_iter *it = NULL;
+    cr_assert_eq(akv_iter_create(w->db, &it), AKV_OK, "%s: iter_create: %s", when, akv_errmsg());
+    size_t i = 0;
+    if (from) {
+        akv_iter_seek(it, from, fl);
+        i = akvt_model_lower_bound(&w->m, from, fl);
+    } else {
+        akv_iter_seek_first(it);
+    }
+    for (size_t n = 0; n < limit && i < w->m.n; n++, i++, akv_iter_next(it)) {
+        cr_assert(akv_iter_valid(it), "%s: iterator ended after %zu pairs, model has %zu more", when, n,
+                  w->m.n - i);
+        size_t kl, vl;
+        const void *k = akv_iter_key(it, &kl);
+        const void *v = akv_iter_value(it, &vl);
+        const akvt_pair *p = &w->m.v[i];
+        cr_assert(akvt_keycmp(k, kl, p->key, p->klen) == 0, "%s: scan pair %zu has the wrong key", when, n);
+        cr_assert(vl == p->vlen && (vl == 0 || memcmp(v, p->val, vl) == 0), "%s: scan pair %zu: wrong value",
+                  when, n);
+    }
+    if (i >= w->m.n)
+        cr_assert_not(akv_iter_valid(it), "%s: iterator shows a key the model does not have", when);
+    cr_assert_eq(akv_iter_status(it), AKV_OK, "%s: iter status: %s", when, akv_errmsg());
+    akv_iter_destroy(it);
+}
+
+static void check_random_scan(world *w)
+{
+    unsigned char k[KEYBUF];
+    uint64_t r = akvt_rand(&w->rng);
+    size_t kl = r % 4 == 0 ? make_absent_key(r, k) : make_key((uint32_t)(r % NKEYS), k);
+    check_scan_from(w, k, kl, 1 + akvt_rand(&w->rng) % 100, "scan");
+}
+
+static void check_all(world *w, const char *when)
+{
+    for (uint32_t i = 0; i < NKEYS; i++)
+        check_index(w, i, when);
+    unsigned char k[KEYBUF];
+    for (uint64_t i = 0; i < 200; i++)
+        check_key(w, k, make_absent_key(i, k), when);
+    if (w->opt.layout == AKV_LAYOUT_ORDERED)
+        check_scan_from(w, NULL, 0, SIZE_MAX, when);
+}
+
+/* After a full compaction: one run, and the stats count exactly the live
+ * keys, i.e. shadowed versions and tombstones were dropped at the last level. */
+static void check_compacted(world *w)
+{
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(w->db, &st), AKV_OK);
+    cr_assert_eq(st.live_keys_estimate, (uint64_t)w->m.n,
+                 "after compact: live_keys_estimate %llu, model has %zu live keys",
+                 (unsigned long long)st.live_keys_estimate, w->m.n);
+    uint32_t levels = 0, runs = 0;
+    uint64_t keys = 0;
+    for (int l = 0; l < AKV_MAX_LEVELS; l++) {
+        levels += st.runs_per_level[l] > 0;
+        runs += st.runs_per_level[l];
+        keys += st.keys_per_level[l];
+    }
+    cr_assert_leq(levels, 1, "after compact: %u non-empty levels", levels);
+    cr_assert_leq(runs, 1, "after compact: %u runs", runs);
+    cr_assert_eq(keys, (uint64_t)w->m.n, "after compact: keys_per_level sum %llu, model %zu",
+                 (unsigned long long)keys, w->m.n);
+}
+
+/* ---- the random operation sequence ------------------------------------- */
+
+static void op_put(world *w)
+{
+    unsigned char k[KEYBUF], v[8192];
+    size_t kl = make_key((uint32_t)(akvt_rand(&w->rng) % NKEYS), k);
+    size_t vl = make_value(&w->rng, v);
+    cr_assert_eq(akv_put(w->db, k, kl, v, vl), AKV_OK, "put: %s", akv_errmsg());
+    akvt_model_put(&w->m, k, kl, v, vl);
+}
+
+static void op_del(world *w)
+{
+    unsigned char k[KEYBUF];
+    size_t kl = make_key((uint32_t)(akvt_rand(&w->rng) % NKEYS), k);
+    cr_assert_eq(akv_delete(w->db, k, kl), AKV_OK, "delete: %s", akv_errmsg());
+    akvt_model_del(&w->m, k, kl);
+}
+
+/* A batch of 1–20 puts and deletes, possibly touching one key twice: the
+ * later operation must win, as in the model. */
+static void op_batch(world *w)
+{
+    akv_batch *b;
+    cr_assert_eq(akv_batch_create(&b), AKV_OK);
+    size_t n = 1 + akvt_rand(&w->rng) % 20;
+    struct {
+        unsigned char k[KEYBUF], v[8192];
+        size_t kl, vl;
+        int del;
+    } *ops = malloc(n * sizeof *ops);
+    cr_assert_not_null(ops);
+    for (size_t i = 0; i < n; i++) {
+        ops[i].kl = make_key((uint32_t)(akvt_rand(&w->rng) % NKEYS), ops[i].k);
+        ops[i].del = akvt_rand(&w->rng) % 4 == 0;
+        ops[i].vl = ops[i].del ? 0 : make_value(&w->rng, ops[i].v);
+        int rc = ops[i].del ? akv_batch_delete(b, ops[i].k, ops[i].kl)
+                            : akv_batch_put(b, ops[i].k, ops[i].kl, ops[i].v, ops[i].vl);
+        cr_assert_eq(rc, AKV_OK, "batch add: %s", akv_errmsg());
+    }
+    cr_assert_eq(akv_batch_count(b), n);
+    cr_assert_eq(akv_write(w->db, b, (int)(akvt_rand(&w->rng) % 2)), AKV_OK, "write: %s", akv_errmsg());
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].del)
+            akvt_model_del(&w->m, ops[i].k, ops[i].kl);
+        else
+            akvt_model_put(&w->m, ops[i].k, ops[i].kl, ops[i].v, ops[i].vl);
+    }
+    free(ops);
+    akv_batch_destroy(b);
+}
+
+static void op_other(world *w, uint64_t r)
+{
+    if (r < 880) {
+        if (w->opt.layout == AKV_LAYOUT_ORDERED)
+            check_random_scan(w);
+    } else if (r < 886) {
+        cr_assert_eq(akv_flush(w->db), AKV_OK, "flush: %s", akv_errmsg());
+    } else if (r < 888) {
+        cr_assert_eq(akv_compact(w->db), AKV_OK, "compact: %s", akv_errmsg());
+        check_compacted(w);
+    } else if (r < 890) {
+        world_reopen(w);
+    } else {
+        unsigned char k[KEYBUF];
+        check_key(w, k, make_absent_key(akvt_rand(&w->rng), k), "absent get");
+    }
+}
+
+static void random_ops(world *w, size_t nops)
+{
+    for (size_t i = 0; i < nops; i++) {
+        uint64_t r = akvt_rand(&w->rng) % 1000;
+        if (r < 450)
+            op_put(w);
+        else if (r < 600)
+            op_del(w);
+        else if (r < 840)
+            check_index(w, (uint32_t)(akvt_rand(&w->rng) % NKEYS), "get");
+        else if (r < 860)
+            op_batch(w);
+        else
+            op_other(w, r);
+    }
+}
+
+static size_t nops_default(void)
+{
+    /* Sanitizer builds run several times slower; keep them within minutes. */
+    const char *san = getenv("AKV_SANITIZER");
+    return san && *san ? 4000 : 12000;
+}
+
+static void model_test(akv_layout layout, uint64_t seed)
+{
+    world w;
+    world_init(&w, layout == AKV_LAYOUT_HASH ? "model-hash" : "model-ord", layout, NULL, seed);
+    random_ops(&w, nops_default());
+    check_all(&w, "after the run");
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(w.db, &st), AKV_OK);
+    cr_assert_gt(st.flushes, 0, "a 64 KiB memtable should have been flushed");
+    world_reopen(&w);
+    check_all(&w, "after reopen");
+    cr_assert_eq(akv_compact(w.db), AKV_OK, "compact: %s", akv_errmsg());
+    check_compacted(&w);
+    check_all(&w, "after compact");
+    world_reopen(&w);
+    check_all(&w, "after compact and reopen");
+    world_done(&w);
+}
+
+Test(model, random_ops_hash_layout)
+{
+    model_test(AKV_LAYOUT_HASH, 1);
+}
+Test(model, random_ops_ordered_layout)
+{
+    model_test(AKV_LAYOUT_ORDERED, 2);
+}
+Test(model, random_ops_hash_layout_seed3)
+{
+    model_test(AKV_LAYOUT_HASH, 3);
+}
+Test(model, random_ops_ordered_layout_seed4)
+{
+    model_test(AKV_LAYOUT_ORDERED, 4);
+}
+
+/* ---- tombstones -------------------------------------------------------- */
+
+static void put_range(world *w, uint32_t from, uint32_t to, const char *tag)
+{
+    unsigned char k[KEYBUF];
+    char v[64];
+    for (uint32_t i = from; i < to; i++) {
+        size_t kl = make_key(i, k);
+        int vl = snprintf(v, sizeof v, "%s-%u", tag, i);
+        cr_assert_eq(akv_put(w->db, k, kl, v, (size_t)vl), AKV_OK, "put: %s", akv_errmsg());
+        akvt_model_put(&w->m, k, kl, v, (size_t)vl);
+    }
+}
+
+static void tombstone_test(akv_layout layout)
+{
+    world w;
+    world_init(&w, "tomb", layout, NULL, 7);
+    put_range(&w, 0, NKEYS, "old");
+    cr_assert_eq(akv_compact(w.db), AKV_OK, "compact: %s", akv_errmsg());
+    check_compacted(&w);
+    /* Tombstones now sit above the old values: they must shadow them. */
+    unsigned char k[KEYBUF];
+    for (uint32_t i = 0; i < NKEYS; i += 2) {
+        size_t kl = make_key(i, k);
+        cr_assert_eq(akv_delete(w.db, k, kl), AKV_OK);
+        akvt_model_del(&w.m, k, kl);
+    }
+    check_all(&w, "deletes in the memtable");
+    cr_assert_eq(akv_flush(w.db), AKV_OK);
+    check_all(&w, "tombstones in L0 over the last level");
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(w.db, &st), AKV_OK);
+    cr_assert_geq(st.live_keys_estimate, (uint64_t)w.m.n, "runs hold the live keys at least");
+    world_reopen(&w);
+    check_all(&w, "tombstones after reopen");
+    /* Compacting into the last level drops them (and what they shadow). */
+    cr_assert_eq(akv_compact(w.db), AKV_OK);
+    check_compacted(&w);
+    check_all(&w, "after compact");
+    /* Deleted keys can come back with new values. */
+    put_range(&w, 0, NKEYS / 2, "new");
+    cr_assert_eq(akv_flush(w.db), AKV_OK);
+    check_all(&w, "rewritten");
+    cr_assert_eq(akv_compact(w.db), AKV_OK);
+    check_compacted(&w);
+    check_all(&w, "rewritten and compacted");
+    world_done(&w);
+}
+
+Test(tombstones, shadow_then_dropped_at_last_level_hash)
+{
+    tombstone_test(AKV_LAYOUT_HASH);
+}
+Test(tombstones, shadow_then_dropped_at_last_level_ordered)
+{
+    tombstone_test(AKV_LAYOUT_ORDERED);
+}
+
+/* ---- limits -------------------------------------------------------------- */
+
+static void expect_einval(int rc, const char *what)
+{
+    cr_assert_eq(rc, AKV_EINVAL, "%s: expected AKV_EINVAL, got %d", what, rc);
+    cr_assert_str_not_empty(akv_errmsg(), "%s: no error message", what);
+}
+
+static void expect_absent(akv_db *db, const void *k, size_t kl, const char *what)
+{
+    void *v = NULL;
+    size_t vl;
+    cr_assert_eq(akv_get(db, k, kl, &v, &vl), AKV_NOTFOUND, "%s: a rejected write was stored", what);
+}
+
+static void limits_batch(akv_db *db, const unsigned char *big_key, const unsigned char *big_val)
+{
+    akv_batch *b;
+    cr_assert_eq(akv_batch_create(&b), AKV_OK);
+    expect_einval(akv_batch_put(b, big_key, 0, "v", 1), "batch put, empty key");
+    expect_einval(akv_batch_put(b, big_key, AKV_MAX_KEY_BYTES + 1, "v", 1), "batch put, long key");
+    expect_einval(akv_batch_put(b, "bv", 2, big_val, AKV_MAX_VALUE_BYTES + 1), "batch put, big value");
+    expect_einval(akv_batch_delete(b, big_key, 0), "batch delete, empty key");
+    cr_assert_eq(akv_batch_count(b), 0, "rejected operations were added to the batch");
+    cr_assert_eq(akv_batch_put(b, "ok", 2, "1", 1), AKV_OK);
+    cr_assert_eq(akv_write(db, b, 1), AKV_OK);
+    expect_absent(db, "bv", 2, "batch");
+    akv_batch_destroy(b);
+}
+
+Test(limits, key_and_value_sizes)
+{
+    world w;
+    world_init(&w, "limits", AKV_LAYOUT_ORDERED, NULL, 1);
+    unsigned char *big_key = malloc(AKV_MAX_KEY_BYTES + 1);
+    unsigned char *big_val = malloc(AKV_MAX_VALUE_BYTES + 1);
+    cr_assert(big_key && big_val);
+    memset(big_key, 'k', AKV_MAX_KEY_BYTES + 1);
+    memset(big_val, 'v', AKV_MAX_VALUE_BYTES + 1);
+
+    expect_einval(akv_put(w.db, big_key, 0, "v", 1), "put, empty key");
+    expect_einval(akv_put(w.db, big_key, AKV_MAX_KEY_BYTES + 1, "v", 1), "put, 64 KiB + 1 key");
+    expect_einval(akv_put(w.db, "big", 3, big_val, AKV_MAX_VALUE_BYTES + 1), "put, 64 MiB + 1 value");
+    expect_einval(akv_delete(w.db, big_key, 0), "delete, empty key");
+    expect_einval(akv_delete(w.db, big_key, AKV_MAX_KEY_BYTES + 1), "delete, long key");
+    void *v = NULL;
+    size_t vl;
+    expect_einval(akv_get(w.db, big_key, 0, &v, &vl), "get, empty key");
+    expect_einval(akv_get(w.db, big_key, AKV_MAX_KEY_BYTES + 1, &v, &vl), "get, long key");
+    expect_absent(w.db, "big", 3, "put");
+    limits_batch(w.db, big_key, big_val);
+
+    /* The limits themselves are allowed: a 64 KiB key, a 1 MiB and an empty value. */
+    akvt_model_put(&w.m, "ok", 2, "1", 1);
+    akvt_model_put(&w.m, big_key, AKV_MAX_KEY_BYTES, "max", 3);
+    akvt_model_put(&w.m, "mib", 3, big_val, 1u << 20);
+    akvt_model_put(&w.m, "empty", 5, "", 0);
+    cr_assert_eq(akv_put(w.db, big_key, AKV_MAX_KEY_BYTES, "max", 3), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_put(w.db, "mib", 3, big_val, 1u << 20), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_put(w.db, "empty", 5, "", 0), AKV_OK, "%s", akv_errmsg());
+    check_scan_from(&w, NULL, 0, SIZE_MAX, "limits");
+    cr_assert_eq(akv_compact(w.db), AKV_OK);
+    world_reopen(&w);
+    check_scan_from(&w, NULL, 0, SIZE_MAX, "limits after reopen");
+    check_key(&w, big_key, AKV_MAX_KEY_BYTES, "64 KiB key");
+    expect_absent(w.db, "big", 3, "after reopen");
+    free(big_key);
+    free(big_val);
+    world_done(&w);
+}
+
+/* ---- refused reopens ----------------------------------------------------- */
+
+static void expect_refused(const char *dir, const akv_options *o, const char *what)
+{
+    akv_db *db = (akv_db *)1;
+    int rc = akv_open(dir, o, &db);
+    cr_assert_lt(rc, 0, "%s: open should fail, got %d", what, rc);
+    cr_assert_null(db, "%s: *db must be NULL on failure", what);
+    cr_assert_str_not_empty(akv_errmsg(), "%s: no error message", what);
+}
+
+static void open_close(const char *dir, const akv_options *o)
+{
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, o, &db), AKV_OK, "open: %s", akv_errmsg());
+    void *v = NULL;
+    size_t vl;
+    cr_assert_eq(akv_get(db, "a", 1, &v, &vl), AKV_OK, "the key written at create is gone: %s", akv_errmsg());
+    akv_free(v);
+    cr_assert_eq(akv_close(db), AKV_OK);
+}
+
+static void reopen_test(akv_layout layout)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "reopen");
+    akv_options o;
+    small_options(&o, layout, NULL);
+    o.seed = 42;
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "create: %s", akv_errmsg());
+    cr_assert_eq(akv_put(db, "a", 1, "1", 1), AKV_OK);
+    cr_assert_eq(akv_close(db), AKV_OK);
+
+    akv_options bad = o;
+    bad.layout = layout == AKV_LAYOUT_HASH ? AKV_LAYOUT_ORDERED : AKV_LAYOUT_HASH;
+    expect_refused(dir, &bad, "other layout");
+    cr_assert_eq(akv_open(dir, &bad, &db), AKV_EINVAL, "other layout: expected AKV_EINVAL");
+    bad = o;
+    bad.seed = 43;
+    expect_refused(dir, &bad, "other seed");
+    bad = o;
+    bad.error_if_exists = 1;
+    expect_refused(dir, &bad, "error_if_exists");
+
+    open_close(dir, &o); /* same seed */
+    bad = o;
+    bad.seed = 0; /* 0: whatever the database has */
+    open_close(dir, &bad);
+    akvt_rmrf(dir);
+
+    akvt_tmpdir(dir, sizeof dir, "missing");
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/none", dir);
+    bad = o;
+    bad.create_if_missing = 0;
+    expect_refused(sub, &bad, "create_if_missing = 0");
+    akvt_rmrf(dir);
+}
+
+Test(reopen, refuses_other_layout_or_seed_hash)
+{
+    reopen_test(AKV_LAYOUT_HASH);
+}
+Test(reopen, refuses_other_layout_or_seed_ordered)
+{
+    reopen_test(AKV_LAYOUT_ORDERED);
+}
+
+Test(reopen, hash_layout_has_no_iterators)
+{
+    world w;
+    world_init(&w, "hashiter", AKV_LAYOUT_HASH, NULL, 1);
+    put_range(&w, 0, 10, "v");
+    akv_iter *it = NULL;
+    cr_assert_eq(akv_iter_create(w.db, &it), AKV_ENOTSUP);
+    cr_assert_str_not_empty(akv_errmsg());
+    check_all(&w, "hash layout");
+    world_done(&w);
+}
+
+/* ---- damaged filter files ------------------------------------------------ */
+
+static int cmp_path(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* The filter files in DIR/filters, sorted; returns how many (at most max). */
+static size_t list_filters(const char *dir, char paths[][1024], size_t max)
+{
+    char fdir[700];
+    snprintf(fdir, sizeof fdir, "%s/filters", dir);
+    DIR *d = opendir(fdir);
+    cr_assert_not_null(d, "no %s directory", fdir);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+        size_t l = strlen(e->d_name);
+        if (l > 4 && strcmp(e->d_name + l - 4, ".akf") == 0)
+            snprintf(paths[n++], 1024, "%s/%s", fdir, e->d_name);
+    }
+    closedir(d);
+    qsort(paths, n, sizeof paths[0], cmp_path);
+    return n;
+}
+
+static void flip_bytes(const char *path, uint64_t *rng)
+{
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f, "open %s", path);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    cr_assert_gt(size, 0);
+    for (int i = 0; i < 8; i++) {
+        long at = (long)(akvt_rand(rng) % (uint64_t)size);
+        fseek(f, at, SEEK_SET);
+        int c = fgetc(f);
+        fseek(f, at, SEEK_SET);
+        fputc(c ^ (1 << (akvt_rand(rng) % 8)), f);
+    }
+    fclose(f);
+}
+
+static void damage(char paths[][1024], size_t n, uint64_t *rng)
+{
+    struct stat st;
+    flip_bytes(paths[0], rng);
+    cr_assert_eq(stat(paths[1], &st), 0);
+    cr_assert_eq(truncate(paths[1], st.st_size / 2), 0);
+    cr_assert_eq(unlink(paths[2]), 0);
+    if (n > 3)
+        cr_assert_eq(truncate(paths[3], 0), 0);
+    if (n > 4) {
+        FILE *f = fopen(paths[4], "ab");
+        cr_assert_not_null(f);
+        fputs("trailing garbage", f);
+        fclose(f);
+    }
+}
+
+static void corrupt_filters_test(akv_layout layout, const char *tag)
+{
+    world w;
+    world_init(&w, tag, layout, NULL, 11);
+    w.opt.l0_compaction_trigger = 8; /* keep several runs, hence several files */
+    world_reopen(&w);
+    for (int r = 0; r < 3; r++) {
+        put_range(&w, (uint32_t)r * 500, (uint32_t)r * 500 + 500, "c");
+        cr_assert_eq(akv_flush(w.db), AKV_OK, "flush: %s", akv_errmsg());
+    }
+    cr_assert_eq(akv_close(w.db), AKV_OK);
+    w.db = NULL;
+
+    char paths[16][1024];
+    size_t n = list_filters(w.dir, paths, 16);
+    cr_assert_geq(n, 3, "expected at least 3 filter files after 3 flushes, found %zu", n);
+    damage(paths, n, &w.rng);
+
+    atomic_store(&w.log.n, 0);
+    world_open(&w);
+    check_all(&w, "damaged filters");
+    cr_assert_gt(atomic_load(&w.log.n), 0, "rebuilding damaged filters should log a warning");
+    /* Reads after the rebuild, a compaction over rebuilt slots, and a reopen. */
+    put_range(&w, 1400, NKEYS, "d");
+    cr_assert_eq(akv_compact(w.db), AKV_OK, "compact: %s", akv_errmsg());
+    check_all(&w, "compacted after rebuild");
+    world_reopen(&w);
+    check_all(&w, "reopened after rebuild");
+    world_done(&w);
+}
+
+Test(corruption, damaged_filter_files_are_rebuilt_hash)
+{
+    corrupt_filters_test(AKV_LAYOUT_HASH, "corrupt-hash");
+}
+Test(corruption, damaged_filter_files_are_rebuilt_ordered)
+{
+    corrupt_filters_test(AKV_LAYOUT_ORDERED, "corrupt-ord");
+}
+
+/* ---- filter slot counters under several policies ------------------------- */
+
+static const char *const policies[] = {
+    NULL, /* the default, with the engine's fallbacks */
+    "mem=sscf,l0=aqf,l1+=habf",
+    "mem=none,l0=bloom,l1+=blocked",
+    "mem=sscf,l0=rbf,l1+=vsbbf",
+    "mem=sscf,l0=shbf,l1+=qf",
+    "l0=fhabf,l1+=aqf",
+};
+
+/* Every kind the policy names is registered (so the policy can be tested). */
+static bool policy_available(const char *policy)
+{
+    if (!policy)
+        return true;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", policy);
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        const char *kind = strchr(item, '=');
+        if (kind && strcmp(kind + 1, "none") != 0 && !akv_filter_kind_by_name(kind + 1))
+            return false;
+    }
+    return true;
+}
+
+/* True when every run slot is of an adaptive kind. */
+static bool slots_adaptive(const akv_slot_info *rows, size_t n)
+{
+    size_t runs = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].level < 0)
+            continue;
+        const akv_filter_kind *k = akv_filter_kind_by_name(rows[i].kind);
+        if (!k || !(k->flags & AKV_FK_ADAPTIVE))
+            return false;
+        runs++;
+    }
+    return runs > 0;
+}
+
+static void absent_queries(world *w, uint64_t space, size_t q)
+{
+    unsigned char k[KEYBUF];
+    for (uint64_t i = 0; i < q; i++) {
+        size_t kl = make_absent_key(space * 1000000 + i, k);
+        void *v = NULL;
+        size_t vl;
+        cr_assert_eq(akv_get(w->db, k, kl, &v, &vl), AKV_NOTFOUND);
+    }
+}
+
+static void check_slot_rows(world *w, const akv_stats *st, bool *adaptive)
+{
+    akv_slot_info *rows = NULL;
+    size_t n = 0;
+    cr_assert_eq(akv_slots(w->db, &rows, &n), AKV_OK, "slots: %s", akv_errmsg());
+    cr_assert_gt(n, 0, "a compacted database has at least one slot");
+    uint64_t queries = 0, keys = 0;
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_not_null(akv_filter_kind_by_name(rows[i].kind), "slot kind '%.16s' is not registered",
+                           rows[i].kind);
+        cr_assert_leq(rows[i].filtered, rows[i].queries);
+        queries += rows[i].queries;
+        if (rows[i].level >= 0)
+            keys += rows[i].keys;
+    }
+    cr_assert_eq(queries, st->slot_queries, "slot rows count %llu queries, stats %llu",
+                 (unsigned long long)queries, (unsigned long long)st->slot_queries);
+    cr_assert_eq(keys, (uint64_t)w->m.n, "run slots hold %llu keys, the database %zu",
+                 (unsigned long long)keys, w->m.n);
+    *adaptive = slots_adaptive(rows, n);
+    akv_free(rows);
+}
+
+static void slot_counters_test(const char *policy, akv_layout layout)
+{
+    world w;
+    world_init(&w, "slots", layout, policy, 5);
+    put_range(&w, 0, NKEYS, "s");
+    cr_assert_eq(akv_compact(w.db), AKV_OK, "compact: %s", akv_errmsg());
+    check_all(&w, policy ? policy : "default policy");
+    enum { Q = 20000 };
+    akv_stats a, b, c;
+    cr_assert_eq(akv_get_stats(w.db, &a), AKV_OK);
+    absent_queries(&w, 1, Q);
+    cr_assert_eq(akv_get_stats(w.db, &b), AKV_OK);
+    cr_assert_eq(b.negative_lookups - a.negative_lookups, Q);
+    uint64_t queries = b.slot_queries - a.slot_queries, filtered = b.slot_filtered - a.slot_filtered;
+    uint64_t fp = b.false_positives - a.false_positives;
+    cr_assert_leq(fp, Q / 20, "%s: %llu false positives in %d absent lookups at 10 bits/key",
+                  policy ? policy : "default", (unsigned long long)fp, Q);
+    if (queries >= Q / 2)
+        cr_assert_geq(filtered * 10, queries * 9, "%s: slots filtered %llu of %llu queries",
+                      policy ? policy : "default", (unsigned long long)filtered, (unsigned long long)queries);
+    bool adaptive = false;
+    check_slot_rows(&w, &b, &adaptive);
+    /* Adaptive slots fix each false positive: asking again costs (almost) nothing. */
+    absent_queries(&w, 1, Q);
+    cr_assert_eq(akv_get_stats(w.db, &c), AKV_OK);
+    uint64_t fp2 = c.false_positives - b.false_positives;
+    if (adaptive)
+        cr_assert_leq(fp2, fp / 4 + 2, "%s: adaptive slots repeated %llu of %llu false positives",
+                      policy ? policy : "default", (unsigned long long)fp2, (unsigned long long)fp);
+    check_all(&w, "after absent queries");
+    world_done(&w);
+}
+
+Test(slots, counters_under_each_available_policy)
+{
+    size_t tested = 0;
+    for (size_t i = 0; i < sizeof policies / sizeof *policies; i++) {
+        if (!policy_available(policies[i])) {
+            cr_log_info("policy %s: a kind is not registered, skipped", policies[i]);
+            continue;
+        }
+        slot_counters_test(policies[i], i % 2 ? AKV_LAYOUT_ORDERED : AKV_LAYOUT_HASH);
+        tested++;
+    }
+    cr_assert_gt(tested, 0);
+}

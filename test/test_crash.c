@@ -1,0 +1,399 @@
+/*
+ * test_crash.c — kill -9 a writer at random points; no acknowledged write
+ * may be lost, no acknowledged delete undone, no batch half-applied.
+ *
+ * Each iteration forks a child that opens the database with sync writes and
+ * a 32 KiB memtable (so flushes and compactions run all the time), then puts,
+ * deletes, writes batches, flushes and compacts. Before each operation it
+ * sends the parent an INTENT record (with the batch's items) and after the
+ * engine returns an ACK, each with one write(2) of less than PIPE_BUF bytes,
+ * so records arrive whole. The parent SIGKILLs the child at a seeded random
+ * point, drains the pipe, reopens the database and checks every key:
+ *   - keys the in-flight operation does not touch hold exactly their last
+ *     acknowledged value (or stay absent after an acknowledged delete);
+ *   - the in-flight operation is applied entirely or not at all.
+ * The database carries over to the next iteration, so recovery of recovered
+ * databases is exercised too. AKV_CRASH_ITER=N sets the iterations per layout.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/adaptkv.h"
+#include "support/filter_props.h"
+#include "support/kvmodel.h"
+
+#define CK        2000u /* keys */
+#define MAX_ITEMS 16u   /* per batch */
+#define MAX_OPS   4000u /* per child, if never killed */
+#define ABSENT    (-1)
+
+enum { OP_PUT = 1, OP_DEL, OP_BATCH, OP_FLUSH, OP_COMPACT };
+enum { REC_INTENT = 1, REC_ACK, REC_FAIL };
+
+typedef struct item {
+    uint32_t op, key;
+    int64_t seq; /* the value written is value_of(key, seq) */
+} item;
+
+/* One record; an INTENT carries its items, so it fits one atomic write. */
+typedef struct rec {
+    uint32_t type, op, n, pad;
+    item items[MAX_ITEMS];
+} rec;
+
+_Static_assert(sizeof(rec) < 4096, "records must be written atomically to a pipe");
+
+static size_t key_of(uint32_t k, char *buf)
+{
+    return (size_t)snprintf(buf, 32, "crash-key-%05u", k);
+}
+
+/* Value of (key, seq): self-describing, 20–620 bytes. */
+static size_t value_of(uint32_t k, int64_t seq, char *buf)
+{
+    int n = snprintf(buf, 64, "k=%u seq=%lld ", k, (long long)seq);
+    size_t len = 20 + (size_t)(seq * 7919 % 600);
+    for (size_t i = (size_t)n; i < len; i++)
+        buf[i] = (char)('a' + (seq + (int64_t)i) % 26);
+    return len > (size_t)n ? len : (size_t)n;
+}
+
+static void crash_options(akv_options *o, akv_layout layout)
+{
+    akv_options_init(o);
+    o->layout = layout;
+    o->memtable_bytes = 32u << 10;
+    o->sst_target_bytes = 32u << 10;
+    o->l0_compaction_trigger = 2;
+    o->level_multiplier = 4;
+    o->sync = 1;
+    o->seed = 77;
+}
+
+/* ---- the child ----------------------------------------------------------- */
+
+static void send_rec(int fd, const rec *r)
+{
+    size_t len = offsetof(rec, items) + r->n * sizeof(item);
+    if (write(fd, r, len) != (ssize_t)len)
+        _exit(4);
+}
+
+static void child_fail(int fd, const char *what, int rc)
+{
+    fprintf(stderr, "crash child: %s failed: %s (%s)\n", what, akv_strerror(rc), akv_errmsg());
+    rec r = {.type = REC_FAIL};
+    send_rec(fd, &r);
+    _exit(3);
+}
+
+/* Choose the next operation and its items. */
+static void plan_op(rec *r, uint64_t *rng, int64_t *seq)
+{
+    uint64_t x = akvt_rand(rng) % 100;
+    r->type = REC_INTENT;
+    r->pad = 0;
+    r->op = x < 60 ? OP_PUT : x < 80 ? OP_DEL : x < 95 ? OP_BATCH : x < 98 ? OP_FLUSH : OP_COMPACT;
+    r->n = r->op == OP_BATCH ? 2 + (uint32_t)(akvt_rand(rng) % (MAX_ITEMS - 1)) : r->op <= OP_DEL ? 1 : 0;
+    for (uint32_t i = 0; i < r->n; i++) {
+        r->items[i].op = r->op == OP_BATCH ? (akvt_rand(rng) % 4 ? OP_PUT : OP_DEL) : r->op;
+        r->items[i].key = (uint32_t)(akvt_rand(rng) % CK);
+        r->items[i].seq = (*seq)++;
+    }
+}
+
+static int do_batch(akv_db *db, const rec *r)
+{
+    akv_batch *b;
+    int rc = akv_batch_create(&b);
+    char k[32], v[700];
+    for (uint32_t i = 0; rc == AKV_OK && i < r->n; i++) {
+        const item *it = &r->items[i];
+        size_t kl = key_of(it->key, k);
+        rc = it->op == OP_PUT ? akv_batch_put(b, k, kl, v, value_of(it->key, it->seq, v))
+                              : akv_batch_delete(b, k, kl);
+    }
+    if (rc == AKV_OK)
+        rc = akv_write(db, b, 1);
+    akv_batch_destroy(b);
+    return rc;
+}
+
+static int do_op(akv_db *db, const rec *r)
+{
+    char k[32], v[700];
+    const item *it = &r->items[0];
+    switch (r->op) {
+    case OP_PUT:
+        return akv_put(db, k, key_of(it->key, k), v, value_of(it->key, it->seq, v));
+    case OP_DEL:
+        return akv_delete(db, k, key_of(it->key, k));
+    case OP_BATCH:
+        return do_batch(db, r);
+    case OP_FLUSH:
+        return akv_flush(db);
+    default:
+        return akv_compact(db);
+    }
+}
+
+static _Noreturn void child_main(const char *dir, akv_layout layout, int fd, uint64_t rng, int64_t seq)
+{
+    akv_options o;
+    crash_options(&o, layout);
+    akv_db *db = NULL;
+    int rc = akv_open(dir, &o, &db);
+    if (rc != AKV_OK)
+        child_fail(fd, "open", rc);
+    for (unsigned i = 0; i < MAX_OPS; i++) {
+        rec r;
+        plan_op(&r, &rng, &seq);
+        send_rec(fd, &r);
+        if ((rc = do_op(db, &r)) != AKV_OK)
+            child_fail(fd, "operation", rc);
+        rec ack = {.type = REC_ACK, .op = r.op};
+        send_rec(fd, &ack);
+    }
+    akv_close(db);
+    _exit(0);
+}
+
+/* ---- the parent ------------------------------------------------------------ */
+
+typedef struct crash_state {
+    char dir[512];
+    akv_layout layout;
+    int64_t cur[CK]; /* seq of the acknowledged value, or ABSENT */
+    int64_t next_seq;
+    rec pending; /* the intent not yet acknowledged; type 0 if none */
+    uint64_t rng;
+    unsigned acks;
+} crash_state;
+
+static void apply(int64_t *state, const rec *r)
+{
+    for (uint32_t i = 0; i < r->n; i++)
+        state[r->items[i].key] = r->items[i].op == OP_PUT ? r->items[i].seq : ABSENT;
+}
+
+/* Fold one record into the model. Returns false on a child failure. */
+static bool absorb(crash_state *s, const rec *r)
+{
+    if (r->type == REC_INTENT) {
+        cr_assert_eq(s->pending.type, 0, "two intents without an ack");
+        s->pending = *r;
+        for (uint32_t i = 0; i < r->n; i++)
+            if (r->items[i].seq >= s->next_seq)
+                s->next_seq = r->items[i].seq + 1;
+    } else if (r->type == REC_ACK) {
+        cr_assert_eq(s->pending.type, REC_INTENT, "an ack without an intent");
+        apply(s->cur, &s->pending);
+        s->pending.type = 0;
+        s->acks++;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+typedef struct reader {
+    unsigned char buf[1 << 16];
+    size_t have;
+} reader;
+
+/* Read what the pipe has and absorb the whole records. 0 at EOF. */
+static ssize_t pump(crash_state *s, int fd, reader *rd, bool *failed)
+{
+    ssize_t n = read(fd, rd->buf + rd->have, sizeof rd->buf - rd->have);
+    if (n < 0 && errno == EINTR)
+        return 1;
+    cr_assert_geq(n, 0, "read from the child: %s", strerror(errno));
+    rd->have += (size_t)n;
+    size_t off = 0;
+    for (;;) {
+        const size_t head = offsetof(rec, items);
+        if (rd->have - off < head)
+            break;
+        rec r;
+        memcpy(&r, rd->buf + off, head);
+        cr_assert_leq(r.n, MAX_ITEMS);
+        size_t len = head + r.n * sizeof(item);
+        if (rd->have - off < len)
+            break;
+        memcpy(&r, rd->buf + off, len);
+        off += len;
+        if (!absorb(s, &r))
+            *failed = true;
+    }
+    memmove(rd->buf, rd->buf + off, rd->have - off);
+    rd->have -= off;
+    return n;
+}
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Run the child until the kill point, kill it, collect every record. */
+static void run_child(crash_state *s)
+{
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    uint64_t child_rng = akvt_rand(&s->rng);
+    unsigned target = 1 + (unsigned)(akvt_rand(&s->rng) % 300);
+    bool at_maintenance = akvt_rand(&s->rng) % 3 == 0; /* then kill inside a flush/compaction */
+    long delay_us = (long)(akvt_rand(&s->rng) % 3000);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(p[0]);
+        child_main(s->dir, s->layout, p[1], child_rng, s->next_seq);
+    }
+    close(p[1]);
+    reader *rd = calloc(1, sizeof *rd);
+    cr_assert_not_null(rd);
+    bool failed = false, killed = false;
+    unsigned start = s->acks;
+    while (pump(s, p[0], rd, &failed) > 0 && !failed) {
+        bool due = s->acks - start >= target;
+        if (due && at_maintenance)
+            due = s->pending.type == REC_INTENT && s->pending.op >= OP_FLUSH;
+        if (due && !killed) {
+            sleep_us(delay_us);
+            kill(pid, SIGKILL);
+            killed = true;
+        }
+    }
+    while (pump(s, p[0], rd, &failed) > 0) /* drain what the child wrote before dying */
+        ;
+    close(p[0]);
+    free(rd);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert_not(failed, "the writer child reported a failed operation (see its message above)");
+    cr_assert((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+                  (WIFEXITED(status) && WEXITSTATUS(status) == 0),
+              "the writer child died on its own (status 0x%x)", status);
+}
+
+/* Actual state of key k after recovery: seq of its value or ABSENT. */
+static int64_t observe(akv_db *db, uint32_t k)
+{
+    char kb[32], expect[700];
+    size_t kl = key_of(k, kb);
+    void *v = NULL;
+    size_t vl = 0;
+    int rc = akv_get(db, kb, kl, &v, &vl);
+    if (rc == AKV_NOTFOUND)
+        return ABSENT;
+    cr_assert_eq(rc, AKV_OK, "get after crash: %s", akv_errmsg());
+    long long seq = -2;
+    unsigned kk = 0;
+    cr_assert(vl < sizeof expect, "key %u: a %zu-byte value was never written", k, vl);
+    memcpy(expect, v, vl);
+    expect[vl] = '\0';
+    cr_assert_eq(sscanf(expect, "k=%u seq=%lld ", &kk, &seq), 2, "key %u: unparsable value", k);
+    cr_assert_eq(kk, k, "key %u holds the value of key %u", k, kk);
+    char want[700];
+    size_t wl = value_of(k, seq, want);
+    cr_assert(wl == vl && memcmp(want, v, vl) == 0, "key %u: value of seq %lld is damaged", k, seq);
+    akv_free(v);
+    return seq;
+}
+
+static void check_ordered_count(akv_db *db, const int64_t *actual)
+{
+    size_t want = 0, got = 0;
+    for (uint32_t k = 0; k < CK; k++)
+        want += actual[k] != ABSENT;
+    akv_iter *it;
+    cr_assert_eq(akv_iter_create(db, &it), AKV_OK);
+    for (akv_iter_seek_first(it); akv_iter_valid(it); akv_iter_next(it))
+        got++;
+    cr_assert_eq(akv_iter_status(it), AKV_OK);
+    akv_iter_destroy(it);
+    cr_assert_eq(got, want, "a scan after the crash shows %zu keys, gets find %zu", got, want);
+}
+
+/* Compare the recovered database with the model; resolve the in-flight op. */
+static void verify(crash_state *s, int iter)
+{
+    akv_options o;
+    crash_options(&o, s->layout);
+    o.sync = 0;
+    akv_db *db = NULL;
+    int rc = akv_open(s->dir, &o, &db);
+    cr_assert_eq(rc, AKV_OK, "iteration %d: reopen after kill: %s", iter, akv_errmsg());
+    int64_t *actual = malloc(CK * sizeof *actual), *after = malloc(CK * sizeof *after);
+    cr_assert(actual && after);
+    for (uint32_t k = 0; k < CK; k++)
+        actual[k] = observe(db, k);
+    memcpy(after, s->cur, CK * sizeof *after);
+    apply(after, &s->pending);
+    bool all_before = true, all_after = true;
+    for (uint32_t k = 0; k < CK; k++) {
+        all_before &= actual[k] == s->cur[k];
+        all_after &= actual[k] == after[k];
+    }
+    if (!all_before && !all_after)
+        for (uint32_t k = 0; k < CK; k++)
+            cr_assert(actual[k] == s->cur[k] || actual[k] == after[k],
+                      "iteration %d: key %u holds seq %lld; acknowledged %lld, in flight %lld", iter, k,
+                      (long long)actual[k], (long long)s->cur[k], (long long)after[k]);
+    cr_assert(all_before || all_after, "iteration %d: the in-flight batch (%u items) was applied partially",
+              iter, s->pending.n);
+    if (s->layout == AKV_LAYOUT_ORDERED)
+        check_ordered_count(db, actual);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    memcpy(s->cur, actual, CK * sizeof *actual);
+    s->pending.type = 0;
+    free(actual);
+    free(after);
+}
+
+static int iterations(void)
+{
+    const char *e = getenv("AKV_CRASH_ITER");
+    int n = e && *e ? atoi(e) : 20;
+    return n > 0 ? n : 20;
+}
+
+static void crash_test(akv_layout layout, uint64_t seed)
+{
+    crash_state *s = calloc(1, sizeof *s);
+    cr_assert_not_null(s);
+    akvt_tmpdir(s->dir, sizeof s->dir, layout == AKV_LAYOUT_HASH ? "crash-hash" : "crash-ord");
+    s->layout = layout;
+    s->rng = seed;
+    for (uint32_t k = 0; k < CK; k++)
+        s->cur[k] = ABSENT;
+    int n = iterations();
+    for (int i = 0; i < n; i++) {
+        run_child(s);
+        verify(s, i);
+    }
+    cr_log_info("crash %s: %d iterations, %u acknowledged operations",
+                layout == AKV_LAYOUT_HASH ? "hash" : "ordered", n, s->acks);
+    akvt_rmrf(s->dir);
+    free(s);
+}
+
+Test(crash, kill9_writer_hash_layout)
+{
+    crash_test(AKV_LAYOUT_HASH, 0xc0ffee);
+}
+Test(crash, kill9_writer_ordered_layout)
+{
+    crash_test(AKV_LAYOUT_ORDERED, 0xbeef);
+}

@@ -1,0 +1,735 @@
+/*
+ * kvbench — replays YCSB workloads (or a trace of YCSB's basic binding)
+ * against adaptkv or plain RocksDB with the same measurement code, so the
+ * two can be compared side by side: throughput, latency percentiles per
+ * operation, negative lookups and the disk probes they waste, RocksDB block
+ * reads per operation, filter memory and adaptations.
+ *
+ *   kvbench -P workloads/workloadn [-p name=value ...] [--engine rocksdb] ...
+ *
+ * Usage and every property: workloads/README.md and docs/kvbench.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/kvbench/kvbench.h"
+
+typedef struct args {
+    akv_kb_props props;
+    akv_kb_cfg cfg;
+    const char *json, *csv, *timeline, *phase, *workload_name;
+    const char *traces[16];
+    int ntraces;
+    unsigned threads, interval_ms;
+    uint64_t seed;
+    bool flush_after_load, quiet;
+} args;
+
+/* One bench thread; counters the sampler reads are atomics. */
+typedef struct worker {
+    pthread_t th;
+    unsigned id;
+    struct bench *b;
+    akv_kb_client cl;
+    void *etls;
+    char *vbuf;
+    size_t vbuf_len;
+    akv_kb_hist hist[AKV_KB_NOPS];
+    _Atomic uint64_t ops, negatives, neg_wasted, block_reads, adv_reads, adv_wasted;
+    uint64_t reads_found, probes, wasted, intended, errors, unsupported;
+} worker;
+
+typedef struct bench {
+    const args *a;
+    akv_kb_engine *e;
+    const akv_kb_workload *w;
+    akv_kb_shared sh;
+    const akv_kb_trace *trace;
+    bool load;
+    uint64_t total;
+    _Atomic uint64_t issued;
+    _Atomic bool done, failed;
+    struct timespec start;
+    worker *ws;
+    FILE *timeline;
+    char failmsg[AKV_KB_ERRLEN];
+} bench;
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: kvbench -P WORKLOAD [-p name=value ...] [options]\n"
+                 "       kvbench --trace FILE [--trace FILE ...] [options]\n"
+                 "  -P FILE              YCSB workload property file (repeatable; later files override)\n"
+                 "  -p name=value        override one property\n"
+                 "  --engine E           adaptkv (default) | rocksdb\n"
+                 "  --db DIR             database directory (default ./kvbench-db)\n"
+                 "  --phase P            load | run | both (default both)\n"
+                 "  --threads N          client threads (default 1)\n"
+                 "  --trace FILE         replay YCSB basic-binding output instead of generating ops\n"
+                 "  --layout L           adaptkv: hash (default) | ordered\n"
+                 "  --policy STR         adaptkv slot policy, e.g. mem=sscf,l0=aqf,l1+=habf\n"
+                 "  --filter F           rocksdb: bloom (default) | ribbon\n"
+                 "  --bits-per-key B     filter memory per key (default 10)\n"
+                 "  --memtable-mb N      memtable size (default 64)\n"
+                 "  --cache-mb N         block cache size (default 64)\n"
+                 "  --direct-reads       O_DIRECT reads for SSTs\n"
+                 "  --sync               fsync every write\n"
+                 "  --no-flush           do not flush the memtable between load and run\n"
+                 "  --seed S             workload random seed (default 1)\n"
+                 "  --json FILE          write the results as JSON ('-' = stdout)\n"
+                 "  --csv FILE           append a CSV row (header when the file is new)\n"
+                 "  --timeline FILE      CSV samples of the run phase, one per interval\n"
+                 "  --interval MS        timeline interval (default 1000)\n"
+                 "  --quiet              no text report on stdout\n");
+}
+
+static double now_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Single writer per counter: a relaxed load+store is enough and cheaper
+ * than a locked add on the hot path. */
+#define BUMP(x, v)                                                                                           \
+    atomic_store_explicit(&(x), atomic_load_explicit(&(x), memory_order_relaxed) + (v), memory_order_relaxed)
+#define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+/* ---- executing one request ------------------------------------------------ */
+
+static const char *value_for(worker *w, uint64_t len)
+{
+    size_t slack = w->vbuf_len - len;
+    return w->vbuf + (slack ? akv_kb_rng_below(&w->cl.rng, slack) : 0);
+}
+
+#define KEY(r) ((r)->ext ? (r)->ext : (r)->key)
+
+static int exec(worker *w, const akv_kb_req *r, akv_kb_cost *c)
+{
+    akv_kb_engine *e = w->b->e;
+    switch (r->op) {
+    case AKV_KB_READ:
+        return e->read(e, w->etls, KEY(r), r->klen, c);
+    case AKV_KB_UPDATE:
+    case AKV_KB_INSERT:
+        return e->write(e, w->etls, KEY(r), r->klen, value_for(w, r->vlen), r->vlen);
+    case AKV_KB_SCAN:
+        return e->scan(e, w->etls, KEY(r), r->klen, r->scan, c);
+    case AKV_KB_RMW: {
+        int rc = e->read(e, w->etls, KEY(r), r->klen, c);
+        return rc < 0 ? rc : e->write(e, w->etls, KEY(r), r->klen, value_for(w, r->vlen), r->vlen);
+    }
+    default:
+        return e->remove(e, w->etls, KEY(r), r->klen);
+    }
+}
+
+static void account(worker *w, const akv_kb_req *r, int rc, const akv_kb_cost *c, uint64_t ns)
+{
+    akv_kb_hist_add(&w->hist[r->op], ns);
+    if (rc < 0 && !(r->op == AKV_KB_SCAN && rc == AKV_KB_ENOTSUP)) {
+        if (w->errors++ == 0) {
+            bench *b = w->b;
+            snprintf(b->failmsg, sizeof b->failmsg, "%s %.*s: %s", akv_kb_op_names[r->op],
+                     (int)(r->klen > 64 ? 64 : r->klen), KEY(r), b->e->errmsg(b->e, rc));
+        }
+    }
+    if (r->op == AKV_KB_SCAN && rc == AKV_KB_ENOTSUP)
+        w->unsupported++;
+    w->probes += c->probes;
+    w->wasted += c->wasted;
+    BUMP(w->block_reads, c->block_reads);
+    if (r->op == AKV_KB_READ || r->op == AKV_KB_RMW) {
+        if (rc == AKV_KB_FOUND)
+            w->reads_found++;
+        if (rc == AKV_KB_NOTFOUND) {
+            BUMP(w->negatives, 1);
+            BUMP(w->neg_wasted, c->wasted);
+        }
+    }
+    w->intended += r->kind == AKV_KB_REQ_NEGATIVE;
+    if (r->kind == AKV_KB_REQ_EXPLORE || r->kind == AKV_KB_REQ_REPLAY) {
+        BUMP(w->adv_reads, 1);
+        BUMP(w->adv_wasted, c->wasted);
+    }
+    BUMP(w->ops, 1);
+}
+
+static void trace_req(const akv_kb_trace_op *t, akv_kb_req *r)
+{
+    memset(r, 0, sizeof *r);
+    r->op = (akv_kb_op)t->op;
+    r->scan = t->count;
+    r->vlen = t->vlen;
+    r->ext = t->key;
+    r->klen = t->klen;
+}
+
+/* Next request of this phase, or false when the phase is over. */
+static bool next_req(worker *w, akv_kb_req *r, uint64_t *i)
+{
+    bench *b = w->b;
+    if (atomic_load(&b->done))
+        return false;
+    *i = atomic_fetch_add(&b->issued, 1);
+    if (*i >= b->total)
+        return false;
+    if (b->trace)
+        trace_req(&b->trace->ops[*i], r);
+    else if (b->load)
+        return akv_kb_client_load_next(&w->cl, r);
+    else
+        akv_kb_client_next(&w->cl, r);
+    return true;
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    bench *b = w->b;
+    w->etls = b->e->thread_begin ? b->e->thread_begin(b->e) : NULL;
+    akv_kb_req r;
+    uint64_t i, limit_ns = b->w ? b->w->maxexecutiontime * 1000000000ull : 0, t_start = now_ns();
+    while (next_req(w, &r, &i)) {
+        akv_kb_cost c = {0};
+        uint64_t t0 = now_ns();
+        int rc = exec(w, &r, &c);
+        uint64_t t1 = now_ns();
+        account(w, &r, rc, &c, t1 - t0);
+        if (!b->trace)
+            akv_kb_client_done(&w->cl, &r, rc, &c);
+        if (limit_ns && t1 - t_start > limit_ns)
+            atomic_store(&b->done, true);
+    }
+    if (b->e->thread_end)
+        b->e->thread_end(b->e, w->etls);
+    return NULL;
+}
+
+/* ---- sampling: progress bar and timeline ------------------------------------ */
+
+typedef struct sample {
+    double t;
+    uint64_t ops, neg, neg_wasted, block_reads, adv, adv_wasted, adaptations;
+} sample;
+
+static void take_sample(bench *b, sample *s)
+{
+    memset(s, 0, sizeof *s);
+    s->t = now_since(&b->start);
+    for (unsigned i = 0; i < b->a->threads; i++) {
+        worker *w = &b->ws[i];
+        s->ops += LOAD(w->ops);
+        s->neg += LOAD(w->negatives);
+        s->neg_wasted += LOAD(w->neg_wasted);
+        s->block_reads += LOAD(w->block_reads);
+        s->adv += LOAD(w->adv_reads);
+        s->adv_wasted += LOAD(w->adv_wasted);
+    }
+    akv_kb_estats es;
+    if (b->timeline && b->e->stats(b->e, &es) == 0)
+        s->adaptations = es.adaptations;
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+    return b ? (double)a / (double)b : 0;
+}
+
+static void timeline_row(bench *b, const sample *p, const sample *s)
+{
+    double dt = s->t - p->t;
+    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu\n", b->e->label,
+            b->w ? b->w->name : "trace", s->t, (unsigned long long)s->ops,
+            dt > 0 ? (double)(s->ops - p->ops) / dt : 0, (unsigned long long)s->neg,
+            ratio(s->neg_wasted - p->neg_wasted, s->neg - p->neg), ratio(s->neg_wasted, s->neg),
+            ratio(s->block_reads - p->block_reads, s->ops - p->ops), (unsigned long long)s->adv,
+            ratio(s->adv_wasted - p->adv_wasted, s->adv - p->adv), (unsigned long long)s->adaptations);
+    fflush(b->timeline);
+}
+
+static void sample_loop(bench *b)
+{
+    bool tty = !b->a->quiet && isatty(STDERR_FILENO);
+    sample prev = {0}, cur;
+    double next_row = b->a->interval_ms / 1000.0;
+    take_sample(b, &prev);
+    while (!atomic_load(&b->done)) {
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+        double t = now_since(&b->start);
+        if (tty) {
+            uint64_t ops = 0;
+            for (unsigned i = 0; i < b->a->threads; i++)
+                ops += LOAD(b->ws[i].ops);
+            akv_kb_progress(stderr, b->load ? "load" : "run", ops, b->total, t);
+        }
+        if (b->timeline && t >= next_row) {
+            take_sample(b, &cur);
+            timeline_row(b, &prev, &cur);
+            prev = cur;
+            next_row += b->a->interval_ms / 1000.0;
+        }
+    }
+    if (tty)
+        akv_kb_progress_end(stderr);
+    if (b->timeline) {
+        take_sample(b, &cur);
+        if (cur.ops > prev.ops)
+            timeline_row(b, &prev, &cur);
+    }
+}
+
+/* ---- phases ------------------------------------------------------------------- */
+
+static size_t max_value(const akv_kb_workload *w, const akv_kb_trace *t)
+{
+    size_t m = w ? (size_t)(w->fieldcount * w->fieldlength) : 0;
+    for (size_t i = 0; t && i < t->n; i++)
+        if (t->ops[i].vlen > m)
+            m = t->ops[i].vlen;
+    return m;
+}
+
+/* YCSB's values are printable random bytes; slices of one buffer are as
+ * incompressible and cost nothing to produce per operation. */
+static int worker_init(bench *b, worker *w, unsigned id, size_t vmax)
+{
+    memset(w, 0, sizeof *w);
+    w->id = id;
+    w->b = b;
+    for (int i = 0; i < AKV_KB_NOPS; i++)
+        akv_kb_hist_reset(&w->hist[i]);
+    if (b->w)
+        akv_kb_client_init(&w->cl, b->w, &b->sh, b->a->seed, id, b->a->threads);
+    else
+        akv_kb_rng_seed(&w->cl.rng, b->a->seed + id);
+    w->vbuf_len = vmax + (1u << 20);
+    w->vbuf = malloc(w->vbuf_len);
+    if (!w->vbuf)
+        return -1;
+    for (size_t i = 0; i < w->vbuf_len; i++)
+        w->vbuf[i] = (char)(' ' + akv_kb_rng_below(&w->cl.rng, 95));
+    return 0;
+}
+
+static void collect(bench *b, akv_kb_result *r)
+{
+    for (unsigned i = 0; i < b->a->threads; i++) {
+        worker *w = &b->ws[i];
+        r->ops += LOAD(w->ops);
+        r->negative_lookups += LOAD(w->negatives);
+        r->negative_wasted += LOAD(w->neg_wasted);
+        r->block_reads += LOAD(w->block_reads);
+        r->adversary_reads += LOAD(w->adv_reads);
+        r->adversary_wasted += LOAD(w->adv_wasted);
+        r->reads_found += w->reads_found;
+        r->probes += w->probes;
+        r->wasted_probes += w->wasted;
+        r->intended_negatives += w->intended;
+        r->errors += w->errors;
+        r->scans_unsupported += w->unsupported;
+        for (int k = 0; k < AKV_KB_NOPS; k++)
+            akv_kb_hist_merge(&r->hist[k], &w->hist[k]);
+    }
+    r->adversary_pool = b->sh.pool_n;
+}
+
+static void *sampler_main(void *arg)
+{
+    sample_loop(arg);
+    return NULL;
+}
+
+/* Workers run the phase; a sampler thread draws the progress bar and the
+ * timeline until the last worker is joined. */
+static int run_phase(bench *b, akv_kb_result *r)
+{
+    unsigned n = b->a->threads, started = 0;
+    size_t vmax = max_value(b->w, b->trace);
+    b->ws = calloc(n, sizeof *b->ws);
+    int rc = b->ws ? 0 : -1;
+    for (unsigned i = 0; rc == 0 && i < n; i++)
+        rc = worker_init(b, &b->ws[i], i, vmax);
+    atomic_store(&b->issued, 0);
+    atomic_store(&b->done, false);
+    clock_gettime(CLOCK_MONOTONIC, &b->start);
+    for (; rc == 0 && started < n; started++)
+        if (pthread_create(&b->ws[started].th, NULL, worker_main, &b->ws[started]))
+            rc = -1;
+    pthread_t sampler;
+    bool sampling = rc == 0 && pthread_create(&sampler, NULL, sampler_main, b) == 0;
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(b->ws[i].th, NULL);
+    r->seconds = now_since(&b->start);
+    atomic_store(&b->done, true);
+    if (sampling)
+        pthread_join(sampler, NULL);
+    for (int k = 0; k < AKV_KB_NOPS; k++)
+        akv_kb_hist_reset(&r->hist[k]);
+    if (b->ws)
+        collect(b, r);
+    for (unsigned i = 0; b->ws && i < n; i++)
+        free(b->ws[i].vbuf);
+    free(b->ws);
+    b->ws = NULL;
+    return rc;
+}
+
+/* ---- command line --------------------------------------------------------------- */
+
+static int die(const char *fmt, const char *a)
+{
+    fprintf(stderr, "kvbench: ");
+    fprintf(stderr, fmt, a);
+    fputc('\n', stderr);
+    return 2;
+}
+
+static int parse_num(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "kvbench: %s: '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+enum {
+    O_ENGINE = 256,
+    O_DB,
+    O_PHASE,
+    O_THREADS,
+    O_TRACE,
+    O_LAYOUT,
+    O_POLICY,
+    O_FILTER,
+    O_BPK,
+    O_MEMTABLE,
+    O_CACHE,
+    O_DIRECT,
+    O_SYNC,
+    O_NOFLUSH,
+    O_SEED,
+    O_JSON,
+    O_CSV,
+    O_TIMELINE,
+    O_INTERVAL,
+    O_QUIET,
+    O_HELP
+};
+
+static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},     {"db", 1, 0, O_DB},
+                                          {"phase", 1, 0, O_PHASE},       {"threads", 1, 0, O_THREADS},
+                                          {"trace", 1, 0, O_TRACE},       {"layout", 1, 0, O_LAYOUT},
+                                          {"policy", 1, 0, O_POLICY},     {"filter", 1, 0, O_FILTER},
+                                          {"bits-per-key", 1, 0, O_BPK},  {"memtable-mb", 1, 0, O_MEMTABLE},
+                                          {"cache-mb", 1, 0, O_CACHE},    {"direct-reads", 0, 0, O_DIRECT},
+                                          {"sync", 0, 0, O_SYNC},         {"no-flush", 0, 0, O_NOFLUSH},
+                                          {"seed", 1, 0, O_SEED},         {"json", 1, 0, O_JSON},
+                                          {"csv", 1, 0, O_CSV},           {"timeline", 1, 0, O_TIMELINE},
+                                          {"interval", 1, 0, O_INTERVAL}, {"quiet", 0, 0, O_QUIET},
+                                          {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
+
+static void defaults(args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->cfg.engine = "adaptkv";
+    a->cfg.dir = "kvbench-db";
+    a->cfg.filter = "bloom";
+    a->cfg.bits_per_key = 10;
+    a->cfg.memtable_bytes = 64ull << 20;
+    a->cfg.cache_bytes = 64ull << 20;
+    a->phase = "both";
+    a->threads = 1;
+    a->interval_ms = 1000;
+    a->seed = 1;
+    a->flush_after_load = true;
+}
+
+/* Options that take a number; -1 on a bad one, 0 when handled, 1 otherwise. */
+static int numeric_opt(args *a, int c, const char *v)
+{
+    double d;
+    const char *name = c == O_THREADS    ? "--threads"
+                       : c == O_BPK      ? "--bits-per-key"
+                       : c == O_MEMTABLE ? "--memtable-mb"
+                       : c == O_CACHE    ? "--cache-mb"
+                       : c == O_SEED     ? "--seed"
+                                         : "--interval";
+    if (c != O_THREADS && c != O_BPK && c != O_MEMTABLE && c != O_CACHE && c != O_SEED && c != O_INTERVAL)
+        return 1;
+    double hi = c == O_THREADS ? 256 : c == O_BPK ? 64 : c == O_SEED ? 1e18 : 1e6;
+    if (parse_num(name, v, c == O_SEED ? 0 : c == O_BPK ? 1 : 1, hi, &d))
+        return -1;
+    if (c == O_THREADS)
+        a->threads = (unsigned)d;
+    else if (c == O_BPK)
+        a->cfg.bits_per_key = d;
+    else if (c == O_MEMTABLE)
+        a->cfg.memtable_bytes = (uint64_t)(d * 1048576.0);
+    else if (c == O_CACHE)
+        a->cfg.cache_bytes = (uint64_t)(d * 1048576.0);
+    else if (c == O_SEED)
+        a->seed = (uint64_t)d;
+    else
+        a->interval_ms = (unsigned)d;
+    return 0;
+}
+
+static int other_opt(args *a, int c, const char *v)
+{
+    switch (c) {
+    case O_ENGINE:
+        a->cfg.engine = v;
+        break;
+    case O_DB:
+        a->cfg.dir = v;
+        break;
+    case O_PHASE:
+        a->phase = v;
+        break;
+    case O_TRACE:
+        if (a->ntraces == 16)
+            return die("at most 16 --trace files", "");
+        a->traces[a->ntraces++] = v;
+        break;
+    case O_LAYOUT:
+        if (strcmp(v, "hash") && strcmp(v, "ordered"))
+            return die("--layout: '%s' is not hash or ordered", v);
+        a->cfg.ordered = strcmp(v, "ordered") == 0;
+        break;
+    case O_POLICY:
+        a->cfg.policy = v;
+        break;
+    case O_FILTER:
+        a->cfg.filter = v;
+        break;
+    case O_DIRECT:
+        a->cfg.direct_reads = true;
+        break;
+    case O_SYNC:
+        a->cfg.sync = true;
+        break;
+    case O_NOFLUSH:
+        a->flush_after_load = false;
+        break;
+    case O_JSON:
+        a->json = v;
+        break;
+    case O_CSV:
+        a->csv = v;
+        break;
+    case O_TIMELINE:
+        a->timeline = v;
+        break;
+    case O_QUIET:
+        a->quiet = true;
+        break;
+    default:
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static int parse_args(args *a, int argc, char **argv)
+{
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "P:p:h", long_opts, NULL)) != -1) {
+        if (c == 'h' || c == O_HELP) {
+            usage(stdout);
+            exit(0);
+        }
+        if (c == 'P') {
+            if (akv_kb_props_load(&a->props, optarg))
+                return die("%s", a->props.err);
+            a->workload_name = base_name(optarg);
+        } else if (c == 'p') {
+            if (akv_kb_props_set_arg(&a->props, optarg, optind - 1))
+                return die("%s", a->props.err);
+        } else if ((rc = numeric_opt(a, c, optarg)) <= 0) {
+            if (rc < 0)
+                return 2;
+        } else if ((rc = other_opt(a, c, optarg)) != 0) {
+            return rc;
+        }
+    }
+    if (optind < argc)
+        return die("unexpected argument '%s' (see --help)", argv[optind]);
+    if (!a->workload_name && a->ntraces == 0)
+        return die("%s", "give a workload (-P FILE) or a trace (--trace FILE); see --help");
+    if (strcmp(a->phase, "load") && strcmp(a->phase, "run") && strcmp(a->phase, "both"))
+        return die("--phase: '%s' is not load, run or both", a->phase);
+    return 0;
+}
+
+/* ---- main ----------------------------------------------------------------------- */
+
+static bool trace_scans(const akv_kb_trace *t)
+{
+    for (size_t i = 0; t && i < t->n; i++)
+        if (t->ops[i].op == AKV_KB_SCAN)
+            return true;
+    return false;
+}
+
+/* adaptkv's hash layout keeps data in hash order: a workload with scans
+ * cannot run on it. Say so before loading anything. */
+static int check_scans(akv_kb_engine *e, const args *a, const akv_kb_workload *w, const akv_kb_trace *t)
+{
+    bool needs = (w && w->prop[AKV_KB_SCAN] > 0 && strcmp(a->phase, "load")) || trace_scans(t);
+    if (!needs || e->can_scan(e))
+        return 0;
+    fprintf(stderr,
+            "kvbench: %s needs range scans (scanproportion > 0), but adaptkv's 'hash' layout keeps data in "
+            "hash order and has none (AKV_ENOTSUP); run it with --layout ordered\n",
+            w ? w->name : "the trace");
+    return 3;
+}
+
+static int open_engine(akv_kb_engine *e, const args *a)
+{
+    if (strcmp(a->cfg.engine, "adaptkv") == 0)
+        akv_kb_engine_akv(e);
+    else if (strcmp(a->cfg.engine, "rocksdb") == 0)
+        akv_kb_engine_rocksdb(e);
+    else
+        return die("--engine: '%s' is not adaptkv or rocksdb", a->cfg.engine);
+    char err[AKV_KB_ERRLEN];
+    mkdir(a->cfg.dir, 0755);
+    if (e->open(e, &a->cfg, err, sizeof err))
+        return die("%s", err);
+    return 0;
+}
+
+static int write_outputs(const args *a, const akv_kb_result *r)
+{
+    if (!a->quiet)
+        akv_kb_report_text(r, stdout);
+    if (a->json) {
+        FILE *f = strcmp(a->json, "-") ? fopen(a->json, "w") : stdout;
+        if (!f || akv_kb_report_json(r, f) || (f != stdout && fclose(f)))
+            return die("cannot write --json %s", a->json);
+    }
+    if (a->csv) {
+        struct stat st;
+        bool fresh = stat(a->csv, &st) != 0 || st.st_size == 0;
+        FILE *f = fopen(a->csv, "a");
+        if (!f || akv_kb_report_csv(r, f, fresh) || fclose(f))
+            return die("cannot write --csv %s", a->csv);
+    }
+    return 0;
+}
+
+static int do_phase(bench *b, akv_kb_result *r, bool load)
+{
+    const akv_kb_workload *w = b->w;
+    b->load = load;
+    if (w && akv_kb_shared_init(&b->sh, w, load))
+        return die("%s", "out of memory");
+    b->total = b->trace ? b->trace->n : load ? w->insertcount : w->operationcount;
+    int rc = run_phase(b, r);
+    if (w)
+        akv_kb_shared_free(&b->sh);
+    if (rc)
+        return die("%s", "cannot start threads");
+    if (r->errors)
+        fprintf(stderr, "kvbench: %llu operations failed; the first: %s\n", (unsigned long long)r->errors,
+                b->failmsg);
+    return 0;
+}
+
+static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, const akv_kb_trace *t)
+{
+    bench b = {.a = a, .e = e, .w = t->n ? NULL : w, .trace = t->n ? t : NULL};
+    akv_kb_result load = {0}, run = {0};
+    akv_kb_estats before = {0};
+    bool do_load = strcmp(a->phase, "run") && !b.trace, do_run = strcmp(a->phase, "load") || b.trace;
+    int rc = 0;
+    if (do_load && (rc = do_phase(&b, &load, true)) == 0 && a->flush_after_load && e->flush(e))
+        fprintf(stderr, "kvbench: flush after load failed: %s\n", e->errmsg(e, -1));
+    if (rc == 0 && do_run && a->timeline && !(b.timeline = fopen(a->timeline, "w")))
+        return die("cannot write --timeline %s", a->timeline);
+    if (b.timeline)
+        fputs("engine,workload,seconds,ops,ops_per_sec,negative_lookups,wasted_per_negative,"
+              "wasted_per_negative_cumulative,block_reads_per_op,adversary_reads,adversary_wasted_per_read,"
+              "adaptations\n",
+              b.timeline);
+    e->stats(e, &before);
+    if (rc == 0 && do_run)
+        rc = do_phase(&b, &run, false);
+    if (b.timeline)
+        fclose(b.timeline);
+    akv_kb_result *r = do_run ? &run : &load;
+    r->engine = e->name;
+    r->label = e->label;
+    r->workload = b.trace ? "trace" : w->name;
+    r->phase = do_run ? "run" : "load";
+    r->cfg = &a->cfg;
+    r->threads = a->threads;
+    r->records = w ? w->recordcount : 0;
+    r->load_ops = load.ops;
+    r->load_seconds = load.seconds;
+    e->stats(e, &r->es);
+    r->adaptations = r->es.adaptations - before.adaptations;
+    if (rc == 0)
+        rc = write_outputs(a, r);
+    return rc ? rc : (load.errors || run.errors) ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    args a;
+    defaults(&a);
+    akv_kb_workload w = {0};
+    akv_kb_trace t = {0};
+    akv_kb_engine e = {0};
+    int rc = parse_args(&a, argc, argv);
+    if (rc == 0 && a.workload_name) {
+        if (akv_kb_workload_load(&w, &a.props))
+            rc = die("%s", a.props.err);
+        else
+            snprintf(w.name, sizeof w.name, "%s", a.workload_name);
+        if (rc == 0 && !a.quiet)
+            akv_kb_props_warn_unknown(&a.props, stderr);
+    }
+    for (int i = 0; rc == 0 && i < a.ntraces; i++)
+        if (akv_kb_trace_load(&t, a.traces[i]))
+            rc = die("%s", t.err);
+    if (rc == 0)
+        rc = open_engine(&e, &a);
+    if (rc == 0) {
+        rc = check_scans(&e, &a, a.workload_name ? &w : NULL, &t);
+        if (rc == 0)
+            rc = run_all(&a, &e, &w, &t);
+        e.close(&e);
+    }
+    akv_kb_trace_free(&t);
+    akv_kb_props_free(&a.props);
+    return rc;
+}

@@ -1,0 +1,238 @@
+/*
+ * engine_rocksdb.c — the baseline: plain RocksDB through its C API with its
+ * default leveled LSM and its own full Bloom or Ribbon filter at the same
+ * bits/key, block cache, memtable size and direct-read setting as adaptkv.
+ * Per-operation cost comes from RocksDB's perf context (thread-local, so
+ * each bench thread keeps its own).
+ */
+#include <rocksdb/c.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/kvbench/kvbench.h"
+
+typedef struct rdb {
+    rocksdb_t *db;
+    rocksdb_options_t *opt;
+    rocksdb_block_based_table_options_t *bbto;
+    rocksdb_cache_t *cache;
+    rocksdb_readoptions_t *ro;
+    rocksdb_writeoptions_t *wo;
+} rdb;
+
+static _Thread_local char errbuf[AKV_KB_ERRLEN];
+
+/* Take ownership of a RocksDB error string. */
+static int take_err(char *err)
+{
+    if (!err)
+        return 0;
+    snprintf(errbuf, sizeof errbuf, "%s", err);
+    rocksdb_free(err);
+    return -2;
+}
+
+static void configure(rdb *r, const akv_kb_cfg *c)
+{
+    r->opt = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(r->opt, 1);
+    rocksdb_options_increase_parallelism(r->opt, 2);
+    rocksdb_options_set_write_buffer_size(r->opt, c->memtable_bytes);
+    rocksdb_options_set_use_direct_reads(r->opt, c->direct_reads);
+    rocksdb_options_set_compression(r->opt, rocksdb_zstd_compression);
+    r->bbto = rocksdb_block_based_options_create();
+    r->cache = rocksdb_cache_create_lru(c->cache_bytes);
+    rocksdb_block_based_options_set_block_cache(r->bbto, r->cache);
+    bool ribbon = c->filter && strcmp(c->filter, "ribbon") == 0;
+    rocksdb_block_based_options_set_filter_policy(
+        r->bbto, ribbon ? rocksdb_filterpolicy_create_ribbon(c->bits_per_key)
+                        : rocksdb_filterpolicy_create_bloom_full(c->bits_per_key));
+    rocksdb_options_set_block_based_table_factory(r->opt, r->bbto);
+    r->ro = rocksdb_readoptions_create();
+    r->wo = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_set_sync(r->wo, c->sync);
+}
+
+static void destroy(rdb *r)
+{
+    if (r->db)
+        rocksdb_close(r->db);
+    if (r->ro)
+        rocksdb_readoptions_destroy(r->ro);
+    if (r->wo)
+        rocksdb_writeoptions_destroy(r->wo);
+    if (r->opt)
+        rocksdb_options_destroy(r->opt);
+    if (r->bbto)
+        rocksdb_block_based_options_destroy(r->bbto);
+    if (r->cache)
+        rocksdb_cache_destroy(r->cache);
+    free(r);
+}
+
+static int r_open(akv_kb_engine *e, const akv_kb_cfg *c, char *err, size_t n)
+{
+    if (c->filter && strcmp(c->filter, "bloom") != 0 && strcmp(c->filter, "ribbon") != 0) {
+        snprintf(err, n, "unknown RocksDB filter '%s' (bloom or ribbon)", c->filter);
+        return -1;
+    }
+    rdb *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, n, "out of memory");
+        return -1;
+    }
+    configure(r, c);
+    char *e_ = NULL;
+    r->db = rocksdb_open(r->opt, c->dir, &e_);
+    if (take_err(e_)) {
+        snprintf(err, n, "rocksdb_open %s: %s", c->dir, errbuf);
+        destroy(r);
+        return -1;
+    }
+    e->db = r;
+    snprintf(e->label, sizeof e->label, "rocksdb %s", c->filter ? c->filter : "bloom");
+    return 0;
+}
+
+static void r_close(akv_kb_engine *e)
+{
+    if (e->db)
+        destroy(e->db);
+    e->db = NULL;
+}
+
+static void *r_thread_begin(akv_kb_engine *e)
+{
+    (void)e;
+    rocksdb_set_perf_level(rocksdb_enable_count); /* thread-local in RocksDB */
+    return rocksdb_perfcontext_create();
+}
+
+static void r_thread_end(akv_kb_engine *e, void *t)
+{
+    (void)e;
+    if (t)
+        rocksdb_perfcontext_destroy(t);
+}
+
+/* A filter "maybe" that the SST then did not confirm is a wasted probe. */
+static void cost_of(void *t, akv_kb_cost *c, bool found)
+{
+    uint64_t hits = rocksdb_perfcontext_metric(t, rocksdb_bloom_sst_hit_count);
+    c->block_reads = rocksdb_perfcontext_metric(t, rocksdb_block_read_count);
+    c->probes = (uint32_t)hits;
+    c->wasted = (uint32_t)(found && hits ? hits - 1 : hits);
+}
+
+static int r_read(akv_kb_engine *e, void *t, const char *k, size_t kn, akv_kb_cost *c)
+{
+    rdb *r = e->db;
+    char *err = NULL;
+    size_t vlen = 0;
+    rocksdb_perfcontext_reset(t);
+    char *v = rocksdb_get(r->db, r->ro, k, kn, &vlen, &err);
+    if (take_err(err))
+        return -2;
+    cost_of(t, c, v != NULL);
+    rocksdb_free(v);
+    return v ? AKV_KB_FOUND : AKV_KB_NOTFOUND;
+}
+
+static int r_write(akv_kb_engine *e, void *t, const char *k, size_t kn, const char *v, size_t vn)
+{
+    (void)t;
+    rdb *r = e->db;
+    char *err = NULL;
+    rocksdb_put(r->db, r->wo, k, kn, v, vn, &err);
+    return take_err(err);
+}
+
+static int r_remove(akv_kb_engine *e, void *t, const char *k, size_t kn)
+{
+    (void)t;
+    rdb *r = e->db;
+    char *err = NULL;
+    rocksdb_delete(r->db, r->wo, k, kn, &err);
+    return take_err(err);
+}
+
+static int r_scan(akv_kb_engine *e, void *t, const char *k, size_t kn, uint32_t count, akv_kb_cost *c)
+{
+    rdb *r = e->db;
+    rocksdb_perfcontext_reset(t);
+    rocksdb_iterator_t *it = rocksdb_create_iterator(r->db, r->ro);
+    int seen = 0;
+    for (rocksdb_iter_seek(it, k, kn); seen < (int)count && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t vl;
+        (void)rocksdb_iter_value(it, &vl);
+        seen++;
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    c->block_reads = rocksdb_perfcontext_metric(t, rocksdb_block_read_count);
+    return take_err(err) ? -2 : seen;
+}
+
+static bool r_can_scan(akv_kb_engine *e)
+{
+    (void)e;
+    return true;
+}
+
+static int r_flush(akv_kb_engine *e)
+{
+    rdb *r = e->db;
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, 1);
+    char *err = NULL;
+    rocksdb_flush(r->db, fo, &err);
+    rocksdb_flushoptions_destroy(fo);
+    return take_err(err);
+}
+
+/* "key=value; key=value" from rocksdb.aggregated-table-properties. */
+static double table_prop(const char *s, const char *key)
+{
+    const char *p = s ? strstr(s, key) : NULL;
+    return p ? strtod(p + strlen(key), NULL) : 0;
+}
+
+static int r_stats(akv_kb_engine *e, akv_kb_estats *s)
+{
+    rdb *r = e->db;
+    memset(s, 0, sizeof *s);
+    char *agg = rocksdb_property_value(r->db, "rocksdb.aggregated-table-properties");
+    double entries = table_prop(agg, "# entries=");
+    double fbytes = table_prop(agg, "filter block size=");
+    free(agg);
+    s->keys = (uint64_t)entries;
+    s->filter_bytes = (uint64_t)fbytes;
+    s->filter_bits_per_key = entries > 0 ? fbytes * 8 / entries : 0;
+    return 0;
+}
+
+static const char *r_errmsg(akv_kb_engine *e, int rc)
+{
+    (void)e;
+    return rc == -2 ? errbuf : "error";
+}
+
+int akv_kb_engine_rocksdb(akv_kb_engine *e)
+{
+    memset(e, 0, sizeof *e);
+    e->name = "rocksdb";
+    e->open = r_open;
+    e->close = r_close;
+    e->thread_begin = r_thread_begin;
+    e->thread_end = r_thread_end;
+    e->read = r_read;
+    e->write = r_write;
+    e->remove = r_remove;
+    e->scan = r_scan;
+    e->can_scan = r_can_scan;
+    e->flush = r_flush;
+    e->stats = r_stats;
+    e->errmsg = r_errmsg;
+    return 0;
+}

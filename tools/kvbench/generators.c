@@ -1,0 +1,227 @@
+/*
+ * generators.c — the number generators of YCSB's CoreWorkload, so that a
+ * workload file means here what it means in YCSB: the same Zipfian algorithm
+ * (Gray et al.), the same scrambling (FNV-1a over 10^10 items), the same
+ * "latest", hotspot, uniform, sequential and exponential choices, and the
+ * same key names ("user" + hashed number).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/kvbench/kvbench.h"
+
+const char *const akv_kb_dist_names[] = {"uniform",    "zipfian",     "latest",   "hotspot",
+                                         "sequential", "exponential", "constant", NULL};
+
+/* ---- xoshiro256** seeded by splitmix64: fast, per thread, reproducible ---- */
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void akv_kb_rng_seed(akv_kb_rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t akv_kb_rng_next(akv_kb_rng *r)
+{
+    uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return out;
+}
+
+double akv_kb_rng_double(akv_kb_rng *r)
+{
+    return (double)(akv_kb_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+uint64_t akv_kb_rng_below(akv_kb_rng *r, uint64_t n)
+{
+    /* Multiply-shift: unbiased enough for benchmarks, no division. */
+    return n ? (uint64_t)(((unsigned __int128)akv_kb_rng_next(r) * n) >> 64) : 0;
+}
+
+/* ---- FNV, as YCSB's Utils.fnvhash64 ------------------------------------- */
+
+uint64_t akv_kb_fnv64(uint64_t v)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < 8; i++) {
+        h ^= v & 0xff;
+        h *= 1099511628211ull;
+        v >>= 8;
+    }
+    /* Java's Math.abs on a signed long; Long.MIN_VALUE stays as it is. */
+    int64_t s = (int64_t)h;
+    return s < 0 && s != INT64_MIN ? (uint64_t)(-s) : h;
+}
+
+/* ---- Zipfian ------------------------------------------------------------ */
+
+/* Exact sums are O(n); past a million terms the tail is summed by
+ * Euler–Maclaurin, which agrees with YCSB's exact zeta(10^10, 0.99) to 1e-9
+ * and keeps 10^10-item generators cheap for any constant. */
+#define EXACT_TERMS 1000000ull
+
+static double tail(uint64_t a, uint64_t b, double theta) /* sum_{i=a..b} i^-theta, a large */
+{
+    double fa = pow((double)a, -theta), fb = pow((double)b, -theta);
+    double integral = theta == 1.0 ? log((double)b / (double)a)
+                                   : (pow((double)b, 1 - theta) - pow((double)a, 1 - theta)) / (1 - theta);
+    double d1 = theta / 12.0 * (fa / (double)a - fb / (double)b);
+    return integral + (fa + fb) / 2 + d1;
+}
+
+double akv_kb_zeta(uint64_t st, uint64_t n, double theta, double initial)
+{
+    double sum = initial;
+    uint64_t i = st;
+    for (; i < n && i < EXACT_TERMS; i++)
+        sum += 1.0 / pow((double)(i + 1), theta);
+    if (i < n)
+        sum += tail(i + 1, n, theta);
+    return sum;
+}
+
+static void zipf_derive(akv_kb_zipf *z)
+{
+    z->alpha = 1.0 / (1.0 - z->theta);
+    z->eta = (1 - pow(2.0 / (double)z->items, 1 - z->theta)) / (1 - z->zeta2 / z->zetan);
+}
+
+void akv_kb_zipf_init_zeta(akv_kb_zipf *z, uint64_t min, uint64_t max, double theta, double zetan)
+{
+    z->base = min;
+    z->items = max - min + 1;
+    z->theta = theta;
+    z->zeta2 = akv_kb_zeta(0, 2, theta, 0);
+    z->zetan = zetan;
+    z->count_for_zeta = z->items;
+    zipf_derive(z);
+}
+
+void akv_kb_zipf_init(akv_kb_zipf *z, uint64_t min, uint64_t max, double theta)
+{
+    akv_kb_zipf_init_zeta(z, min, max, theta, akv_kb_zeta(0, max - min + 1, theta, 0));
+}
+
+uint64_t akv_kb_zipf_next_n(akv_kb_zipf *z, akv_kb_rng *r, uint64_t items)
+{
+    if (items != z->count_for_zeta) {
+        /* YCSB grows zeta incrementally (inserts under "latest"); shrinking
+         * is recomputed from scratch. */
+        if (items > z->count_for_zeta)
+            z->zetan = akv_kb_zeta(z->count_for_zeta, items, z->theta, z->zetan);
+        else
+            z->zetan = akv_kb_zeta(0, items, z->theta, 0);
+        z->count_for_zeta = z->items = items;
+        z->eta = (1 - pow(2.0 / (double)items, 1 - z->theta)) / (1 - z->zeta2 / z->zetan);
+    }
+    double u = akv_kb_rng_double(r), uz = u * z->zetan;
+    if (uz < 1.0)
+        return z->base;
+    if (uz < 1.0 + pow(0.5, z->theta))
+        return z->base + 1;
+    uint64_t v = (uint64_t)((double)items * pow(z->eta * u - z->eta + 1, z->alpha));
+    return z->base + (v < items ? v : items - 1);
+}
+
+uint64_t akv_kb_zipf_next(akv_kb_zipf *z, akv_kb_rng *r)
+{
+    return akv_kb_zipf_next_n(z, r, z->items);
+}
+
+void akv_kb_scrambled_init(akv_kb_scrambled *s, uint64_t min, uint64_t max, double theta)
+{
+    s->min = min;
+    s->items = max - min + 1;
+    double zetan =
+        theta == AKV_KB_ZIPF_THETA ? AKV_KB_ZETAN_1E10_099 : akv_kb_zeta(0, AKV_KB_SCRAMBLED_ITEMS, theta, 0);
+    akv_kb_zipf_init_zeta(&s->z, 0, AKV_KB_SCRAMBLED_ITEMS - 1, theta, zetan);
+}
+
+uint64_t akv_kb_scrambled_next(akv_kb_scrambled *s, akv_kb_rng *r)
+{
+    return s->min + akv_kb_fnv64(akv_kb_zipf_next(&s->z, r)) % s->items;
+}
+
+/* ---- any distribution --------------------------------------------------- */
+
+void akv_kb_gen_init(akv_kb_gen *g, akv_kb_dist d, uint64_t lo, uint64_t hi, double theta)
+{
+    memset(g, 0, sizeof *g);
+    g->dist = d;
+    g->lo = lo;
+    g->hi = hi < lo ? lo : hi;
+    g->hot_data = 0.2;
+    g->hot_opn = 0.8;
+    g->seq = lo;
+    if (d == AKV_KB_ZIPFIAN)
+        akv_kb_scrambled_init(&g->sz, g->lo, g->hi, theta);
+    if (d == AKV_KB_LATEST)
+        akv_kb_zipf_init(&g->z, 0, g->hi - g->lo, theta);
+    /* YCSB's defaults: 95% of draws fall in the newest 85.71% of the range. */
+    g->exp_gamma = -log(1.0 - 0.95) / ((double)(g->hi - g->lo + 1) * 0.8571428571);
+}
+
+static uint64_t hotspot(akv_kb_gen *g, akv_kb_rng *r)
+{
+    uint64_t n = g->hi - g->lo + 1, hot = (uint64_t)((double)n * g->hot_data);
+    if (hot == 0 || hot >= n)
+        return g->lo + akv_kb_rng_below(r, n);
+    if (akv_kb_rng_double(r) < g->hot_opn)
+        return g->lo + akv_kb_rng_below(r, hot);
+    return g->lo + hot + akv_kb_rng_below(r, n - hot);
+}
+
+uint64_t akv_kb_gen_next(akv_kb_gen *g, akv_kb_rng *r, uint64_t last)
+{
+    switch (g->dist) {
+    case AKV_KB_ZIPFIAN:
+        return akv_kb_scrambled_next(&g->sz, r);
+    case AKV_KB_LATEST: /* SkewedLatestGenerator: newest items most popular */
+        return last - akv_kb_zipf_next_n(&g->z, r, last + 1 > g->lo ? last + 1 - g->lo : 1);
+    case AKV_KB_HOTSPOT:
+        return hotspot(g, r);
+    case AKV_KB_SEQUENTIAL: {
+        uint64_t v = g->seq++;
+        if (g->seq > g->hi)
+            g->seq = g->lo;
+        return v;
+    }
+    case AKV_KB_EXPONENTIAL: {
+        uint64_t back = (uint64_t)(-log(1.0 - akv_kb_rng_double(r)) / g->exp_gamma);
+        return back > last - g->lo ? last - akv_kb_rng_below(r, last - g->lo + 1) : last - back;
+    }
+    case AKV_KB_CONSTANT:
+        return g->hi;
+    case AKV_KB_UNIFORM:
+    default:
+        return g->lo + akv_kb_rng_below(r, g->hi - g->lo + 1);
+    }
+}
+
+size_t akv_kb_key(char *buf, size_t cap, uint64_t keynum, bool hashed, unsigned pad)
+{
+    if (hashed)
+        keynum = akv_kb_fnv64(keynum);
+    int n = snprintf(buf, cap, "user%0*llu", (int)pad, (unsigned long long)keynum);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}

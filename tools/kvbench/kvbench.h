@@ -1,0 +1,319 @@
+/*
+ * kvbench.h — the pieces of the YCSB replayer (tools/kvbench.c): property
+ * files, YCSB's generators, workloads, traces, latency histograms, the engine
+ * vtable and the reports. Everything here is internal to the tool; names carry
+ * the akv_kb_ prefix so they never collide with the library's.
+ */
+#ifndef AKV_KVBENCH_H
+#define AKV_KVBENCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define AKV_KB_ERRLEN 512
+
+/* ---- property files (props.c) ------------------------------------------ */
+
+/* One name=value with where it came from, so a bad value can be reported as
+ * "FILE:LINE: name: problem". Command-line -p values use file "-p". */
+typedef struct akv_kb_prop {
+    char *name, *value, *file;
+    int line;
+} akv_kb_prop;
+
+typedef struct akv_kb_props {
+    akv_kb_prop *v;
+    size_t n, cap;
+    char err[AKV_KB_ERRLEN];
+} akv_kb_props;
+
+int akv_kb_props_load(akv_kb_props *p, const char *path);
+int akv_kb_props_parse(akv_kb_props *p, const char *file, const char *buf, size_t len);
+int akv_kb_props_set_arg(akv_kb_props *p, const char *arg, int argno);
+const akv_kb_prop *akv_kb_props_find(const akv_kb_props *p, const char *name);
+int akv_kb_props_str(akv_kb_props *p, const char *name, const char *def, const char **out);
+int akv_kb_props_u64(akv_kb_props *p, const char *name, uint64_t def, uint64_t *out);
+int akv_kb_props_f64(akv_kb_props *p, const char *name, double def, double lo, double hi, double *out);
+int akv_kb_props_bool(akv_kb_props *p, const char *name, bool def, bool *out);
+int akv_kb_props_choice(akv_kb_props *p, const char *name, const char *def, const char *const *choices,
+                        int *out);
+void akv_kb_props_warn_unknown(const akv_kb_props *p, FILE *out);
+void akv_kb_props_free(akv_kb_props *p);
+
+/* ---- random numbers and YCSB generators (generators.c) ----------------- */
+
+typedef struct akv_kb_rng {
+    uint64_t s[4];
+} akv_kb_rng;
+
+void akv_kb_rng_seed(akv_kb_rng *r, uint64_t seed);
+uint64_t akv_kb_rng_next(akv_kb_rng *r);
+double akv_kb_rng_double(akv_kb_rng *r);              /* [0, 1) */
+uint64_t akv_kb_rng_below(akv_kb_rng *r, uint64_t n); /* [0, n) */
+
+/* YCSB's Utils.fnvhash64: FNV-1a over the 8 little-endian bytes, then abs. */
+uint64_t akv_kb_fnv64(uint64_t v);
+
+/* zeta(n, theta) = sum_{i=1..n} 1/i^theta, starting from a partial sum over
+ * the first `st` items (YCSB's incremental form). */
+double akv_kb_zeta(uint64_t st, uint64_t n, double theta, double initial);
+
+/* YCSB's ZipfianGenerator (Gray et al., "Quickly generating billion-record
+ * synthetic databases"): item 0 is the most popular. */
+typedef struct akv_kb_zipf {
+    uint64_t base, items, count_for_zeta;
+    double theta, zeta2, alpha, zetan, eta;
+} akv_kb_zipf;
+
+void akv_kb_zipf_init(akv_kb_zipf *z, uint64_t min, uint64_t max, double theta);
+void akv_kb_zipf_init_zeta(akv_kb_zipf *z, uint64_t min, uint64_t max, double theta, double zetan);
+uint64_t akv_kb_zipf_next(akv_kb_zipf *z, akv_kb_rng *r);
+/* Draw over `items` items; grows zeta incrementally when items grew (latest). */
+uint64_t akv_kb_zipf_next_n(akv_kb_zipf *z, akv_kb_rng *r, uint64_t items);
+
+/* YCSB's ScrambledZipfianGenerator: a Zipfian over 10^10 items hashed into
+ * [min, max], so popular items are spread over the key space. */
+typedef struct akv_kb_scrambled {
+    akv_kb_zipf z;
+    uint64_t min, items;
+} akv_kb_scrambled;
+
+#define AKV_KB_SCRAMBLED_ITEMS 10000000000ull
+#define AKV_KB_ZIPF_THETA      0.99
+#define AKV_KB_ZETAN_1E10_099  26.46902820178302 /* YCSB's precomputed zeta(10^10, 0.99) */
+
+void akv_kb_scrambled_init(akv_kb_scrambled *s, uint64_t min, uint64_t max, double theta);
+uint64_t akv_kb_scrambled_next(akv_kb_scrambled *s, akv_kb_rng *r);
+
+/* Request distributions of YCSB's CoreWorkload. */
+typedef enum akv_kb_dist {
+    AKV_KB_UNIFORM,
+    AKV_KB_ZIPFIAN,
+    AKV_KB_LATEST,
+    AKV_KB_HOTSPOT,
+    AKV_KB_SEQUENTIAL,
+    AKV_KB_EXPONENTIAL,
+    AKV_KB_CONSTANT,
+} akv_kb_dist;
+
+extern const char *const akv_kb_dist_names[]; /* NULL-terminated, enum order */
+
+/* A number generator of any distribution over [lo, hi] (inclusive). */
+typedef struct akv_kb_gen {
+    akv_kb_dist dist;
+    uint64_t lo, hi;
+    akv_kb_scrambled sz; /* zipfian */
+    akv_kb_zipf z;       /* latest, zipfian scan lengths */
+    double hot_data, hot_opn, exp_gamma;
+    uint64_t seq;
+} akv_kb_gen;
+
+void akv_kb_gen_init(akv_kb_gen *g, akv_kb_dist d, uint64_t lo, uint64_t hi, double theta);
+/* `last` is the newest acknowledged item (latest, exponential). */
+uint64_t akv_kb_gen_next(akv_kb_gen *g, akv_kb_rng *r, uint64_t last);
+
+/* "user" + (hashed) number, zero-padded to `pad` digits: YCSB's buildKeyName. */
+size_t akv_kb_key(char *buf, size_t cap, uint64_t keynum, bool hashed, unsigned pad);
+
+/* ---- latency histogram (histogram.c) ----------------------------------- */
+
+/* Log-bucketed: 32 linear sub-buckets per power of two of nanoseconds, so a
+ * percentile is within 1/32 (3%) of the true value. */
+#define AKV_KB_HIST_SUB     32
+#define AKV_KB_HIST_BUCKETS (AKV_KB_HIST_SUB * 60)
+
+typedef struct akv_kb_hist {
+    uint64_t count, sum_ns, min_ns, max_ns;
+    uint64_t b[AKV_KB_HIST_BUCKETS];
+} akv_kb_hist;
+
+void akv_kb_hist_reset(akv_kb_hist *h);
+void akv_kb_hist_add(akv_kb_hist *h, uint64_t ns);
+void akv_kb_hist_merge(akv_kb_hist *into, const akv_kb_hist *h);
+uint64_t akv_kb_hist_pct(const akv_kb_hist *h, double pct); /* ns, pct in [0, 100] */
+size_t akv_kb_hist_index(uint64_t ns);
+uint64_t akv_kb_hist_lower(size_t idx);
+
+/* ---- engines (engine_akv.c, engine_rocksdb.c) --------------------------- */
+
+typedef struct akv_kb_cfg {
+    const char *engine; /* "adaptkv" | "rocksdb" */
+    const char *dir;
+    bool ordered;       /* adaptkv layout */
+    const char *policy; /* adaptkv slot policy (NULL = default) */
+    const char *filter; /* rocksdb: "bloom" | "ribbon" */
+    double bits_per_key;
+    uint64_t memtable_bytes, cache_bytes;
+    bool direct_reads, sync;
+    uint64_t seed;
+} akv_kb_cfg;
+
+/* What one operation cost. probes: SSTs/memtables read; wasted: probes that
+ * did not hold the key (the attacker's side channel). */
+typedef struct akv_kb_cost {
+    uint32_t probes, wasted;
+    uint64_t block_reads;
+} akv_kb_cost;
+
+typedef struct akv_kb_estats {
+    uint64_t adaptations, filter_bytes, keys;
+    double filter_bits_per_key;
+} akv_kb_estats;
+
+enum { AKV_KB_FOUND = 0, AKV_KB_NOTFOUND = 1, AKV_KB_ENOTSUP = -4 };
+
+typedef struct akv_kb_engine akv_kb_engine;
+struct akv_kb_engine {
+    const char *name;
+    void *db;
+    int (*open)(akv_kb_engine *e, const akv_kb_cfg *c, char *err, size_t n);
+    void (*close)(akv_kb_engine *e);
+    /* Per-thread state (RocksDB perf context); NULL is fine. */
+    void *(*thread_begin)(akv_kb_engine *e);
+    void (*thread_end)(akv_kb_engine *e, void *t);
+    /* AKV_KB_FOUND, AKV_KB_NOTFOUND or < 0; cost is filled for reads. */
+    int (*read)(akv_kb_engine *e, void *t, const char *k, size_t kn, akv_kb_cost *c);
+    int (*write)(akv_kb_engine *e, void *t, const char *k, size_t kn, const char *v, size_t vn);
+    int (*remove)(akv_kb_engine *e, void *t, const char *k, size_t kn);
+    /* Records visited, or AKV_KB_ENOTSUP when the layout has no order. */
+    int (*scan)(akv_kb_engine *e, void *t, const char *k, size_t kn, uint32_t count, akv_kb_cost *c);
+    bool (*can_scan)(akv_kb_engine *e);
+    int (*flush)(akv_kb_engine *e);
+    int (*stats)(akv_kb_engine *e, akv_kb_estats *s);
+    const char *(*errmsg)(akv_kb_engine *e, int rc);
+    char label[96]; /* "adaptkv hash default", "rocksdb bloom" */
+};
+
+int akv_kb_engine_akv(akv_kb_engine *e);
+int akv_kb_engine_rocksdb(akv_kb_engine *e);
+
+/* ---- workloads (workload.c) --------------------------------------------- */
+
+typedef enum akv_kb_op {
+    AKV_KB_READ,
+    AKV_KB_UPDATE,
+    AKV_KB_INSERT,
+    AKV_KB_SCAN,
+    AKV_KB_RMW,
+    AKV_KB_DELETE,
+    AKV_KB_NOPS
+} akv_kb_op;
+
+extern const char *const akv_kb_op_names[]; /* "READ", "UPDATE", … */
+
+typedef struct akv_kb_workload {
+    char name[64];
+    uint64_t recordcount, operationcount, insertstart, insertcount;
+    double prop[AKV_KB_NOPS]; /* proportion per op type */
+    akv_kb_dist reqdist, fieldlendist, scanlendist, negdist;
+    double theta, hot_data, hot_opn, exp_percentile, exp_frac;
+    uint64_t fieldcount, fieldlength, minscan, maxscan, zeropadding;
+    bool hashed_inserts;
+    double negative, adversary, adv_explore;
+    uint64_t negative_keys, adv_pool, maxexecutiontime;
+} akv_kb_workload;
+
+int akv_kb_workload_load(akv_kb_workload *w, akv_kb_props *p);
+
+/* Keys never inserted: key numbers from their own range, far above any
+ * record, for negative reads and for the attacker's exploration. */
+#define AKV_KB_NEG_BASE (1ull << 48)
+#define AKV_KB_ADV_BASE (1ull << 56)
+
+/* Shared by all clients of one phase: the insert key sequence, the
+ * acknowledged-insert tracker ("latest" reads only keys that exist) and the
+ * attacker's pool of keys that cost a probe. */
+typedef struct akv_kb_shared {
+    _Atomic uint64_t next_insert;
+    uint64_t load_end;
+    pthread_mutex_t ack_mu;
+    uint64_t acked; /* every key number below this was acknowledged */
+    uint8_t *window;
+    pthread_mutex_t pool_mu;
+    uint64_t *pool;
+    size_t pool_n, pool_cap;
+} akv_kb_shared;
+
+enum { AKV_KB_REQ_NORMAL, AKV_KB_REQ_NEGATIVE, AKV_KB_REQ_EXPLORE, AKV_KB_REQ_REPLAY };
+
+/* One request: what to do and to which key. */
+typedef struct akv_kb_req {
+    akv_kb_op op;
+    int kind; /* AKV_KB_REQ_* (reads) */
+    uint64_t keynum;
+    uint32_t scan;
+    uint64_t vlen;
+    char key[48];
+    const char *ext; /* key owned by someone else (a trace), used instead of key */
+    size_t klen;
+} akv_kb_req;
+
+typedef struct akv_kb_client {
+    const akv_kb_workload *w;
+    akv_kb_shared *sh;
+    akv_kb_rng rng;
+    akv_kb_gen keys, scanlen, fieldlen, neg;
+    double cum[AKV_KB_NOPS];
+} akv_kb_client;
+
+int akv_kb_shared_init(akv_kb_shared *s, const akv_kb_workload *w, bool load);
+void akv_kb_shared_free(akv_kb_shared *s);
+uint64_t akv_kb_last_acked(akv_kb_shared *s);
+void akv_kb_client_init(akv_kb_client *c, const akv_kb_workload *w, akv_kb_shared *s, uint64_t seed,
+                        unsigned thread, unsigned threads);
+bool akv_kb_client_load_next(akv_kb_client *c, akv_kb_req *r);
+void akv_kb_client_next(akv_kb_client *c, akv_kb_req *r);
+uint64_t akv_kb_value_len(akv_kb_client *c);
+void akv_kb_client_done(akv_kb_client *c, const akv_kb_req *r, int rc, const akv_kb_cost *cost);
+
+/* ---- traces of YCSB's basic binding (trace.c) --------------------------- */
+
+typedef struct akv_kb_trace_op {
+    uint8_t op;
+    uint32_t count; /* scan length */
+    uint32_t vlen;  /* bytes of field data for writes */
+    char *key;
+    uint32_t klen;
+} akv_kb_trace_op;
+
+typedef struct akv_kb_trace {
+    akv_kb_trace_op *ops;
+    size_t n, cap;
+    char err[AKV_KB_ERRLEN];
+} akv_kb_trace;
+
+int akv_kb_trace_load(akv_kb_trace *t, const char *path);
+int akv_kb_trace_parse_line(akv_kb_trace *t, const char *file, int line, const char *s, size_t len);
+void akv_kb_trace_free(akv_kb_trace *t);
+
+/* ---- results (report.c) ------------------------------------------------- */
+
+typedef struct akv_kb_result {
+    const char *engine, *label, *workload, *phase;
+    const akv_kb_cfg *cfg;
+    unsigned threads;
+    uint64_t ops, errors, records;
+    double seconds, load_seconds;
+    uint64_t load_ops;
+    uint64_t reads_found, negative_lookups, wasted_probes, negative_wasted, probes, block_reads;
+    uint64_t intended_negatives, adversary_reads, adversary_wasted, adversary_pool;
+    uint64_t scans_unsupported;
+    akv_kb_estats es;
+    uint64_t adaptations; /* during the run phase */
+    akv_kb_hist hist[AKV_KB_NOPS];
+} akv_kb_result;
+
+void akv_kb_report_text(const akv_kb_result *r, FILE *out);
+int akv_kb_report_json(const akv_kb_result *r, FILE *out);
+int akv_kb_report_csv(const akv_kb_result *r, FILE *out, bool header);
+
+/* ---- progress bar (progress.c) ------------------------------------------ */
+
+void akv_kb_progress(FILE *tty, const char *phase, uint64_t done, uint64_t total, double secs);
+void akv_kb_progress_end(FILE *tty);
+
+#endif

@@ -1,0 +1,160 @@
+/*
+ * report.c — results as YCSB-style text (so existing YCSB parsers read it),
+ * one JSON object, or a CSV row. Every format carries the same numbers.
+ */
+#include <string.h>
+
+#include "tools/kvbench/kvbench.h"
+
+static double per(uint64_t a, uint64_t b)
+{
+    return b ? (double)a / (double)b : 0;
+}
+static double us(uint64_t ns)
+{
+    return (double)ns / 1000.0;
+}
+
+static double throughput(const akv_kb_result *r)
+{
+    return r->seconds > 0 ? (double)r->ops / r->seconds : 0;
+}
+
+void akv_kb_report_text(const akv_kb_result *r, FILE *out)
+{
+    fprintf(out, "[OVERALL], Engine, %s\n", r->label);
+    fprintf(out, "[OVERALL], RunTime(ms), %.0f\n", r->seconds * 1000);
+    fprintf(out, "[OVERALL], Throughput(ops/sec), %.1f\n", throughput(r));
+    for (int i = 0; i < AKV_KB_NOPS; i++) {
+        const akv_kb_hist *h = &r->hist[i];
+        if (!h->count)
+            continue;
+        const char *n = akv_kb_op_names[i];
+        fprintf(out, "[%s], Operations, %llu\n", n, (unsigned long long)h->count);
+        fprintf(out, "[%s], AverageLatency(us), %.2f\n", n, us(h->sum_ns) / (double)h->count);
+        fprintf(out, "[%s], 50thPercentileLatency(us), %.2f\n", n, us(akv_kb_hist_pct(h, 50)));
+        fprintf(out, "[%s], 95thPercentileLatency(us), %.2f\n", n, us(akv_kb_hist_pct(h, 95)));
+        fprintf(out, "[%s], 99thPercentileLatency(us), %.2f\n", n, us(akv_kb_hist_pct(h, 99)));
+        fprintf(out, "[%s], 99.9thPercentileLatency(us), %.2f\n", n, us(akv_kb_hist_pct(h, 99.9)));
+        fprintf(out, "[%s], MaxLatency(us), %.2f\n", n, us(h->max_ns));
+    }
+    fprintf(out, "[NEGATIVE], Lookups, %llu\n", (unsigned long long)r->negative_lookups);
+    fprintf(out, "[NEGATIVE], WastedProbesPerLookup, %.4f\n", per(r->negative_wasted, r->negative_lookups));
+    if (r->adversary_reads)
+        fprintf(out, "[ADVERSARY], Reads, %llu\n[ADVERSARY], WastedProbesPerRead, %.4f\n",
+                (unsigned long long)r->adversary_reads, per(r->adversary_wasted, r->adversary_reads));
+    fprintf(out, "[IO], BlockReadsPerOp, %.4f\n", per(r->block_reads, r->ops));
+    fprintf(out, "[FILTER], BitsPerKey, %.2f\n", r->es.filter_bits_per_key);
+    fprintf(out, "[FILTER], Adaptations, %llu\n", (unsigned long long)r->adaptations);
+    if (r->errors)
+        fprintf(out, "[OVERALL], Errors, %llu\n", (unsigned long long)r->errors);
+}
+
+static void json_str(FILE *out, const char *k, const char *v)
+{
+    fprintf(out, "\"%s\":\"", k);
+    for (const char *p = v ? v : ""; *p; p++)
+        fprintf(out, *p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 0x20 ? "\\u%04x" : "%c", *p);
+    fputs("\",", out);
+}
+
+static void json_u64(FILE *out, const char *k, uint64_t v)
+{
+    fprintf(out, "\"%s\":%llu,", k, (unsigned long long)v);
+}
+static void json_f64(FILE *out, const char *k, double v)
+{
+    fprintf(out, "\"%s\":%.6g,", k, v);
+}
+
+static void json_latency(const akv_kb_result *r, FILE *out)
+{
+    fputs("\"latency_us\":{", out);
+    bool first = true;
+    for (int i = 0; i < AKV_KB_NOPS; i++) {
+        const akv_kb_hist *h = &r->hist[i];
+        if (!h->count)
+            continue;
+        fprintf(out,
+                "%s\"%s\":{\"count\":%llu,\"mean\":%.3f,\"p50\":%.3f,\"p95\":%.3f,\"p99\":%.3f,\"p999\":%.3f,"
+                "\"max\":%.3f}",
+                first ? "" : ",", akv_kb_op_names[i], (unsigned long long)h->count,
+                us(h->sum_ns) / (double)h->count, us(akv_kb_hist_pct(h, 50)), us(akv_kb_hist_pct(h, 95)),
+                us(akv_kb_hist_pct(h, 99)), us(akv_kb_hist_pct(h, 99.9)), us(h->max_ns));
+        first = false;
+    }
+    fputs("}", out);
+}
+
+int akv_kb_report_json(const akv_kb_result *r, FILE *out)
+{
+    const akv_kb_cfg *c = r->cfg;
+    fputc('{', out);
+    json_str(out, "engine", r->engine);
+    json_str(out, "label", r->label);
+    json_str(out, "workload", r->workload);
+    json_str(out, "phase", r->phase);
+    json_str(out, "layout", strcmp(r->engine, "adaptkv") ? "" : c->ordered ? "ordered" : "hash");
+    json_str(out, "slot_policy", strcmp(r->engine, "adaptkv") ? "" : c->policy ? c->policy : "default");
+    json_str(out, "rocksdb_filter", strcmp(r->engine, "rocksdb") ? "" : c->filter ? c->filter : "bloom");
+    json_f64(out, "bits_per_key", c->bits_per_key);
+    json_u64(out, "block_cache_bytes", c->cache_bytes);
+    json_u64(out, "memtable_bytes", c->memtable_bytes);
+    fprintf(out, "\"direct_reads\":%s,", c->direct_reads ? "true" : "false");
+    json_u64(out, "threads", r->threads);
+    json_u64(out, "records", r->records);
+    json_u64(out, "load_ops", r->load_ops);
+    json_f64(out, "load_seconds", r->load_seconds);
+    json_f64(out, "load_throughput_ops", r->load_seconds > 0 ? (double)r->load_ops / r->load_seconds : 0);
+    json_u64(out, "ops", r->ops);
+    json_u64(out, "errors", r->errors);
+    json_f64(out, "seconds", r->seconds);
+    json_f64(out, "throughput_ops", throughput(r));
+    json_u64(out, "reads_found", r->reads_found);
+    json_u64(out, "negative_lookups", r->negative_lookups);
+    json_u64(out, "intended_negatives", r->intended_negatives);
+    json_u64(out, "probes", r->probes);
+    json_u64(out, "wasted_probes", r->wasted_probes);
+    json_f64(out, "wasted_probes_per_negative_lookup", per(r->negative_wasted, r->negative_lookups));
+    json_u64(out, "block_reads", r->block_reads);
+    json_f64(out, "block_reads_per_op", per(r->block_reads, r->ops));
+    json_f64(out, "filter_bits_per_key", r->es.filter_bits_per_key);
+    json_u64(out, "filter_bytes", r->es.filter_bytes);
+    json_u64(out, "adaptations", r->adaptations);
+    json_u64(out, "adversary_reads", r->adversary_reads);
+    json_f64(out, "adversary_wasted_probes_per_read", per(r->adversary_wasted, r->adversary_reads));
+    json_u64(out, "adversary_pool", r->adversary_pool);
+    json_u64(out, "scans_unsupported", r->scans_unsupported);
+    json_latency(r, out);
+    fputs("}\n", out);
+    return ferror(out) ? -1 : 0;
+}
+
+static const char *const csv_ops[] = {"read", "update", "insert", "scan", "rmw"};
+
+int akv_kb_report_csv(const akv_kb_result *r, FILE *out, bool header)
+{
+    if (header) {
+        fputs("engine,label,workload,threads,records,ops,seconds,throughput_ops,negative_lookups,"
+              "wasted_probes_per_negative_lookup,block_reads_per_op,filter_bits_per_key,adaptations,"
+              "adversary_wasted_probes_per_read",
+              out);
+        for (int i = 0; i < 5; i++)
+            fprintf(out, ",%s_p50_us,%s_p95_us,%s_p99_us,%s_p999_us", csv_ops[i], csv_ops[i], csv_ops[i],
+                    csv_ops[i]);
+        fputc('\n', out);
+    }
+    fprintf(out, "%s,\"%s\",%s,%u,%llu,%llu,%.3f,%.1f,%llu,%.4f,%.4f,%.2f,%llu,%.4f", r->engine, r->label,
+            r->workload, r->threads, (unsigned long long)r->records, (unsigned long long)r->ops, r->seconds,
+            throughput(r), (unsigned long long)r->negative_lookups,
+            per(r->negative_wasted, r->negative_lookups), per(r->block_reads, r->ops),
+            r->es.filter_bits_per_key, (unsigned long long)r->adaptations,
+            per(r->adversary_wasted, r->adversary_reads));
+    for (int i = 0; i < 5; i++) {
+        const akv_kb_hist *h = &r->hist[i];
+        fprintf(out, ",%.2f,%.2f,%.2f,%.2f", us(akv_kb_hist_pct(h, 50)), us(akv_kb_hist_pct(h, 95)),
+                us(akv_kb_hist_pct(h, 99)), us(akv_kb_hist_pct(h, 99.9)));
+    }
+    fputc('\n', out);
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,346 @@
+/*
+ * test_kvshell.c — kvshell as a user drives it: piped commands, command
+ * mode, exit statuses, binary-safe escaping and round trips, plus its word
+ * splitter on its own (tools/kvshell/escape.c is compiled into this test).
+ *
+ * The binary is $AKV_BUILD/kvshell when AKV_BUILD is set, else the kvshell
+ * next to this test's build directory (BUILD/test/test_kvshell ->
+ * BUILD/kvshell), so sanitizer builds test their own kvshell.
+ */
+#include <criterion/criterion.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support/kvmodel.h"
+#include "tools/kvshell/escape.c"
+
+/* ---- running the binary ---------------------------------------------------- */
+
+static void kvshell_path(char *buf, size_t cap)
+{
+    const char *b = getenv("AKV_BUILD");
+    if (b && *b) {
+        snprintf(buf, cap, "%s/kvshell", b);
+        return;
+    }
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *testdir = dirname(exe); /* BUILD/test */
+        snprintf(buf, cap, "%s/../kvshell", testdir);
+        if (access(buf, X_OK) == 0)
+            return;
+    }
+    snprintf(buf, cap, "build/kvshell");
+}
+
+typedef struct result {
+    int status; /* exit status, or -1 if it did not exit normally */
+    char *out, *err;
+    size_t outlen;
+} result;
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot read %s", path);
+    size_t cap = 4096, n = 0, r;
+    char *s = malloc(cap);
+    while ((r = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (cap - n < 2)
+            s = realloc(s, cap *= 2);
+    }
+    fclose(f);
+    s[n] = '\0';
+    if (len)
+        *len = n;
+    return s;
+}
+
+static void spit(const char *path, const char *data)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fputs(data, f);
+    fclose(f);
+}
+
+/* Run "kvshell ARGS" (ARGS is shell syntax, formatted) with `input` on stdin
+ * (NULL: /dev/null). The work directory `tmp` holds the captured streams. */
+static result run(const char *tmp, const char *input, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static result run(const char *tmp, const char *input, const char *fmt, ...)
+{
+    char exe[1100], args[4096], cmd[8192], in[600], out[600], err[600];
+    kvshell_path(exe, sizeof exe);
+    cr_assert_eq(access(exe, X_OK), 0, "kvshell binary not found at %s (build it: make tools)", exe);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(in, sizeof in, "%s/stdin", tmp);
+    snprintf(out, sizeof out, "%s/stdout", tmp);
+    snprintf(err, sizeof err, "%s/stderr", tmp);
+    spit(in, input ? input : "");
+    snprintf(cmd, sizeof cmd, "'%s' %s <'%s' >'%s' 2>'%s'", exe, args, in, out, err);
+    int st = system(cmd);
+    result r = {.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1};
+    r.out = slurp(out, &r.outlen);
+    r.err = slurp(err, NULL);
+    return r;
+}
+
+static void result_free(result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static void expect(result r, int status, const char *out, const char *err_has, const char *what)
+{
+    cr_assert_eq(r.status, status, "%s: exit status %d, expected %d; stderr: %s", what, r.status, status,
+                 r.err);
+    if (out)
+        cr_assert_str_eq(r.out, out, "%s: stdout is '%s', expected '%s'", what, r.out, out);
+    if (err_has)
+        cr_assert_not_null(strstr(r.err, err_has), "%s: stderr '%s' lacks '%s'", what, r.err, err_has);
+    else
+        cr_assert_str_empty(r.err, "%s: unexpected stderr '%s'", what, r.err);
+    result_free(&r);
+}
+
+typedef struct fixture {
+    char tmp[512], db[600];
+} fixture;
+
+static void fixture_init(fixture *f)
+{
+    akvt_tmpdir(f->tmp, sizeof f->tmp, "kvshell");
+    snprintf(f->db, sizeof f->db, "%s/db", f->tmp);
+}
+
+/* ---- the checks from the issue --------------------------------------------- */
+
+Test(kvshell, piped_put_get_del_get)
+{
+    fixture f;
+    fixture_init(&f);
+    result r = run(f.tmp, "put a 1\nget a\ndel a\nget a\n", "'%s'", f.db);
+    /* A missing key is an answer, not a failure: the session still exits 0. */
+    expect(r, 0, "1\n", "not found: a", "piped");
+    akvt_rmrf(f.tmp);
+}
+
+Test(kvshell, command_mode_put_get_del_get)
+{
+    fixture f;
+    fixture_init(&f);
+    expect(run(f.tmp, NULL, "'%s' put a 1", f.db), 0, "", NULL, "put");
+    expect(run(f.tmp, NULL, "'%s' get a", f.db), 0, "1\n", NULL, "get");
+    expect(run(f.tmp, NULL, "'%s' del a", f.db), 0, "", NULL, "del");
+    expect(run(f.tmp, NULL, "'%s' get a", f.db), 3, "", "not found: a", "get after del");
+    akvt_rmrf(f.tmp);
+}
+
+/* ---- escaping ------------------------------------------------------------- */
+
+Test(kvshell, binary_keys_and_values_round_trip)
+{
+    fixture f;
+    fixture_init(&f);
+    /* Key: k NUL 0xff backslash space; value: 0x01 LF TAB quote. */
+    const char *in = "put \"k\\x00\\xff\\\\ \" '\\x01\\n\\t\"'\nget 'k\\x00\\xFF\\\\ '\n";
+    expect(run(f.tmp, in, "--layout ordered '%s'", f.db), 0, "\\x01\\x0a\\x09\"\n", NULL, "binary put/get");
+    /* The printed forms are valid input: feed them back in command mode. */
+    expect(run(f.tmp, NULL, "'%s' get 'k\\x00\\xff\\\\ '", f.db), 0, "\\x01\\x0a\\x09\"\n", NULL,
+           "argv escapes");
+    expect(run(f.tmp, NULL, "'%s' dump", f.db), 0, "k\\x00\\xff\\\\ \t\\x01\\x0a\\x09\"\n", NULL, "dump");
+    akvt_rmrf(f.tmp);
+}
+
+Test(kvshell, dump_load_round_trip)
+{
+    fixture f;
+    fixture_init(&f);
+    char file[700], db2[700];
+    snprintf(file, sizeof file, "%s/pairs.txt", f.tmp);
+    snprintf(db2, sizeof db2, "%s/db2", f.tmp);
+    spit(
+        file,
+        "# a comment\nalpha\t1\nbin\\x00ary\tv\\x7f\\\\\n\nput \"with space\" 'x y'\nput gone 1\ndel gone\n");
+    expect(run(f.tmp, NULL, "--layout ordered '%s' load '%s'", f.db, file), 0, "loaded 5 records\n", NULL,
+           "load");
+    const char *want = "alpha\t1\nbin\\x00ary\tv\\x7f\\\\\nwith space\tx y\n";
+    expect(run(f.tmp, NULL, "'%s' dump", f.db), 0, want, NULL, "dump 1");
+    expect(run(f.tmp, NULL, "'%s' count", f.db), 0, "3\n", NULL, "count");
+    result r = run(f.tmp, NULL, "'%s' dump", f.db);
+    spit(file, r.out);
+    result_free(&r);
+    expect(run(f.tmp, NULL, "--layout ordered '%s' load '%s'", db2, file), 0, "loaded 3 records\n", NULL,
+           "reload");
+    expect(run(f.tmp, NULL, "'%s' dump", db2), 0, want, NULL, "dump 2");
+    akvt_rmrf(f.tmp);
+}
+
+Test(kvshell, scan_ranges_and_limit)
+{
+    fixture f;
+    fixture_init(&f);
+    expect(run(f.tmp, "put a 1\nput b 2\nput c 3\nput d 4\n", "--layout ordered '%s'", f.db), 0, "", NULL,
+           "fill");
+    expect(run(f.tmp, NULL, "'%s' scan b d", f.db), 0, "b\t2\nc\t3\n", NULL, "scan b d");
+    expect(run(f.tmp, NULL, "'%s' scan --limit 2", f.db), 0, "a\t1\nb\t2\n", NULL, "scan --limit");
+    expect(run(f.tmp, NULL, "'%s' scan c --limit 5", f.db), 0, "c\t3\nd\t4\n", NULL, "scan from");
+    expect(run(f.tmp, NULL, "'%s' scan --limit x", f.db), 1, "", "--limit", "bad limit");
+    akvt_rmrf(f.tmp);
+}
+
+/* ---- errors and exit statuses --------------------------------------------- */
+
+Test(kvshell, errors_and_exit_statuses)
+{
+    fixture f;
+    fixture_init(&f);
+    expect(run(f.tmp, NULL, "'%s' frobnicate", f.db), 1, "", "unknown command", "unknown command");
+    expect(run(f.tmp, NULL, "--frobnicate '%s' get a", f.db), 2, "", "unknown option", "unknown option");
+    expect(run(f.tmp, NULL, "--layout sideways '%s' get a", f.db), 2, "", "--layout", "bad layout");
+    expect(run(f.tmp, NULL, "--memtable-bytes 4Q '%s' get a", f.db), 2, "", "--memtable-bytes", "bad size");
+    expect(run(f.tmp, NULL, "%s", ""), 2, "", "missing DIR", "no DIR");
+    expect(run(f.tmp, NULL, "'%s' put onlykey", f.db), 1, "", "put", "missing value");
+    expect(run(f.tmp, NULL, "'%s' get 'bad\\q'", f.db), 1, "", "escape", "bad escape");
+    expect(run(f.tmp, NULL, "'%s' put '' v", f.db), 1, "", "put", "empty key");
+    /* A failing line does not stop a piped session, but sets the status. */
+    expect(run(f.tmp, "put x 1\nnope\nget x\nput \"open\n", "'%s'", f.db), 1, "1\n",
+           "line 2: unknown command", "piped errors");
+    expect(run(f.tmp, NULL, "--help"), 0, NULL, NULL, "--help");
+    akvt_rmrf(f.tmp);
+}
+
+Test(kvshell, hash_layout_scans_are_refused_clearly)
+{
+    fixture f;
+    fixture_init(&f);
+    expect(run(f.tmp, NULL, "--layout hash --memtable-bytes 4M '%s' put a 1", f.db), 0, "", NULL, "create");
+    expect(run(f.tmp, NULL, "'%s' scan", f.db), 1, "", "hash layout", "scan");
+    expect(run(f.tmp, NULL, "'%s' dump", f.db), 1, "", "hash layout", "dump");
+    expect(run(f.tmp, NULL, "'%s' count", f.db), 1, "", "hash layout", "count");
+    expect(run(f.tmp, NULL, "'%s' get a", f.db), 0, "1\n", NULL, "get");
+    akvt_rmrf(f.tmp);
+}
+
+Test(kvshell, maintenance_stats_and_filters)
+{
+    fixture f;
+    fixture_init(&f);
+    const char *in = "put a 1\nput b 2\nflush\ncompact\nget a\n";
+    expect(run(f.tmp, in, "--layout ordered --memtable-bytes 64K --bits-per-key 12 '%s'", f.db), 0, "1\n",
+           NULL, "maintenance");
+    result r = run(f.tmp, NULL, "'%s' stats --json", f.db);
+    cr_assert_eq(r.status, 0, "stats --json: %s", r.err);
+    cr_assert(r.outlen > 2 && r.out[0] == '{' && r.out[r.outlen - 2] == '}' &&
+                  !memchr(r.out, '\n', r.outlen - 1),
+              "stats --json is not one JSON line: %s", r.out);
+    result_free(&r);
+    r = run(f.tmp, NULL, "'%s' filters", f.db);
+    cr_assert_eq(r.status, 0, "filters: %s", r.err);
+    cr_assert_not_null(strstr(r.out, "kind"), "filters has no header: %s", r.out);
+    cr_assert_not_null(strstr(r.out, "\nL"), "filters shows no run slot after compact: %s", r.out);
+    result_free(&r);
+    r = run(f.tmp, NULL, "'%s' stats", f.db);
+    cr_assert_eq(r.status, 0);
+    cr_assert_not_null(strstr(r.out, "live_keys_estimate"));
+    result_free(&r);
+    akvt_rmrf(f.tmp);
+}
+
+/* ---- the word splitter alone ------------------------------------------------ */
+
+static kvs_words split_ok(const char *line)
+{
+    kvs_words w = {0};
+    char err[256] = "";
+    cr_assert_eq(kvs_split(line, strlen(line), &w, err, sizeof err), 0, "split '%s': %s", line, err);
+    return w;
+}
+
+static void word_is(const kvs_words *w, size_t i, const void *bytes, size_t len, bool plain)
+{
+    cr_assert_lt(i, w->n);
+    cr_assert_eq(w->v[i].len, len, "word %zu has %zu bytes, expected %zu", i, w->v[i].len, len);
+    cr_assert(memcmp(w->v[i].data, bytes, len) == 0, "word %zu differs", i);
+    cr_assert_eq(w->v[i].plain, plain, "word %zu plain flag", i);
+}
+
+Test(escape, splitting_quotes_and_escapes)
+{
+    kvs_words w = split_ok("  put\t'a b'\"c\"d  \\x00\\xfF\\n\\t\\\\\\\"\\' \"\" x\\ y ");
+    cr_assert_eq(w.n, 5);
+    word_is(&w, 0, "put", 3, true);
+    word_is(&w, 1, "a bcd", 5, false);
+    word_is(&w, 2, "\0\xff\n\t\\\"'", 7, false);
+    word_is(&w, 3, "", 0, false);
+    word_is(&w, 4, "x y", 3, false);
+    kvs_words_free(&w);
+    w = split_ok("   ");
+    cr_assert_eq(w.n, 0);
+    kvs_words_free(&w);
+}
+
+Test(escape, splitting_errors)
+{
+    static const char *const bad[] = {"put \"a", "put 'a", "get \\", "get \\x4", "get \\xg0", "get \\q"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        kvs_words w = {0};
+        char err[256] = "";
+        cr_assert_eq(kvs_split(bad[i], strlen(bad[i]), &w, err, sizeof err), -1, "'%s' was accepted", bad[i]);
+        cr_assert_str_not_empty(err);
+        kvs_words_free(&w);
+    }
+}
+
+Test(escape, print_then_parse_is_identity)
+{
+    unsigned char all[256];
+    for (int i = 0; i < 256; i++)
+        all[i] = (unsigned char)i;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    kvs_print_escaped(f, all, sizeof all);
+    fclose(f);
+    for (size_t i = 0; i < len; i++)
+        cr_assert(buf[i] >= 0x20 && buf[i] < 0x7f, "escaped output holds byte 0x%02x", (unsigned char)buf[i]);
+    kvs_word w;
+    char err[256];
+    cr_assert_eq(kvs_unescape(buf, len, &w, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(w.len, sizeof all);
+    cr_assert(memcmp(w.data, all, sizeof all) == 0);
+    free(w.data);
+    free(buf);
+}
+
+Test(escape, sizes)
+{
+    uint64_t v;
+    cr_assert_eq(kvs_parse_size("4096", &v), 0);
+    cr_assert_eq(v, 4096);
+    cr_assert_eq(kvs_parse_size("64K", &v), 0);
+    cr_assert_eq(v, 65536);
+    cr_assert_eq(kvs_parse_size("4M", &v), 0);
+    cr_assert_eq(v, 4u << 20);
+    cr_assert_eq(kvs_parse_size("1g", &v), 0);
+    cr_assert_eq(v, 1u << 30);
+    cr_assert_eq(kvs_parse_size("2MiB", &v), 0);
+    cr_assert_eq(v, 2u << 20);
+    cr_assert_eq(kvs_parse_size("4X", &v), -1);
+    cr_assert_eq(kvs_parse_size("", &v), -1);
+    cr_assert_eq(kvs_parse_size("-1", &v), -1);
+    cr_assert_eq(kvs_parse_size("99999999999999999999G", &v), -1);
+}

@@ -52,10 +52,14 @@ static char *slurp(const char *path, size_t *len)
     cr_assert_not_null(f, "cannot read %s", path);
     size_t cap = 4096, n = 0, r;
     char *s = malloc(cap);
+    cr_assert_not_null(s);
     while ((r = fread(s + n, 1, cap - n - 1, f)) > 0) {
         n += r;
-        if (cap - n < 2)
-            s = realloc(s, cap *= 2);
+        if (cap - n < 2) {
+            char *t = realloc(s, cap *= 2);
+            cr_assert_not_null(t);
+            s = t;
+        }
     }
     fclose(f);
     s[n] = '\0';

@@ -1,0 +1,181 @@
+/*
+ * catalog.c — the catalog record: which runs exist, their SSTs and slots.
+ *
+ * The catalog is one value in the meta column family, replaced by a single
+ * synced write at every commit, so a crash leaves either the old or the new
+ * shape, never a mix. Format in docs/format.md.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "engine/internal.h"
+#include "filters/codec.h"
+
+#define CAT_MAGIC "AKVC"
+#define CAT_VERSION 1
+
+void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap)
+{
+    snprintf(out, cap, "%llu-%llu.akf", (unsigned long long)run, (unsigned long long)sst);
+}
+
+static void encode_sst(akv_wbuf *w, const akvi_cat_sst *s)
+{
+    akv_w_u64(w, s->id);
+    akv_w_u64(w, s->keys);
+    akv_w_u64(w, s->bytes);
+    akv_w_u64(w, s->prefix);
+    size_t kl = strnlen(s->kind, sizeof s->kind);
+    akv_w_u8(w, (uint8_t)kl);
+    akv_w_bytes(w, s->kind, kl);
+    akv_w_u32(w, (uint32_t)s->smallest_len);
+    akv_w_bytes(w, s->smallest, s->smallest_len);
+    akv_w_u32(w, (uint32_t)s->largest_len);
+    akv_w_bytes(w, s->largest, s->largest_len);
+}
+
+static void encode_into(const akvi_catalog *c, akv_wbuf *w)
+{
+    akv_w_bytes(w, CAT_MAGIC, 4);
+    akv_w_u32(w, CAT_VERSION);
+    akv_w_u32(w, c->layout);
+    akv_w_u64(w, c->seed);
+    akv_w_u64(w, c->next_run_id);
+    akv_w_u64(w, c->flushed_mem_gen);
+    akv_w_u32(w, (uint32_t)c->n_run);
+    for (size_t i = 0; i < c->n_run; i++) {
+        const akvi_cat_run *r = &c->runs[i];
+        akv_w_u64(w, r->id);
+        akv_w_u32(w, r->level);
+        akv_w_u32(w, r->prefix_bits);
+        akv_w_u64(w, r->keys);
+        akv_w_u64(w, r->bytes);
+        akv_w_u32(w, (uint32_t)r->n_sst);
+        for (size_t j = 0; j < r->n_sst; j++)
+            encode_sst(w, &r->ssts[j]);
+    }
+}
+
+int akvi_catalog_encode(const akvi_catalog *c, uint8_t **buf, size_t *len)
+{
+    akv_wbuf w = {NULL, 0};
+    encode_into(c, &w);
+    uint8_t *p = malloc(w.len + 8);
+    if (!p)
+        return akvi_err(AKV_ENOMEM, "out of memory encoding the catalog");
+    w = (akv_wbuf){p, 0};
+    encode_into(c, &w);
+    akv_w_u64(&w, XXH64(p, w.len, 0));
+    *buf = p;
+    *len = w.len;
+    return AKV_OK;
+}
+
+static uint8_t *take_copy(akv_rbuf *r, size_t *len)
+{
+    uint32_t n = akv_r_u32(r);
+    const uint8_t *s = akv_r_take(r, n);
+    if (!s || n > AKV_MAX_KEY_BYTES + 8) {
+        r->err = true;
+        return NULL;
+    }
+    uint8_t *p = malloc(n ? n : 1);
+    if (!p) {
+        r->err = true;
+        return NULL;
+    }
+    memcpy(p, s, n);
+    *len = n;
+    return p;
+}
+
+static void decode_sst(akv_rbuf *r, akvi_cat_sst *s)
+{
+    s->id = akv_r_u64(r);
+    s->keys = akv_r_u64(r);
+    s->bytes = akv_r_u64(r);
+    s->prefix = akv_r_u64(r);
+    uint8_t kl = akv_r_u8(r);
+    if (kl >= sizeof s->kind || !akv_r_bytes(r, s->kind, kl)) {
+        r->err = true;
+        return;
+    }
+    s->kind[kl] = 0;
+    s->smallest = take_copy(r, &s->smallest_len);
+    s->largest = take_copy(r, &s->largest_len);
+}
+
+static void decode_run(akv_rbuf *r, akvi_cat_run *run)
+{
+    run->id = akv_r_u64(r);
+    run->level = akv_r_u32(r);
+    run->prefix_bits = akv_r_u32(r);
+    run->keys = akv_r_u64(r);
+    run->bytes = akv_r_u64(r);
+    uint32_t n = akv_r_u32(r);
+    /* Each SST takes at least 45 bytes: reject counts the buffer cannot hold. */
+    if (r->err || run->level >= AKV_MAX_LEVELS || run->prefix_bits > 30 || n > (r->len - r->off) / 45) {
+        r->err = true;
+        return;
+    }
+    run->ssts = calloc(n ? n : 1, sizeof *run->ssts);
+    if (!run->ssts) {
+        r->err = true;
+        return;
+    }
+    run->n_sst = n;
+    for (uint32_t j = 0; j < n && !r->err; j++)
+        decode_sst(r, &run->ssts[j]);
+}
+
+int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c)
+{
+    memset(c, 0, sizeof *c);
+    if (len < 48 || memcmp(buf, CAT_MAGIC, 4) != 0)
+        return akvi_err(AKV_ECORRUPT, "catalog record: bad magic or size");
+    akv_rbuf t = {buf + len - 8, 8, 0, false};
+    if (akv_r_u64(&t) != XXH64(buf, len - 8, 0))
+        return akvi_err(AKV_ECORRUPT, "catalog record: checksum mismatch");
+    akv_rbuf r = {buf, len - 8, 4, false};
+    if (akv_r_u32(&r) != CAT_VERSION)
+        return akvi_err(AKV_ENOTSUP, "catalog record: unknown format version");
+    c->layout = akv_r_u32(&r);
+    c->seed = akv_r_u64(&r);
+    c->next_run_id = akv_r_u64(&r);
+    c->flushed_mem_gen = akv_r_u64(&r);
+    uint32_t n = akv_r_u32(&r);
+    if (r.err || n > (r.len - r.off) / 36)
+        return akvi_err(AKV_ECORRUPT, "catalog record: bad run count");
+    c->runs = calloc(n ? n : 1, sizeof *c->runs);
+    if (!c->runs)
+        return akvi_err(AKV_ENOMEM, "out of memory decoding the catalog");
+    c->n_run = n;
+    for (uint32_t i = 0; i < n && !r.err; i++)
+        decode_run(&r, &c->runs[i]);
+    if (r.err || r.off != r.len) {
+        akvi_catalog_free(c);
+        return akvi_err(AKV_ECORRUPT, "catalog record: truncated or inconsistent");
+    }
+    return AKV_OK;
+}
+
+void akvi_cat_run_free(akvi_cat_run *r)
+{
+    for (size_t j = 0; j < r->n_sst; j++) {
+        free(r->ssts[j].smallest);
+        free(r->ssts[j].largest);
+    }
+    free(r->ssts);
+    r->ssts = NULL;
+    r->n_sst = 0;
+}
+
+void akvi_catalog_free(akvi_catalog *c)
+{
+    for (size_t i = 0; i < c->n_run; i++)
+        akvi_cat_run_free(&c->runs[i]);
+    free(c->runs);
+    memset(c, 0, sizeof *c);
+}

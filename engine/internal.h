@@ -1,0 +1,333 @@
+/*
+ * internal.h — the engine's internal types, shared by the engine sources only.
+ *
+ * Object graph: an akv_db owns the RocksDB instance and a pointer to the
+ * current *version*. A version is an immutable snapshot of the LSM shape:
+ * the memtables (newest first) and the sorted runs in search order (L0
+ * newest first, then L1, L2, ...). Versions, runs and memtables are
+ * refcounted; a reader pins a version for the length of one lookup or
+ * iterator, and a run's column family is dropped only when the last version
+ * naming it goes away.
+ */
+#ifndef AKV_ENGINE_INTERNAL_H
+#define AKV_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <rocksdb/c.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/adaptkv.h"
+#include "filters/filter.h"
+
+/* Value tags: the first byte of every stored value. */
+#define AKVI_TAG_PUT 1
+#define AKVI_TAG_DEL 2
+
+/* ---- errors (errors.c) ------------------------------------------------- */
+
+/* Set this thread's message and return rc. */
+int akvi_err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Turn a RocksDB error string into AKV_EIO with context; frees err. */
+int akvi_rocks_err(char *err, const char *what);
+void akvi_log(const akv_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- slot policy (policy.c) -------------------------------------------- */
+
+typedef struct akvi_policy {
+    const akv_filter_kind *mem;                   /* NULL: memtables always probed */
+    const akv_filter_kind *level[AKV_MAX_LEVELS]; /* kind per run level */
+} akvi_policy;
+
+/* Parse "mem=sscf,l0=aqf,l1+=aqf". NULL or "" selects the default (with
+ * fallbacks). On error returns AKV_EINVAL with a message. `note` (may be
+ * NULL) receives a one-line description of what was chosen. */
+int akvi_policy_parse(const char *s, akvi_policy *out, char *note, size_t note_cap);
+
+/* ---- miss log (misslog.c) ---------------------------------------------- */
+
+typedef struct akvi_misslog akvi_misslog;
+
+akvi_misslog *akvi_misslog_create(uint64_t budget_bytes);
+void akvi_misslog_destroy(akvi_misslog *ml);
+/* A negative lookup of key (hash h) that wasted `wasted` probes. */
+void akvi_misslog_record(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, double wasted);
+/* An application hint: key is a costly negative. */
+void akvi_misslog_hint(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, double cost);
+/* Negatives accepted by `in_range` (key bytes and hash), highest weight
+ * first, at most `max`; malloc'd array in *out. */
+typedef bool (*akvi_range_fn)(void *arg, akv_hash h, const void *key, size_t klen);
+size_t akvi_misslog_collect(akvi_misslog *ml, akvi_range_fn in_range, void *arg, size_t max,
+                            akv_negative **out);
+size_t akvi_misslog_count(akvi_misslog *ml);
+/* Persisted form (format in docs/format.md). */
+int akvi_misslog_encode(akvi_misslog *ml, uint8_t **buf, size_t *len);
+int akvi_misslog_decode(akvi_misslog *ml, const uint8_t *buf, size_t len);
+
+/* ---- catalog (catalog.c) ----------------------------------------------- */
+
+typedef struct akvi_cat_sst {
+    uint64_t id;      /* index within its run; filter file "<run>-<id>.akf" */
+    uint64_t keys;    /* entries (puts and tombstones) */
+    uint64_t bytes;   /* SST file size */
+    uint64_t prefix;  /* hash layout: the shard (top prefix_bits of h.hi) */
+    char kind[16];    /* filter kind name */
+    uint8_t *smallest; /* internal keys; owned */
+    uint8_t *largest;
+    size_t smallest_len, largest_len;
+} akvi_cat_sst;
+
+typedef struct akvi_cat_run {
+    uint64_t id;
+    uint32_t level;
+    uint32_t prefix_bits; /* hash layout: shards split on this many top bits */
+    uint64_t keys, bytes;
+    size_t n_sst;
+    akvi_cat_sst *ssts; /* hash layout: ascending prefix; ordered: ascending range */
+} akvi_cat_run;
+
+typedef struct akvi_catalog {
+    uint32_t layout;
+    uint64_t seed;
+    uint64_t next_run_id;
+    uint64_t flushed_mem_gen; /* memtables with gen <= this are in runs */
+    size_t n_run;
+    akvi_cat_run *runs; /* search order */
+} akvi_catalog;
+
+int akvi_catalog_encode(const akvi_catalog *c, uint8_t **buf, size_t *len);
+/* Deep-decodes into *c (free with akvi_catalog_free). */
+int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c);
+void akvi_catalog_free(akvi_catalog *c);
+void akvi_cat_run_free(akvi_cat_run *r);
+void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap);
+
+/* ---- slots (slot.c) ---------------------------------------------------- */
+
+typedef struct akvi_slot {
+    akv_filter *f;         /* NULL: always probe */
+    bool locked;           /* mutable non-concurrent kind: use `lock` */
+    pthread_rwlock_t lock; /* readers share, adapt/insert/remove exclusive */
+    _Atomic uint64_t queries, filtered, probes, fps, adaptations;
+} akvi_slot;
+
+void akvi_slot_init(akvi_slot *s, akv_filter *f);
+void akvi_slot_destroy(akvi_slot *s);
+bool akvi_slot_may_contain(akvi_slot *s, akv_hash h);
+/* Write a filter file atomically (temp, fsync, rename, fsync dir). */
+int akvi_slot_write_file(const char *fdir, uint64_t run, uint64_t sst, const akv_filter *f);
+/* AKV_OK, or AKV_NOTFOUND/AKV_ECORRUPT/AKV_ENOTSUP when the file is unusable. */
+int akvi_slot_read_file(const char *fdir, uint64_t run, uint64_t sst, akv_filter **out);
+
+/* ---- live objects (version.c) ------------------------------------------ */
+
+typedef struct akvi_run {
+    _Atomic int refs;
+    akv_db *db;
+    akvi_cat_run info;
+    akvi_slot *slots; /* parallel to info.ssts */
+    rocksdb_column_family_handle_t *cf;
+    rocksdb_column_family_handle_t *rmap_cf; /* ordered layout only */
+    _Atomic bool obsolete;                   /* drop CF + filter files at last unref */
+} akvi_run;
+
+typedef struct akvi_mem {
+    _Atomic int refs;
+    akv_db *db;
+    uint64_t gen;
+    rocksdb_column_family_handle_t *cf;
+    _Atomic uint64_t bytes;   /* key+value bytes written */
+    _Atomic uint64_t entries; /* writes (with overwrites) */
+    akv_hash *hashes;         /* guard inserts, removed again at flush */
+    size_t n_hashes, cap_hashes;
+    _Atomic bool flushed;  /* its data is in a run; guard entries may be gone */
+    _Atomic bool obsolete; /* drop the CF at last unref */
+} akvi_mem;
+
+typedef struct akvi_version {
+    _Atomic int refs;
+    size_t n_mem;
+    akvi_mem **mems; /* newest first; mems[0] takes writes */
+    size_t n_run;
+    akvi_run **runs; /* search order: level ascending, newest first within a level */
+} akvi_version;
+
+akvi_version *akvi_version_new(size_t n_mem, size_t n_run);
+void akvi_version_ref(akvi_version *v);
+void akvi_version_unref(akvi_version *v);
+void akvi_run_ref(akvi_run *r);
+void akvi_run_unref(akvi_run *r);
+void akvi_mem_ref(akvi_mem *m);
+void akvi_mem_unref(akvi_mem *m);
+/* Pin the current version (never NULL while the db is open). */
+akvi_version *akvi_current(akv_db *db);
+/* Replace the current version (takes ownership of v's reference). */
+void akvi_install(akv_db *db, akvi_version *v);
+/* New version = current + add_mem (front) - drop_mem - drop_runs + add_run. */
+int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs, size_t n_drop,
+               akvi_run *add_run);
+size_t akvi_runs_at_level(const akvi_version *v, int level);
+int akvi_deepest_level(const akvi_version *v);
+
+/* ---- the database ------------------------------------------------------ */
+
+struct akv_db {
+    char *dir, *rdir, *fdir, *tdir; /* DIR, DIR/rocksdb, DIR/filters, DIR/tmp */
+    akv_options opt;
+    akvi_policy policy;
+    akv_layout layout;
+    uint64_t seed;
+
+    rocksdb_t *rdb;
+    rocksdb_options_t *dbopt, *metaopt, *memopt, *runopt, *runopt_z;
+    rocksdb_block_based_table_options_t *bbto;
+    rocksdb_cache_t *cache;
+    rocksdb_writeoptions_t *wo, *wo_sync;
+    rocksdb_readoptions_t *ro, *ro_scan;
+    rocksdb_column_family_handle_t *meta_cf;
+    rocksdb_column_family_handle_t *default_cf;
+    rocksdb_envoptions_t *envopt;
+
+    pthread_mutex_t vmu; /* guards `cur` */
+    akvi_version *cur;
+
+    pthread_mutex_t wmu; /* serialises writers, rotation and guard rebuild */
+    pthread_cond_t stall_cv;
+    uint64_t next_mem_gen;
+
+    /* Memtable guard: one dynamic filter over the keys of all live memtables. */
+    pthread_rwlock_t guard_lock;
+    akv_filter *guard; /* NULL: memtables always probed */
+    akvi_slot guard_stats;
+    _Atomic bool guard_broken;
+
+    /* Background thread. */
+    pthread_t bg;
+    bool bg_started;
+    pthread_mutex_t bgmu;
+    pthread_cond_t bg_cv, done_cv;
+    bool shutdown;
+    uint64_t compact_req, compact_done;
+    int bg_error; /* sticky: first background failure */
+    uint64_t next_run_id, flushed_mem_gen; /* bg thread (and open) only */
+
+    pthread_mutex_t catmu; /* serialises catalog + miss-log writes */
+    akvi_misslog *ml;
+
+    struct {
+        _Atomic uint64_t puts, deletes, gets, negative_lookups, probes, wasted_probes, slot_queries,
+            slot_filtered, false_positives, adaptations, block_reads, flushes, compactions,
+            write_stalls, bytes_written_user, bytes_written_disk;
+    } st;
+};
+
+/* ---- keys (db.c) ------------------------------------------------------- */
+
+/* Internal key for the layout into buf (klen + 8 bytes); returns its length. */
+size_t akvi_ikey(const akv_db *db, akv_hash h, const void *key, size_t klen, uint8_t *buf);
+/* The user key inside an internal key. */
+const uint8_t *akvi_ukey(const akv_db *db, const uint8_t *ikey, size_t iklen, size_t *klen);
+int akvi_check_key(size_t klen);
+static inline void akvi_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+static inline uint64_t akvi_get_be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* ---- write path (db.c) ------------------------------------------------ */
+
+typedef struct akvi_op {
+    uint8_t tag; /* AKVI_TAG_PUT or AKVI_TAG_DEL */
+    const uint8_t *key, *val;
+    size_t klen, vlen;
+} akvi_op;
+
+/* Apply ops atomically to the active memtable (one RocksDB write batch). */
+int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync);
+int akvi_check_value(size_t vlen);
+
+/* ---- rocksdb helpers (rocks.c) ----------------------------------------- */
+
+int akvi_rocks_setup(akv_db *db);
+void akvi_rocks_teardown(akv_db *db);
+int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_family_handle_t **out);
+const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name);
+void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf);
+int akvi_meta_put(akv_db *db, const char *key, const uint8_t *val, size_t len, bool sync);
+/* AKV_NOTFOUND when absent; *val malloc'd. */
+int akvi_meta_get(akv_db *db, const char *key, uint8_t **val, size_t *len);
+
+/* ---- memtables (memtable.c) -------------------------------------------- */
+
+int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf, akvi_mem **out);
+/* Writer side, under wmu: insert into the guard and remember the hash. */
+int akvi_guard_insert(akv_db *db, akvi_mem *m, akv_hash h);
+/* Reader side: false only when the key is certainly not in memtable m. */
+bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h);
+/* After m's run is installed: take m's keys out of the guard. */
+void akvi_guard_remove_mem(akv_db *db, akvi_mem *m);
+int akvi_guard_init(akv_db *db);
+/* Under wmu: make a new active memtable. */
+int akvi_rotate(akv_db *db);
+/* Rebuild the guard entries of a memtable recovered from the WAL. */
+int akvi_mem_recover(akv_db *db, akvi_mem *m);
+
+/* ---- merge iterator over column families (merge.c) --------------------- */
+
+typedef struct akvi_merge akvi_merge;
+/* Inputs newest first; takes ownership of the iterators. */
+akvi_merge *akvi_merge_create(rocksdb_iterator_t **its, size_t n);
+void akvi_merge_seek_first(akvi_merge *m);
+void akvi_merge_seek(akvi_merge *m, const uint8_t *k, size_t len);
+bool akvi_merge_valid(const akvi_merge *m);
+/* Current entry: the newest version of the smallest key. */
+const uint8_t *akvi_merge_key(const akvi_merge *m, size_t *len);
+const uint8_t *akvi_merge_value(const akvi_merge *m, size_t *len);
+void akvi_merge_next(akvi_merge *m);
+int akvi_merge_status(const akvi_merge *m); /* AKV_OK or AKV_EIO with message */
+void akvi_merge_destroy(akvi_merge *m);
+
+/* ---- run writer (runwriter.c) ------------------------------------------ */
+
+typedef struct akvi_runwriter akvi_runwriter;
+int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, akvi_runwriter **out);
+int akvi_rw_add(akvi_runwriter *w, const uint8_t *ikey, size_t iklen, const uint8_t *val, size_t vlen);
+/* Seal: SSTs, slots, filter files, ingest into a new run CF. *out is NULL
+ * when nothing was added. */
+int akvi_rw_finish(akvi_runwriter *w, akvi_run **out);
+void akvi_rw_abort(akvi_runwriter *w);
+/* Build one slot from a list of hashes (also used to rebuild at open). */
+int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
+                      akv_hash *hashes, size_t n, akv_filter **out);
+
+/* ---- flush, compaction, background thread ------------------------------ */
+
+int akvi_flush_one(akv_db *db, akvi_mem *m);
+bool akvi_compaction_needed(akv_db *db, const akvi_version *v);
+int akvi_compact_step(akv_db *db, bool full);
+int akvi_bg_start(akv_db *db);
+void akvi_bg_stop(akv_db *db);
+void akvi_bg_wake(akv_db *db);
+/* Commit: catalog (sync) + miss log for the given runs and flushed gen. */
+int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_gen);
+/* Find the SST of a run that may hold the key; -1 when none. */
+long akvi_find_sst(const akv_db *db, const akvi_run *r, akv_hash h, const uint8_t *ikey, size_t iklen);
+
+/* ---- reverse maps (revmap_rocks.c) ------------------------------------- */
+
+int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
+
+/* ---- open-time recovery (recover.c) ------------------------------------ */
+
+int akvi_recover(akv_db *db, bool created);
+
+#endif

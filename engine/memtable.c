@@ -1,0 +1,213 @@
+/*
+ * memtable.c — memtables as column families, their rotation and the guard.
+ *
+ * The guard is one dynamic filter (sscf/cbf) over the keys of all live
+ * memtables. A write inserts its key's hash before the RocksDB write, so a
+ * reader that can see the value can also see the hash. When a memtable has
+ * been flushed and its run installed, its hashes are removed again; readers
+ * still holding an older version then see `flushed` and probe that
+ * memtable directly, so a removal can never turn into a false negative.
+ * If the guard ever refuses an insert (full), it is marked broken (all
+ * memtables probed) and rebuilt at the next flush.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/internal.h"
+
+int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf, akvi_mem **out)
+{
+    akvi_mem *m = calloc(1, sizeof *m);
+    if (!m)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    atomic_init(&m->refs, 1);
+    m->db = db;
+    m->gen = gen;
+    m->cf = cf;
+    *out = m;
+    return AKV_OK;
+}
+
+static uint64_t guard_capacity(const akv_db *db, size_t needed)
+{
+    uint64_t cap = db->opt.memtable_bytes / 32 * 3;
+    if (cap < (1u << 14))
+        cap = 1u << 14;
+    if (cap < 2 * (uint64_t)needed)
+        cap = 2 * (uint64_t)needed;
+    return cap;
+}
+
+static int guard_new(akv_db *db, uint64_t cap, akv_filter **out)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.expected_keys = cap;
+    p.bits_per_key = db->opt.bits_per_key;
+    p.seed = db->seed;
+    akv_filter *f = NULL;
+    int rc = akv_filter_create(db->policy.mem, &p, NULL, 0, &f);
+    if (rc == AKV_OK)
+        rc = akv_filter_finish(f);
+    if (rc != AKV_OK) {
+        akv_filter_destroy(f);
+        return akvi_err(rc, "creating the memtable guard (%s): %s", db->policy.mem->name, akv_strerror(rc));
+    }
+    *out = f;
+    return AKV_OK;
+}
+
+int akvi_guard_init(akv_db *db)
+{
+    pthread_rwlock_init(&db->guard_lock, NULL);
+    akvi_slot_init(&db->guard_stats, NULL);
+    if (!db->policy.mem)
+        return AKV_OK;
+    return guard_new(db, guard_capacity(db, 0), &db->guard);
+}
+
+/* Mutations take the lock exclusively unless the kind locks internally. */
+static void guard_lock_mut(akv_db *db)
+{
+    if (db->policy.mem->flags & AKV_FK_CONCURRENT)
+        pthread_rwlock_rdlock(&db->guard_lock);
+    else
+        pthread_rwlock_wrlock(&db->guard_lock);
+}
+
+static int remember(akvi_mem *m, akv_hash h)
+{
+    if (m->n_hashes == m->cap_hashes) {
+        size_t cap = m->cap_hashes ? m->cap_hashes * 2 : 1024;
+        akv_hash *p = realloc(m->hashes, cap * sizeof *p);
+        if (!p)
+            return AKV_ENOMEM;
+        m->hashes = p;
+        m->cap_hashes = cap;
+    }
+    m->hashes[m->n_hashes++] = h;
+    return AKV_OK;
+}
+
+int akvi_guard_insert(akv_db *db, akvi_mem *m, akv_hash h)
+{
+    if (!db->policy.mem)
+        return AKV_OK;
+    if (remember(m, h) != AKV_OK) {
+        atomic_store(&db->guard_broken, true);
+        return AKV_OK;
+    }
+    if (atomic_load(&db->guard_broken))
+        return AKV_OK;
+    guard_lock_mut(db);
+    int rc = akv_filter_insert(db->guard, h);
+    pthread_rwlock_unlock(&db->guard_lock);
+    if (rc != AKV_OK)
+        atomic_store(&db->guard_broken, true); /* must precede the RocksDB write */
+    return AKV_OK;
+}
+
+bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h)
+{
+    if (!db->policy.mem)
+        return true;
+    atomic_fetch_add_explicit(&db->guard_stats.queries, 1, memory_order_relaxed);
+    pthread_rwlock_rdlock(&db->guard_lock);
+    bool yes = akv_filter_may_contain(db->guard, h);
+    pthread_rwlock_unlock(&db->guard_lock);
+    /* Read the flags after the query: see the file comment. */
+    if (yes || atomic_load(&db->guard_broken) || atomic_load(&m->flushed))
+        return true;
+    atomic_fetch_add_explicit(&db->guard_stats.filtered, 1, memory_order_relaxed);
+    return false;
+}
+
+/* Under wmu: a fresh guard over every memtable of the current version. */
+static void guard_rebuild(akv_db *db)
+{
+    akvi_version *v = akvi_current(db);
+    size_t need = 0;
+    for (size_t i = 0; i < v->n_mem; i++)
+        need += v->mems[i]->n_hashes;
+    akv_filter *f = NULL;
+    bool ok = guard_new(db, guard_capacity(db, need), &f) == AKV_OK;
+    for (size_t i = 0; ok && i < v->n_mem; i++)
+        for (size_t j = 0; ok && j < v->mems[i]->n_hashes; j++)
+            ok = akv_filter_insert(f, v->mems[i]->hashes[j]) == AKV_OK;
+    akvi_version_unref(v);
+    if (!ok) {
+        akv_filter_destroy(f);
+        akvi_log(db, "memtable guard rebuild failed; memtables are probed directly");
+        return;
+    }
+    pthread_rwlock_wrlock(&db->guard_lock);
+    akv_filter *old = db->guard;
+    db->guard = f;
+    atomic_store(&db->guard_broken, false);
+    pthread_rwlock_unlock(&db->guard_lock);
+    akv_filter_destroy(old);
+}
+
+void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
+{
+    atomic_store(&m->flushed, true);
+    if (!db->policy.mem)
+        return;
+    if (!atomic_load(&db->guard_broken)) {
+        guard_lock_mut(db);
+        for (size_t i = 0; i < m->n_hashes; i++)
+            (void)akv_filter_remove(db->guard, m->hashes[i]);
+        pthread_rwlock_unlock(&db->guard_lock);
+    }
+    free(m->hashes);
+    m->hashes = NULL;
+    m->n_hashes = m->cap_hashes = 0;
+    if (atomic_load(&db->guard_broken)) {
+        pthread_mutex_lock(&db->wmu);
+        guard_rebuild(db);
+        pthread_mutex_unlock(&db->wmu);
+    }
+}
+
+int akvi_rotate(akv_db *db)
+{
+    char name[64];
+    uint64_t gen = db->next_mem_gen++;
+    snprintf(name, sizeof name, "mem.%llu", (unsigned long long)gen);
+    rocksdb_column_family_handle_t *cf;
+    int rc = akvi_cf_create(db, name, -1, &cf);
+    if (rc != AKV_OK)
+        return rc;
+    akvi_mem *m;
+    rc = akvi_mem_create(db, gen, cf, &m);
+    if (rc != AKV_OK) {
+        rocksdb_column_family_handle_destroy(cf);
+        return rc;
+    }
+    rc = akvi_apply(db, m, NULL, NULL, 0, NULL);
+    if (rc != AKV_OK) {
+        akvi_mem_unref(m);
+        return rc;
+    }
+    akvi_bg_wake(db);
+    return AKV_OK;
+}
+
+int akvi_mem_recover(akv_db *db, akvi_mem *m)
+{
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, m->cf);
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t iklen, vlen, klen;
+        const uint8_t *ik = (const uint8_t *)rocksdb_iter_key(it, &iklen);
+        (void)rocksdb_iter_value(it, &vlen);
+        const uint8_t *uk = akvi_ukey(db, ik, iklen, &klen);
+        akvi_guard_insert(db, m, akv_hash_key(uk, klen, db->seed));
+        atomic_fetch_add(&m->bytes, iklen + vlen);
+        atomic_fetch_add(&m->entries, 1);
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    return err ? akvi_rocks_err(err, "recovering a memtable") : AKV_OK;
+}

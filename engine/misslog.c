@@ -1,0 +1,284 @@
+/*
+ * misslog.c — a bounded summary of negative lookups (DESIGN §4).
+ *
+ * A Space-Saving style heavy-hitter table: each entry holds a key (bytes and
+ * hash), how often it was looked up in vain, and its cost (wasted probes it
+ * caused plus costs declared with akv_hint_negative). When the byte budget
+ * is spent, a new key replaces the lightest of a few sampled entries and
+ * inherits its count, so a key that keeps coming back climbs over keys that
+ * were seen once. Sampling keeps eviction O(1); the summary is a hint for
+ * filter builds, not an exact count.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "engine/internal.h"
+#include "filters/codec.h"
+
+#define ENTRY_OVERHEAD 64 /* bytes charged per entry besides its key */
+#define SAMPLE 8
+#define ML_MAGIC "AKVM"
+#define ML_VERSION 1
+
+typedef struct ml_entry {
+    akv_hash h;
+    uint64_t count;
+    double cost;
+    uint8_t *key;
+    uint32_t klen;
+} ml_entry;
+
+struct akvi_misslog {
+    pthread_mutex_t mu;
+    uint64_t budget, used;
+    ml_entry *e;
+    size_t n, cap;
+    int32_t *index; /* open addressing on h.hi; -1 = empty */
+    size_t index_mask;
+    uint64_t rng;
+};
+
+static size_t slot_of(const akvi_misslog *ml, akv_hash h) { return (size_t)(akv_mix64(h.hi) & ml->index_mask); }
+
+static long find(const akvi_misslog *ml, akv_hash h, const void *key, size_t klen)
+{
+    for (size_t i = slot_of(ml, h);; i = (i + 1) & ml->index_mask) {
+        int32_t x = ml->index[i];
+        if (x < 0)
+            return -(long)i - 1;
+        const ml_entry *e = &ml->e[x];
+        if (e->h.hi == h.hi && e->h.lo == h.lo && e->klen == klen && memcmp(e->key, key, klen) == 0)
+            return (long)i;
+    }
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void index_delete(akvi_misslog *ml, size_t i)
+{
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & ml->index_mask;
+        if (ml->index[j] < 0)
+            break;
+        size_t home = slot_of(ml, ml->e[ml->index[j]].h);
+        bool movable = (j > i) ? (home <= i || home > j) : (home <= i && home > j);
+        if (movable) {
+            ml->index[i] = ml->index[j];
+            i = j;
+        }
+    }
+    ml->index[i] = -1;
+}
+
+akvi_misslog *akvi_misslog_create(uint64_t budget)
+{
+    akvi_misslog *ml = calloc(1, sizeof *ml);
+    if (!ml)
+        return NULL;
+    ml->budget = budget < 4096 ? 4096 : budget;
+    ml->cap = (size_t)(ml->budget / ENTRY_OVERHEAD);
+    size_t isz = 16;
+    while (isz < ml->cap * 2)
+        isz <<= 1;
+    ml->e = calloc(ml->cap, sizeof *ml->e);
+    ml->index = malloc(isz * sizeof *ml->index);
+    if (!ml->e || !ml->index) {
+        free(ml->e);
+        free(ml->index);
+        free(ml);
+        return NULL;
+    }
+    memset(ml->index, 0xff, isz * sizeof *ml->index);
+    ml->index_mask = isz - 1;
+    ml->rng = 0x9e3779b97f4a7c15ULL;
+    pthread_mutex_init(&ml->mu, NULL);
+    return ml;
+}
+
+void akvi_misslog_destroy(akvi_misslog *ml)
+{
+    if (!ml)
+        return;
+    for (size_t i = 0; i < ml->n; i++)
+        free(ml->e[i].key);
+    free(ml->e);
+    free(ml->index);
+    pthread_mutex_destroy(&ml->mu);
+    free(ml);
+}
+
+static double weight(const ml_entry *e) { return (double)e->count + e->cost; }
+
+static size_t pick_victim(akvi_misslog *ml)
+{
+    size_t best = 0;
+    double bw = 0;
+    for (int s = 0; s < SAMPLE; s++) {
+        ml->rng = akv_mix64(ml->rng + 0x9e3779b97f4a7c15ULL);
+        size_t i = (size_t)akv_reduce(ml->rng, ml->n);
+        if (s == 0 || weight(&ml->e[i]) < bw) {
+            best = i;
+            bw = weight(&ml->e[i]);
+        }
+    }
+    return best;
+}
+
+/* Remove entry x (swap the last entry into its place). */
+static void remove_entry(akvi_misslog *ml, size_t x)
+{
+    ml_entry *e = &ml->e[x];
+    long pos = find(ml, e->h, e->key, e->klen);
+    index_delete(ml, (size_t)pos);
+    ml->used -= ENTRY_OVERHEAD + e->klen;
+    free(e->key);
+    size_t last = ml->n - 1;
+    if (x != last) {
+        ml->e[x] = ml->e[last];
+        long lp = find(ml, ml->e[x].h, ml->e[x].key, ml->e[x].klen);
+        ml->index[lp] = (int32_t)x;
+    }
+    ml->n--;
+}
+
+static void add_locked(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, uint64_t count, double cost)
+{
+    if (klen > ml->budget / 4)
+        return; /* a single huge key would evict everything */
+    long pos = find(ml, h, key, klen);
+    if (pos >= 0) {
+        ml_entry *e = &ml->e[ml->index[pos]];
+        e->count += count;
+        e->cost += cost;
+        return;
+    }
+    uint64_t inherited = 0;
+    while (ml->n > 0 && (ml->n == ml->cap || ml->used + ENTRY_OVERHEAD + klen > ml->budget)) {
+        size_t v = pick_victim(ml);
+        if (ml->e[v].count > inherited)
+            inherited = ml->e[v].count;
+        remove_entry(ml, v);
+    }
+    uint8_t *copy = malloc(klen ? klen : 1);
+    if (!copy)
+        return;
+    memcpy(copy, key, klen);
+    pos = find(ml, h, key, klen);
+    size_t x = ml->n++;
+    ml->e[x] = (ml_entry){h, count + inherited, cost, copy, (uint32_t)klen};
+    ml->index[-pos - 1] = (int32_t)x;
+    ml->used += ENTRY_OVERHEAD + klen;
+}
+
+void akvi_misslog_record(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, double wasted)
+{
+    pthread_mutex_lock(&ml->mu);
+    add_locked(ml, h, key, klen, 1, wasted);
+    pthread_mutex_unlock(&ml->mu);
+}
+
+void akvi_misslog_hint(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, double cost)
+{
+    pthread_mutex_lock(&ml->mu);
+    add_locked(ml, h, key, klen, 0, cost);
+    pthread_mutex_unlock(&ml->mu);
+}
+
+size_t akvi_misslog_count(akvi_misslog *ml)
+{
+    pthread_mutex_lock(&ml->mu);
+    size_t n = ml->n;
+    pthread_mutex_unlock(&ml->mu);
+    return n;
+}
+
+static int by_cost_desc(const void *a, const void *b)
+{
+    double x = ((const akv_negative *)a)->cost, y = ((const akv_negative *)b)->cost;
+    return (x < y) - (x > y);
+}
+
+size_t akvi_misslog_collect(akvi_misslog *ml, akvi_range_fn in_range, void *arg, size_t max, akv_negative **out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&ml->mu);
+    akv_negative *neg = ml->n ? malloc(ml->n * sizeof *neg) : NULL;
+    size_t k = 0;
+    for (size_t i = 0; neg && i < ml->n; i++) {
+        const ml_entry *e = &ml->e[i];
+        if (!in_range || in_range(arg, e->h, e->key, e->klen))
+            neg[k++] = (akv_negative){e->h, weight(e)};
+    }
+    pthread_mutex_unlock(&ml->mu);
+    if (k == 0) {
+        free(neg);
+        return 0;
+    }
+    qsort(neg, k, sizeof *neg, by_cost_desc);
+    *out = neg;
+    return k < max ? k : max;
+}
+
+/* Two passes: size with p == NULL, then fill. */
+static void encode_into(const akvi_misslog *ml, akv_wbuf *w)
+{
+    akv_w_bytes(w, ML_MAGIC, 4);
+    akv_w_u32(w, ML_VERSION);
+    akv_w_u32(w, (uint32_t)ml->n);
+    for (size_t i = 0; i < ml->n; i++) {
+        const ml_entry *e = &ml->e[i];
+        akv_w_u64(w, e->h.hi);
+        akv_w_u64(w, e->h.lo);
+        akv_w_u64(w, e->count);
+        akv_w_f64(w, e->cost);
+        akv_w_u32(w, e->klen);
+        akv_w_bytes(w, e->key, e->klen);
+    }
+}
+
+int akvi_misslog_encode(akvi_misslog *ml, uint8_t **buf, size_t *len)
+{
+    pthread_mutex_lock(&ml->mu);
+    akv_wbuf w = {NULL, 0};
+    encode_into(ml, &w);
+    uint8_t *p = malloc(w.len + 8);
+    if (!p) {
+        pthread_mutex_unlock(&ml->mu);
+        return akvi_err(AKV_ENOMEM, "out of memory encoding the miss log");
+    }
+    w = (akv_wbuf){p, 0};
+    encode_into(ml, &w);
+    pthread_mutex_unlock(&ml->mu);
+    akv_w_u64(&w, XXH64(p, w.len, 0));
+    *buf = p;
+    *len = w.len;
+    return AKV_OK;
+}
+
+int akvi_misslog_decode(akvi_misslog *ml, const uint8_t *buf, size_t len)
+{
+    if (len < 20 || memcmp(buf, ML_MAGIC, 4) != 0)
+        return akvi_err(AKV_ECORRUPT, "miss log record: bad magic or size");
+    akv_rbuf t = {buf + len - 8, 8, 0, false};
+    if (akv_r_u64(&t) != XXH64(buf, len - 8, 0))
+        return akvi_err(AKV_ECORRUPT, "miss log record: checksum mismatch");
+    akv_rbuf r = {buf, len - 8, 4, false};
+    if (akv_r_u32(&r) != ML_VERSION)
+        return akvi_err(AKV_ENOTSUP, "miss log record: unknown version");
+    uint32_t n = akv_r_u32(&r);
+    pthread_mutex_lock(&ml->mu);
+    for (uint32_t i = 0; i < n && !r.err; i++) {
+        akv_hash h;
+        h.hi = akv_r_u64(&r);
+        h.lo = akv_r_u64(&r);
+        uint64_t count = akv_r_u64(&r);
+        double cost = akv_r_f64(&r);
+        uint32_t klen = akv_r_u32(&r);
+        const uint8_t *key = akv_r_take(&r, klen);
+        if (key && cost >= 0)
+            add_locked(ml, h, key, klen, count, cost);
+    }
+    pthread_mutex_unlock(&ml->mu);
+    return r.err ? akvi_err(AKV_ECORRUPT, "miss log record: truncated") : AKV_OK;
+}

@@ -1,0 +1,582 @@
+/*
+ * recover.c — akv_open and akv_close.
+ *
+ * Opening reconciles three sources: the RocksDB column families that exist,
+ * the catalog in `meta` (the truth), and the filter files. Families and
+ * files the catalog does not name are leftovers of an interrupted flush or
+ * compaction and are removed; memtable families newer than the catalog's
+ * flushed generation hold acknowledged writes (recovered by RocksDB from its
+ * WAL) and become the memtables again; a slot whose file is missing or
+ * corrupt is rebuilt from its SST's data.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "engine/internal.h"
+#include "filters/codec.h"
+
+#define ID_MAGIC "AKVI"
+#define ID_VERSION 1
+
+static const char *layout_name(uint32_t l) { return l == AKV_LAYOUT_ORDERED ? "ordered" : "hash"; }
+
+static int check_options(const akv_options *o)
+{
+    if (o->layout != AKV_LAYOUT_HASH && o->layout != AKV_LAYOUT_ORDERED)
+        return akvi_err(AKV_EINVAL, "unknown layout %d", (int)o->layout);
+    if (!(o->bits_per_key > 0 && o->bits_per_key <= 64))
+        return akvi_err(AKV_EINVAL, "bits_per_key %g is outside (0, 64]", o->bits_per_key);
+    if (o->memtable_bytes < 4096)
+        return akvi_err(AKV_EINVAL, "memtable_bytes %llu is below 4096", (unsigned long long)o->memtable_bytes);
+    if (o->sst_target_bytes < 4096)
+        return akvi_err(AKV_EINVAL, "sst_target_bytes %llu is below 4096",
+                        (unsigned long long)o->sst_target_bytes);
+    if (o->l0_compaction_trigger < 1 || o->l0_stall_runs < o->l0_compaction_trigger)
+        return akvi_err(AKV_EINVAL, "need 1 <= l0_compaction_trigger (%d) <= l0_stall_runs (%d)",
+                        o->l0_compaction_trigger, o->l0_stall_runs);
+    if (o->level_multiplier < 2)
+        return akvi_err(AKV_EINVAL, "level_multiplier %d is below 2", o->level_multiplier);
+    return AKV_OK;
+}
+
+static char *path_join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+static int make_dir(const char *p)
+{
+    if (mkdir(p, 0755) != 0 && errno != EEXIST)
+        return akvi_err(AKV_EIO, "cannot create directory %s: %s", p, strerror(errno));
+    return AKV_OK;
+}
+
+/* ---- identity ------------------------------------------------------------ */
+
+static int write_identity(akv_db *db)
+{
+    uint8_t buf[32];
+    akv_wbuf w = {buf, 0};
+    akv_w_bytes(&w, ID_MAGIC, 4);
+    akv_w_u32(&w, ID_VERSION);
+    akv_w_u32(&w, (uint32_t)db->layout);
+    akv_w_u64(&w, db->seed);
+    akv_w_u64(&w, XXH64(buf, w.len, 0));
+    return akvi_meta_put(db, "identity", buf, w.len, true);
+}
+
+static int check_identity(akv_db *db, const uint8_t *buf, size_t len)
+{
+    akv_rbuf t = {buf, len, 20, false};
+    if (len != 28 || memcmp(buf, ID_MAGIC, 4) != 0 || akv_r_u64(&t) != XXH64(buf, 20, 0))
+        return akvi_err(AKV_ECORRUPT, "database identity record is damaged");
+    akv_rbuf r = {buf, 20, 4, false};
+    uint32_t ver = akv_r_u32(&r), layout = akv_r_u32(&r);
+    uint64_t seed = akv_r_u64(&r);
+    if (ver != ID_VERSION)
+        return akvi_err(AKV_ENOTSUP, "database identity version %u is not supported", ver);
+    if (layout != (uint32_t)db->opt.layout)
+        return akvi_err(AKV_EINVAL, "database was created with layout '%s', opened with '%s'", layout_name(layout),
+                        layout_name((uint32_t)db->opt.layout));
+    if (db->opt.seed && db->opt.seed != seed)
+        return akvi_err(AKV_EINVAL, "database was created with hash seed %llu, opened with seed %llu",
+                        (unsigned long long)seed, (unsigned long long)db->opt.seed);
+    db->layout = (akv_layout)layout;
+    db->seed = seed;
+    return AKV_OK;
+}
+
+/* ---- column families ----------------------------------------------------- */
+
+typedef struct cf_set {
+    char **names;
+    rocksdb_column_family_handle_t **h;
+    size_t n;
+    bool *used;
+} cf_set;
+
+static rocksdb_column_family_handle_t *take_cf(cf_set *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->used[i] && strcmp(s->names[i], name) == 0) {
+            s->used[i] = true;
+            return s->h[i];
+        }
+    return NULL;
+}
+
+static int open_rocks(akv_db *db, bool exists, cf_set *s)
+{
+    char *err = NULL;
+    size_t n = 0;
+    char **listed = exists ? rocksdb_list_column_families(db->dbopt, db->rdir, &n, &err) : NULL;
+    if (err)
+        return akvi_rocks_err(err, "listing column families");
+    bool has_meta = false;
+    for (size_t i = 0; i < n; i++)
+        has_meta |= strcmp(listed[i], "meta") == 0;
+    size_t total = n ? n + !has_meta : 2;
+    s->names = calloc(total, sizeof *s->names);
+    s->h = calloc(total, sizeof *s->h);
+    s->used = calloc(total, sizeof *s->used);
+    const rocksdb_options_t **opts = calloc(total, sizeof *opts);
+    if (!s->names || !s->h || !s->used || !opts) {
+        free(opts);
+        if (listed)
+            rocksdb_list_column_families_destroy(listed, n);
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        s->names[k++] = strdup(listed[i]);
+    if (!n)
+        s->names[k++] = strdup("default");
+    if (!has_meta)
+        s->names[k++] = strdup("meta");
+    if (listed)
+        rocksdb_list_column_families_destroy(listed, n);
+    s->n = k;
+    for (size_t i = 0; i < k; i++)
+        opts[i] = akvi_cf_options_for(db, s->names[i]);
+    db->rdb = rocksdb_open_column_families(db->dbopt, db->rdir, (int)k, (const char *const *)s->names, opts, s->h,
+                                           &err);
+    free(opts);
+    if (err) {
+        db->rdb = NULL;
+        return akvi_rocks_err(err, "opening RocksDB");
+    }
+    db->default_cf = take_cf(s, "default");
+    db->meta_cf = take_cf(s, "meta");
+    return AKV_OK;
+}
+
+static void free_cf_set(akv_db *db, cf_set *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (!s->used[i] && s->h && s->h[i]) {
+            /* Unclaimed after recovery: not named by the catalog. */
+            akvi_cf_drop(db, s->h[i]);
+            rocksdb_column_family_handle_destroy(s->h[i]);
+        }
+        free(s->names[i]);
+    }
+    free(s->names);
+    free(s->h);
+    free(s->used);
+}
+
+/* ---- runs and slots ------------------------------------------------------ */
+
+/* Hashes of the keys an SST holds, read back from its run's family. */
+static int sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n)
+{
+    size_t cap = s->keys ? s->keys : 16, k = 0;
+    akv_hash *h = malloc(cap * sizeof *h);
+    if (!h)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, r->cf);
+    rocksdb_iter_seek(it, (const char *)s->smallest, s->smallest_len);
+    for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kl, ul;
+        const uint8_t *key = (const uint8_t *)rocksdb_iter_key(it, &kl);
+        size_t m = kl < s->largest_len ? kl : s->largest_len;
+        int c = memcmp(key, s->largest, m);
+        if (c > 0 || (c == 0 && kl > s->largest_len))
+            break;
+        const uint8_t *uk = akvi_ukey(db, key, kl, &ul);
+        if (k == cap) {
+            akv_hash *p = realloc(h, 2 * cap * sizeof *h);
+            if (!p)
+                break;
+            h = p;
+            cap *= 2;
+        }
+        h[k++] = akv_hash_key(uk, ul, db->seed);
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        free(h);
+        return akvi_rocks_err(err, "reading an SST to rebuild its filter");
+    }
+    *out = h;
+    *n = k;
+    return AKV_OK;
+}
+
+static int load_slot(akv_db *db, akvi_run *r, size_t j)
+{
+    const akvi_cat_sst *s = &r->info.ssts[j];
+    akv_filter *f = NULL;
+    int rc = akvi_slot_read_file(db->fdir, r->info.id, s->id, &f);
+    if (rc == AKV_OK && strcmp(f->kind->name, s->kind) != 0) {
+        /* a file of another kind than the catalog says: do not trust it */
+        akv_filter_destroy(f);
+        f = NULL;
+        rc = akvi_err(AKV_ECORRUPT, "filter kind differs from the catalog");
+    }
+    if (rc != AKV_OK) {
+        akvi_log(db, "warning: filter slot %llu-%llu unusable (%s); rebuilding it from its SST",
+                 (unsigned long long)r->info.id, (unsigned long long)s->id, akv_errmsg());
+        akv_hash *h = NULL;
+        size_t n = 0;
+        rc = sst_hashes(db, r, s, &h, &n);
+        if (rc == AKV_OK)
+            rc = akvi_build_filter(db, (int)r->info.level, &r->info, s, h, n, &f);
+        free(h);
+        if (rc == AKV_OK)
+            rc = akvi_slot_write_file(db->fdir, r->info.id, s->id, f);
+        if (rc != AKV_OK) {
+            akv_filter_destroy(f);
+            return rc;
+        }
+    }
+    akvi_slot_init(&r->slots[j], f);
+    return AKV_OK;
+}
+
+static int load_run(akv_db *db, akvi_cat_run *cr, cf_set *cfs, akvi_run **out)
+{
+    char name[64];
+    akvi_run *r = calloc(1, sizeof *r);
+    if (!r)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    atomic_init(&r->refs, 1);
+    r->db = db;
+    r->info = *cr;
+    memset(cr, 0, sizeof *cr); /* ownership moves into the run */
+    r->slots = calloc(r->info.n_sst ? r->info.n_sst : 1, sizeof *r->slots);
+    snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->info.id);
+    r->cf = take_cf(cfs, name);
+    snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->info.id);
+    r->rmap_cf = take_cf(cfs, name);
+    int rc = AKV_OK;
+    if (!r->slots)
+        rc = akvi_err(AKV_ENOMEM, "out of memory");
+    else if (!r->cf || (db->layout == AKV_LAYOUT_ORDERED && !r->rmap_cf))
+        rc = akvi_err(AKV_ECORRUPT, "the catalog names run %llu but its column family is missing",
+                      (unsigned long long)r->info.id);
+    for (size_t j = 0; rc == AKV_OK && j < r->info.n_sst; j++)
+        rc = load_slot(db, r, j);
+    if (rc != AKV_OK) {
+        akvi_run_unref(r);
+        return rc;
+    }
+    *out = r;
+    return AKV_OK;
+}
+
+/* Delete filter files the catalog does not name, and temp files. */
+static void clean_files(akv_db *db, const akvi_version *v)
+{
+    DIR *d = opendir(db->fdir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        bool keep = false;
+        for (size_t i = 0; !keep && i < v->n_run; i++)
+            for (size_t j = 0; !keep && j < v->runs[i]->info.n_sst; j++) {
+                char name[64];
+                akvi_filter_file_name(v->runs[i]->info.id, v->runs[i]->info.ssts[j].id, name, sizeof name);
+                keep = strcmp(name, e->d_name) == 0;
+            }
+        if (!keep) {
+            char *p = path_join(db->fdir, e->d_name);
+            if (p)
+                unlink(p);
+            free(p);
+        }
+    }
+    if (d)
+        closedir(d);
+    d = opendir(db->tdir);
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *p = path_join(db->tdir, e->d_name);
+        if (p)
+            unlink(p);
+        free(p);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* ---- open ---------------------------------------------------------------- */
+
+static uint64_t parse_gen(const char *name, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(name, prefix, n) != 0 || !name[n])
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(name + n, &end, 10);
+    return *end ? 0 : (uint64_t)v;
+}
+
+static int cmp_mem_desc(const void *a, const void *b)
+{
+    const akvi_mem *x = *(akvi_mem *const *)a, *y = *(akvi_mem *const *)b;
+    return (x->gen < y->gen) - (x->gen > y->gen);
+}
+
+/* Memtable families newer than the catalog's flushed generation. */
+static int load_mems(akv_db *db, cf_set *cfs, akvi_mem ***out, size_t *n_out)
+{
+    akvi_mem **mems = calloc(cfs->n + 1, sizeof *mems);
+    if (!mems)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    size_t n = 0;
+    uint64_t maxgen = db->flushed_mem_gen;
+    int rc = AKV_OK;
+    for (size_t i = 0; rc == AKV_OK && i < cfs->n; i++) {
+        uint64_t gen = parse_gen(cfs->names[i], "mem.");
+        if (gen == 0 || gen <= db->flushed_mem_gen || cfs->used[i])
+            continue;
+        cfs->used[i] = true;
+        rc = akvi_mem_create(db, gen, cfs->h[i], &mems[n]);
+        if (rc == AKV_OK)
+            rc = akvi_mem_recover(db, mems[n++]);
+        if (gen > maxgen)
+            maxgen = gen;
+    }
+    db->next_mem_gen = maxgen + 1;
+    if (rc == AKV_OK && n == 0) {
+        char name[64];
+        rocksdb_column_family_handle_t *cf;
+        uint64_t gen = db->next_mem_gen++;
+        snprintf(name, sizeof name, "mem.%llu", (unsigned long long)gen);
+        rc = akvi_cf_create(db, name, -1, &cf);
+        if (rc == AKV_OK)
+            rc = akvi_mem_create(db, gen, cf, &mems[n++]);
+    }
+    qsort(mems, n, sizeof *mems, cmp_mem_desc);
+    *out = mems;
+    *n_out = n;
+    return rc;
+}
+
+static int load_state(akv_db *db, bool exists, cf_set *cfs)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = akvi_meta_get(db, "identity", &buf, &len);
+    bool fresh = rc == AKV_NOTFOUND;
+    if (fresh) {
+        if (exists && cfs->n > 2)
+            return akvi_err(AKV_ECORRUPT, "%s holds RocksDB data but no adaptkv identity", db->dir);
+        db->layout = db->opt.layout;
+        db->seed = db->opt.seed;
+        while (db->seed == 0 && getrandom(&db->seed, sizeof db->seed, 0) != sizeof db->seed)
+            ;
+        db->next_run_id = 1;
+        rc = write_identity(db);
+        if (rc == AKV_OK)
+            rc = akvi_commit(db, NULL, 0, 0);
+    } else if (rc == AKV_OK) {
+        rc = check_identity(db, buf, len);
+    }
+    free(buf);
+    if (rc != AKV_OK || fresh)
+        return rc;
+    if ((rc = akvi_meta_get(db, "misslog", &buf, &len)) == AKV_OK) {
+        if (akvi_misslog_decode(db->ml, buf, len) != AKV_OK)
+            akvi_log(db, "warning: miss log record unreadable (%s); starting empty", akv_errmsg());
+        free(buf);
+    }
+    return AKV_OK;
+}
+
+static int load_catalog(akv_db *db, cf_set *cfs, akvi_run ***runs, size_t *n_run)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = akvi_meta_get(db, "catalog", &buf, &len);
+    if (rc == AKV_NOTFOUND)
+        return akvi_err(AKV_ECORRUPT, "catalog record is missing from %s", db->dir);
+    if (rc != AKV_OK)
+        return rc;
+    akvi_catalog c;
+    rc = akvi_catalog_decode(buf, len, &c);
+    free(buf);
+    if (rc != AKV_OK)
+        return rc;
+    db->next_run_id = c.next_run_id;
+    db->flushed_mem_gen = c.flushed_mem_gen;
+    *runs = calloc(c.n_run + 1, sizeof **runs);
+    *n_run = 0;
+    if (!*runs)
+        rc = akvi_err(AKV_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == AKV_OK && i < c.n_run; i++) {
+        rc = load_run(db, &c.runs[i], cfs, &(*runs)[i]);
+        if (rc == AKV_OK)
+            (*n_run)++;
+    }
+    akvi_catalog_free(&c);
+    return rc;
+}
+
+static void db_free(akv_db *db)
+{
+    akvi_bg_stop(db);
+    if (db->cur)
+        akvi_version_unref(db->cur);
+    db->cur = NULL;
+    if (db->guard)
+        akv_filter_destroy(db->guard);
+    akvi_rocks_teardown(db);
+    akvi_misslog_destroy(db->ml);
+    pthread_mutex_destroy(&db->vmu);
+    pthread_mutex_destroy(&db->wmu);
+    pthread_mutex_destroy(&db->bgmu);
+    pthread_mutex_destroy(&db->catmu);
+    pthread_cond_destroy(&db->stall_cv);
+    pthread_cond_destroy(&db->bg_cv);
+    pthread_cond_destroy(&db->done_cv);
+    pthread_rwlock_destroy(&db->guard_lock);
+    free((char *)db->opt.slot_policy);
+    free(db->dir);
+    free(db->rdir);
+    free(db->fdir);
+    free(db->tdir);
+    free(db);
+}
+
+static int setup(akv_db *db, const char *dir, const akv_options *opt)
+{
+    db->opt = *opt;
+    db->opt.slot_policy = opt->slot_policy ? strdup(opt->slot_policy) : NULL;
+    char note[256];
+    int rc = akvi_policy_parse(opt->slot_policy, &db->policy, note, sizeof note);
+    if (rc != AKV_OK)
+        return rc;
+    if (!opt->slot_policy || !*opt->slot_policy)
+        akvi_log(db, "%s", note);
+    db->dir = strdup(dir);
+    db->rdir = path_join(dir, "rocksdb");
+    db->fdir = path_join(dir, "filters");
+    db->tdir = path_join(dir, "tmp");
+    db->ml = akvi_misslog_create(opt->miss_log_bytes);
+    if (!db->dir || !db->rdir || !db->fdir || !db->tdir || !db->ml)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    return akvi_guard_init(db);
+}
+
+static int open_dirs(akv_db *db, bool *exists)
+{
+    struct stat st;
+    char *cur = path_join(db->rdir, "CURRENT");
+    *exists = cur && stat(cur, &st) == 0;
+    free(cur);
+    if (!*exists && !db->opt.create_if_missing)
+        return akvi_err(AKV_EINVAL, "database %s does not exist (create_if_missing is off)", db->dir);
+    if (*exists && db->opt.error_if_exists)
+        return akvi_err(AKV_EEXIST, "database %s already exists (error_if_exists is on)", db->dir);
+    int rc = make_dir(db->dir);
+    if (rc == AKV_OK)
+        rc = make_dir(db->fdir);
+    if (rc == AKV_OK)
+        rc = make_dir(db->tdir);
+    return rc;
+}
+
+int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
+{
+    if (!out)
+        return akvi_err(AKV_EINVAL, "akv_open: NULL output handle");
+    *out = NULL;
+    if (!dir || !*dir)
+        return akvi_err(AKV_EINVAL, "akv_open: no directory given");
+    akv_options defaults;
+    akv_options_init(&defaults);
+    const akv_options *opt = opt_in ? opt_in : &defaults;
+    int rc = check_options(opt);
+    if (rc != AKV_OK)
+        return rc;
+    akv_db *db = calloc(1, sizeof *db);
+    if (!db)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    pthread_mutex_init(&db->vmu, NULL);
+    pthread_mutex_init(&db->wmu, NULL);
+    pthread_mutex_init(&db->bgmu, NULL);
+    pthread_mutex_init(&db->catmu, NULL);
+    pthread_cond_init(&db->stall_cv, NULL);
+    pthread_cond_init(&db->bg_cv, NULL);
+    pthread_cond_init(&db->done_cv, NULL);
+    bool exists = false;
+    cf_set cfs = {0};
+    akvi_run **runs = NULL;
+    akvi_mem **mems = NULL;
+    size_t n_run = 0, n_mem = 0;
+    rc = setup(db, dir, opt);
+    if (rc == AKV_OK)
+        rc = open_dirs(db, &exists);
+    if (rc == AKV_OK)
+        rc = akvi_rocks_setup(db);
+    if (rc == AKV_OK)
+        rc = open_rocks(db, exists, &cfs);
+    if (rc == AKV_OK)
+        rc = load_state(db, exists, &cfs);
+    if (rc == AKV_OK)
+        rc = load_catalog(db, &cfs, &runs, &n_run);
+    if (rc == AKV_OK)
+        rc = load_mems(db, &cfs, &mems, &n_mem);
+    if (rc == AKV_OK) {
+        db->cur = akvi_version_new(n_mem, n_run);
+        if (!db->cur)
+            rc = akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    if (db->cur) {
+        memcpy(db->cur->mems, mems, n_mem * sizeof *mems);
+        memcpy(db->cur->runs, runs, n_run * sizeof *runs);
+        n_mem = n_run = 0;
+        clean_files(db, db->cur);
+    }
+    for (size_t i = 0; i < n_mem; i++)
+        akvi_mem_unref(mems[i]);
+    for (size_t i = 0; i < n_run; i++)
+        akvi_run_unref(runs[i]);
+    free(mems);
+    free(runs);
+    if (db->rdb)
+        free_cf_set(db, &cfs);
+    if (rc == AKV_OK)
+        rc = akvi_bg_start(db);
+    if (rc != AKV_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", akv_errmsg());
+        db_free(db);
+        return akvi_err(rc, "%s", msg);
+    }
+    *out = db;
+    return AKV_OK;
+}
+
+int akv_close(akv_db *db)
+{
+    if (!db)
+        return AKV_OK;
+    akvi_bg_stop(db);
+    int rc = AKV_OK;
+    uint8_t *buf = NULL;
+    size_t len;
+    if (akvi_misslog_encode(db->ml, &buf, &len) == AKV_OK) {
+        rc = akvi_meta_put(db, "misslog", buf, len, true);
+        free(buf);
+    }
+    db_free(db);
+    return rc;
+}

@@ -1,0 +1,110 @@
+/*
+ * revmap_rocks.c — reverse maps over RocksDB for adapting a slot.
+ *
+ * Merged (hash layout): the run's own family is sorted by BE64(h.hi), so the
+ * keys sharing a fingerprint prefix are one seek away. Split (ordered
+ * layout): the run's rmap.<id> family holds BE64(h.hi) ‖ user key. In both
+ * cases only keys inside the slot's SST are reported (a run holds many
+ * SSTs), and the full hash is recomputed from the user key with the
+ * database seed, so the filter sees exactly the hashes it was built from.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/internal.h"
+#include "revmap/revmap.h"
+
+typedef struct rm_ctx {
+    akv_revmap rm;
+    akv_db *db;
+    const akvi_run *run;
+    const akvi_cat_sst *sst;
+} rm_ctx;
+
+static int cmp_bytes(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+static bool in_sst(const rm_ctx *c, uint64_t hi, const uint8_t *uk, size_t ul)
+{
+    if (c->db->layout == AKV_LAYOUT_HASH) {
+        uint32_t b = c->run->info.prefix_bits;
+        return b == 0 || (hi >> (64 - b)) == c->sst->prefix;
+    }
+    return cmp_bytes(uk, ul, c->sst->smallest, c->sst->smallest_len) >= 0 &&
+           cmp_bytes(uk, ul, c->sst->largest, c->sst->largest_len) <= 0;
+}
+
+static int cmp_hash(const void *a, const void *b)
+{
+    const akv_hash *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, void *arg)
+{
+    rm_ctx *c = (rm_ctx *)rm;
+    if (nbits < 1 || nbits > 64)
+        return AKV_EINVAL;
+    uint64_t mask = nbits == 64 ? ~0ULL : ~(~0ULL >> nbits);
+    uint64_t start = hi & mask;
+    rocksdb_column_family_handle_t *cf = c->db->layout == AKV_LAYOUT_HASH ? c->run->cf : c->run->rmap_cf;
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(c->db->rdb, c->db->ro, cf);
+    uint8_t seek[8];
+    akvi_be64(seek, start);
+    akv_hash *h = NULL;
+    size_t n = 0, cap = 0;
+    int rc = AKV_OK;
+    for (rocksdb_iter_seek(it, (const char *)seek, 8); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kl;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kl);
+        if (kl < 8)
+            continue;
+        uint64_t khi = akvi_get_be64(k);
+        if ((khi & mask) != start)
+            break;
+        if (!in_sst(c, khi, k + 8, kl - 8))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            akv_hash *p = realloc(h, cap * sizeof *p);
+            if (!p) {
+                rc = AKV_ENOMEM;
+                break;
+            }
+            h = p;
+        }
+        h[n++] = akv_hash_key(k + 8, kl - 8, c->db->seed);
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        rocksdb_free(err);
+        rc = AKV_EIO;
+    }
+    if (rc == AKV_OK) {
+        qsort(h, n, sizeof *h, cmp_hash);
+        for (size_t i = 0; i < n && rc == AKV_OK; i++)
+            rc = fn(arg, h[i]);
+    }
+    free(h);
+    return rc;
+}
+
+int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
+{
+    akvi_slot *s = &r->slots[j];
+    rm_ctx c = {{scan, NULL}, db, r, &r->info.ssts[j]};
+    c.rm.ctx = &c;
+    if (s->locked)
+        pthread_rwlock_wrlock(&s->lock);
+    int rc = akv_filter_adapt(s->f, h, &c.rm);
+    if (s->locked)
+        pthread_rwlock_unlock(&s->lock);
+    return rc;
+}

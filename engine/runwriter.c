@@ -1,0 +1,428 @@
+/*
+ * runwriter.c — turns a sorted stream of entries into a run: SST files cut
+ * into shards, one filter slot per SST built from the keys as they stream
+ * by, filter files written, SSTs ingested into a fresh column family.
+ *
+ * Hash layout: a run of S = 2^b SSTs is cut on the top b bits of h.hi, so
+ * each SST owns an aligned hash prefix and its filter can skip those bits.
+ * Ordered layout: SSTs are cut by size at key boundaries, and the run's
+ * reverse map (BE64(h.hi) ‖ user key) is written to its own rmap family.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/internal.h"
+
+#define MAX_NEGATIVES 4096
+
+typedef struct rmap_ent {
+    uint64_t hi;
+    size_t off;
+    uint32_t len;
+} rmap_ent;
+
+struct akvi_runwriter {
+    akv_db *db;
+    int level;
+    uint64_t run_id;
+    uint32_t prefix_bits;
+    uint64_t target;
+    const rocksdb_options_t *sstopt;
+
+    akvi_cat_sst *ssts; /* finished SSTs */
+    akv_filter **filters;
+    char **paths;
+    size_t n_sst, cap_sst, n_paths;
+    uint64_t keys, bytes;
+
+    rocksdb_sstfilewriter_t *w; /* current SST */
+    uint64_t cur_prefix, cur_bytes;
+    akv_hash *hashes;
+    size_t n, cap;
+    uint8_t *first, *last;
+    size_t first_len, last_len, last_cap;
+
+    rmap_ent *rm; /* ordered layout: the reverse map, sorted at the end */
+    size_t n_rm, cap_rm;
+    uint8_t *arena;
+    size_t arena_len, arena_cap;
+};
+
+static uint32_t choose_prefix_bits(uint64_t est, uint64_t target)
+{
+    uint32_t b = 0;
+    while (b < 16 && (est >> b) > target)
+        b++;
+    return b;
+}
+
+int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, akvi_runwriter **out)
+{
+    akvi_runwriter *w = calloc(1, sizeof *w);
+    if (!w)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    w->db = db;
+    w->level = level;
+    w->run_id = db->next_run_id++;
+    w->target = db->opt.sst_target_bytes ? db->opt.sst_target_bytes : 64u << 20;
+    if (db->layout == AKV_LAYOUT_HASH)
+        w->prefix_bits = choose_prefix_bits(est_bytes, w->target);
+    /* Hot, freshly flushed data stays uncompressed; deeper levels use zstd. */
+    w->sstopt = level >= 1 ? db->runopt_z : db->runopt;
+    *out = w;
+    return AKV_OK;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return AKV_OK;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return akvi_err(AKV_ENOMEM, "out of memory writing a run");
+    *p = q;
+    *cap = c;
+    return AKV_OK;
+}
+
+static int cmp_hash(const void *a, const void *b)
+{
+    const akv_hash *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static void sort_hashes(akv_hash *h, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (cmp_hash(&h[i - 1], &h[i]) > 0) {
+            qsort(h, n, sizeof *h, cmp_hash);
+            return;
+        }
+}
+
+typedef struct range_arg {
+    const akv_db *db;
+    const akvi_cat_run *run;
+    const akvi_cat_sst *sst;
+} range_arg;
+
+static int cmp_bytes(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+/* Is a miss-log key inside this SST's range? */
+static bool in_sst_range(void *arg, akv_hash h, const void *key, size_t klen)
+{
+    const range_arg *ra = arg;
+    if (ra->db->layout == AKV_LAYOUT_HASH) {
+        uint32_t b = ra->run->prefix_bits;
+        return b == 0 || (h.hi >> (64 - b)) == ra->sst->prefix;
+    }
+    return cmp_bytes(key, klen, ra->sst->smallest, ra->sst->smallest_len) >= 0 &&
+           cmp_bytes(key, klen, ra->sst->largest, ra->sst->largest_len) <= 0;
+}
+
+/* Negatives for this SST, minus any that are now keys of it. */
+static size_t negatives_for(akv_db *db, const akvi_cat_run *run, const akvi_cat_sst *sst, const akv_hash *keys,
+                            size_t n, akv_negative **out)
+{
+    range_arg ra = {db, run, sst};
+    size_t k = akvi_misslog_collect(db->ml, in_sst_range, &ra, MAX_NEGATIVES, out);
+    size_t j = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!bsearch(&(*out)[i].h, keys, n, sizeof *keys, cmp_hash))
+            (*out)[j++] = (*out)[i];
+    return j;
+}
+
+int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst, akv_hash *hashes,
+                      size_t n, akv_filter **out)
+{
+    const akv_filter_kind *k = akv_filter_kind_by_name(sst->kind);
+    if (!k)
+        k = db->policy.level[level < AKV_MAX_LEVELS ? level : AKV_MAX_LEVELS - 1];
+    sort_hashes(hashes, n);
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.expected_keys = n;
+    p.bits_per_key = db->opt.bits_per_key;
+    p.prefix_bits = db->layout == AKV_LAYOUT_HASH ? run->prefix_bits : 0;
+    p.seed = db->seed;
+    akv_negative *neg = NULL;
+    size_t n_neg = negatives_for(db, run, sst, hashes, n, &neg);
+    int rc = akv_filter_build(k, &p, hashes, n, neg, n_neg, out);
+    free(neg);
+    if (rc != AKV_OK)
+        return akvi_err(rc, "building a %s filter over %zu keys: %s", k->name, n, akv_strerror(rc));
+    return AKV_OK;
+}
+
+static int open_sst(akvi_runwriter *w, uint64_t prefix)
+{
+    int rc = grow((void **)&w->paths, &w->cap_sst, w->n_sst + 1, sizeof *w->paths);
+    if (rc != AKV_OK)
+        return rc;
+    /* keep the three arrays the same capacity */
+    void *f = realloc(w->filters, w->cap_sst * sizeof *w->filters);
+    void *s = realloc(w->ssts, w->cap_sst * sizeof *w->ssts);
+    if (!f || !s)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    w->filters = f;
+    w->ssts = s;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%llu-%zu.sst", w->db->tdir, (unsigned long long)w->run_id, w->n_sst);
+    w->paths[w->n_sst] = strdup(path);
+    w->n_paths = w->n_sst + 1;
+    w->ssts[w->n_sst] = (akvi_cat_sst){0};
+    w->filters[w->n_sst] = NULL;
+    w->w = rocksdb_sstfilewriter_create(w->db->envopt, w->sstopt);
+    char *err = NULL;
+    rocksdb_sstfilewriter_open(w->w, path, &err);
+    if (err)
+        return akvi_rocks_err(err, "creating an SST file");
+    w->cur_prefix = prefix;
+    w->cur_bytes = 0;
+    w->n = 0;
+    return AKV_OK;
+}
+
+static int finish_sst(akvi_runwriter *w)
+{
+    char *err = NULL;
+    rocksdb_sstfilewriter_finish(w->w, &err);
+    rocksdb_sstfilewriter_destroy(w->w);
+    w->w = NULL;
+    if (err)
+        return akvi_rocks_err(err, "finishing an SST file");
+    struct stat st;
+    akvi_cat_sst *s = &w->ssts[w->n_sst];
+    s->id = w->n_sst;
+    s->keys = w->n;
+    s->bytes = stat(w->paths[w->n_sst], &st) == 0 ? (uint64_t)st.st_size : w->cur_bytes;
+    s->prefix = w->cur_prefix;
+    const akv_filter_kind *k = w->db->policy.level[w->level];
+    snprintf(s->kind, sizeof s->kind, "%s", k->name);
+    s->smallest = w->first;
+    s->smallest_len = w->first_len;
+    s->largest = malloc(w->last_len ? w->last_len : 1);
+    if (!s->largest)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    memcpy(s->largest, w->last, w->last_len);
+    s->largest_len = w->last_len;
+    w->first = NULL;
+    w->n_sst++;
+    w->keys += s->keys;
+    w->bytes += s->bytes;
+    akvi_cat_run run = {.id = w->run_id, .level = (uint32_t)w->level, .prefix_bits = w->prefix_bits};
+    int rc = akvi_build_filter(w->db, w->level, &run, s, w->hashes, w->n, &w->filters[w->n_sst - 1]);
+    if (rc == AKV_OK)
+        rc = akvi_slot_write_file(w->db->fdir, w->run_id, s->id, w->filters[w->n_sst - 1]);
+    return rc;
+}
+
+static int add_rmap(akvi_runwriter *w, uint64_t hi, const uint8_t *uk, size_t klen)
+{
+    if (grow((void **)&w->rm, &w->cap_rm, w->n_rm + 1, sizeof *w->rm) != AKV_OK ||
+        grow((void **)&w->arena, &w->arena_cap, w->arena_len + klen, 1) != AKV_OK)
+        return AKV_ENOMEM;
+    memcpy(w->arena + w->arena_len, uk, klen);
+    w->rm[w->n_rm++] = (rmap_ent){hi, w->arena_len, (uint32_t)klen};
+    w->arena_len += klen;
+    return AKV_OK;
+}
+
+int akvi_rw_add(akvi_runwriter *w, const uint8_t *ikey, size_t iklen, const uint8_t *val, size_t vlen)
+{
+    akv_db *db = w->db;
+    size_t klen;
+    const uint8_t *uk = akvi_ukey(db, ikey, iklen, &klen);
+    akv_hash h = akv_hash_key(uk, klen, db->seed);
+    int rc;
+    if (db->layout == AKV_LAYOUT_HASH) {
+        uint64_t p = w->prefix_bits ? h.hi >> (64 - w->prefix_bits) : 0;
+        if (w->w && p != w->cur_prefix && (rc = finish_sst(w)) != AKV_OK)
+            return rc;
+        if (!w->w && (rc = open_sst(w, p)) != AKV_OK)
+            return rc;
+    } else {
+        if (w->w && w->cur_bytes >= w->target && (rc = finish_sst(w)) != AKV_OK)
+            return rc;
+        if (!w->w && (rc = open_sst(w, 0)) != AKV_OK)
+            return rc;
+        if ((rc = add_rmap(w, h.hi, uk, klen)) != AKV_OK)
+            return rc;
+    }
+    char *err = NULL;
+    rocksdb_sstfilewriter_put(w->w, (const char *)ikey, iklen, (const char *)val, vlen, &err);
+    if (err)
+        return akvi_rocks_err(err, "writing an SST file");
+    if (w->n == 0) {
+        w->first = malloc(iklen);
+        if (!w->first)
+            return akvi_err(AKV_ENOMEM, "out of memory");
+        memcpy(w->first, ikey, iklen);
+        w->first_len = iklen;
+    }
+    if ((rc = grow((void **)&w->last, &w->last_cap, iklen, 1)) != AKV_OK ||
+        (rc = grow((void **)&w->hashes, &w->cap, w->n + 1, sizeof *w->hashes)) != AKV_OK)
+        return rc;
+    memcpy(w->last, ikey, iklen);
+    w->last_len = iklen;
+    w->hashes[w->n++] = h;
+    w->cur_bytes += iklen + vlen;
+    return AKV_OK;
+}
+
+static int cmp_rmap(const void *a, const void *b, void *arena)
+{
+    const rmap_ent *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    return cmp_bytes((uint8_t *)arena + x->off, x->len, (uint8_t *)arena + y->off, y->len);
+}
+
+static int ingest(akv_db *db, rocksdb_column_family_handle_t *cf, char **paths, size_t n)
+{
+    rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
+    rocksdb_ingestexternalfileoptions_set_move_files(io, 1);
+    char *err = NULL;
+    rocksdb_ingest_external_file_cf(db->rdb, cf, (const char *const *)paths, n, io, &err);
+    rocksdb_ingestexternalfileoptions_destroy(io);
+    return err ? akvi_rocks_err(err, "ingesting SST files") : AKV_OK;
+}
+
+/* Ordered layout: write the sorted reverse map as one SST and ingest it. */
+static int write_rmap(akvi_runwriter *w, rocksdb_column_family_handle_t **cf)
+{
+    akv_db *db = w->db;
+    qsort_r(w->rm, w->n_rm, sizeof *w->rm, cmp_rmap, w->arena);
+    char path[4096], name[64];
+    snprintf(path, sizeof path, "%s/%llu-rmap.sst", db->tdir, (unsigned long long)w->run_id);
+    rocksdb_sstfilewriter_t *sw = rocksdb_sstfilewriter_create(db->envopt, db->runopt);
+    char *err = NULL;
+    rocksdb_sstfilewriter_open(sw, path, &err);
+    uint8_t key[AKV_MAX_KEY_BYTES + 8];
+    for (size_t i = 0; !err && i < w->n_rm; i++) {
+        akvi_be64(key, w->rm[i].hi);
+        memcpy(key + 8, w->arena + w->rm[i].off, w->rm[i].len);
+        rocksdb_sstfilewriter_put(sw, (const char *)key, 8 + w->rm[i].len, "", 0, &err);
+    }
+    if (!err)
+        rocksdb_sstfilewriter_finish(sw, &err);
+    rocksdb_sstfilewriter_destroy(sw);
+    if (err) {
+        unlink(path);
+        return akvi_rocks_err(err, "writing a reverse map");
+    }
+    snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)w->run_id);
+    int rc = akvi_cf_create(db, name, w->level, cf);
+    char *paths[1] = {path};
+    if (rc == AKV_OK && (rc = ingest(db, *cf, paths, 1)) != AKV_OK) {
+        akvi_cf_drop(db, *cf);
+        rocksdb_column_family_handle_destroy(*cf);
+        *cf = NULL;
+    }
+    if (rc != AKV_OK)
+        unlink(path);
+    return rc;
+}
+
+static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf, rocksdb_column_family_handle_t *rmap,
+                    akvi_run **out)
+{
+    akvi_run *r = calloc(1, sizeof *r);
+    akvi_slot *slots = calloc(w->n_sst, sizeof *slots);
+    if (!r || !slots) {
+        free(r);
+        free(slots);
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    atomic_init(&r->refs, 1);
+    r->db = w->db;
+    r->info = (akvi_cat_run){.id = w->run_id,
+                             .level = (uint32_t)w->level,
+                             .prefix_bits = w->prefix_bits,
+                             .keys = w->keys,
+                             .bytes = w->bytes,
+                             .n_sst = w->n_sst,
+                             .ssts = w->ssts};
+    for (size_t j = 0; j < w->n_sst; j++) {
+        akvi_slot_init(&slots[j], w->filters[j]);
+        w->filters[j] = NULL;
+    }
+    r->slots = slots;
+    r->cf = cf;
+    r->rmap_cf = rmap;
+    w->ssts = NULL;
+    w->n_sst = 0;
+    *out = r;
+    return AKV_OK;
+}
+
+int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
+{
+    *out = NULL;
+    int rc = AKV_OK;
+    if (w->w && w->n > 0)
+        rc = finish_sst(w);
+    if (rc != AKV_OK || w->n_sst == 0) {
+        akvi_rw_abort(w);
+        return rc;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "run.%llu", (unsigned long long)w->run_id);
+    rocksdb_column_family_handle_t *cf = NULL, *rmap = NULL;
+    rc = akvi_cf_create(w->db, name, w->level, &cf);
+    if (rc == AKV_OK)
+        rc = ingest(w->db, cf, w->paths, w->n_sst);
+    if (rc == AKV_OK && w->db->layout == AKV_LAYOUT_ORDERED)
+        rc = write_rmap(w, &rmap);
+    if (rc == AKV_OK)
+        rc = make_run(w, cf, rmap, out);
+    if (rc != AKV_OK && cf) {
+        akvi_cf_drop(w->db, cf);
+        rocksdb_column_family_handle_destroy(cf);
+    }
+    atomic_fetch_add(&w->db->st.bytes_written_disk, w->bytes);
+    akvi_rw_abort(w);
+    return rc;
+}
+
+void akvi_rw_abort(akvi_runwriter *w)
+{
+    if (!w)
+        return;
+    if (w->w)
+        rocksdb_sstfilewriter_destroy(w->w);
+    for (size_t j = 0; j < w->n_paths; j++) {
+        unlink(w->paths[j]); /* no-op once moved into RocksDB */
+        free(w->paths[j]);
+    }
+    for (size_t j = 0; j < w->n_sst; j++) {
+        if (w->filters)
+            akv_filter_destroy(w->filters[j]);
+        if (w->ssts) {
+            free(w->ssts[j].smallest);
+            free(w->ssts[j].largest);
+        }
+    }
+    free(w->paths);
+    free(w->filters);
+    free(w->ssts);
+    free(w->hashes);
+    free(w->first);
+    free(w->last);
+    free(w->rm);
+    free(w->arena);
+    free(w);
+}

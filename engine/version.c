@@ -1,0 +1,189 @@
+/*
+ * version.c — refcounted versions of the LSM shape.
+ *
+ * Readers pin the current version with one mutex-protected increment and
+ * then read without locks; the background thread and the writer (memtable
+ * rotation) publish new versions. Runs and memtables are shared between
+ * consecutive versions and carry their own counts; once a run or memtable
+ * has been replaced (marked obsolete) its column family is dropped and its
+ * filter files deleted by whoever drops the last reference, i.e. never
+ * while a reader can still be looking at it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "engine/internal.h"
+
+akvi_version *akvi_version_new(size_t n_mem, size_t n_run)
+{
+    akvi_version *v = calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    v->mems = calloc(n_mem ? n_mem : 1, sizeof *v->mems);
+    v->runs = calloc(n_run ? n_run : 1, sizeof *v->runs);
+    if (!v->mems || !v->runs) {
+        free(v->mems);
+        free(v->runs);
+        free(v);
+        return NULL;
+    }
+    atomic_init(&v->refs, 1);
+    v->n_mem = n_mem;
+    v->n_run = n_run;
+    return v;
+}
+
+void akvi_version_ref(akvi_version *v) { atomic_fetch_add(&v->refs, 1); }
+
+void akvi_version_unref(akvi_version *v)
+{
+    if (!v || atomic_fetch_sub(&v->refs, 1) != 1)
+        return;
+    for (size_t i = 0; i < v->n_mem; i++)
+        akvi_mem_unref(v->mems[i]);
+    for (size_t i = 0; i < v->n_run; i++)
+        akvi_run_unref(v->runs[i]);
+    free(v->mems);
+    free(v->runs);
+    free(v);
+}
+
+void akvi_run_ref(akvi_run *r) { atomic_fetch_add(&r->refs, 1); }
+
+static void delete_filter_files(akvi_run *r)
+{
+    for (size_t j = 0; j < r->info.n_sst; j++) {
+        char name[64], path[4096];
+        akvi_filter_file_name(r->info.id, r->info.ssts[j].id, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", r->db->fdir, name);
+        unlink(path);
+    }
+}
+
+void akvi_run_unref(akvi_run *r)
+{
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    if (atomic_load(&r->obsolete)) {
+        /* The catalog no longer names this run: its data and slots go. */
+        if (r->cf)
+            akvi_cf_drop(r->db, r->cf);
+        if (r->rmap_cf)
+            akvi_cf_drop(r->db, r->rmap_cf);
+        delete_filter_files(r);
+    }
+    if (r->cf)
+        rocksdb_column_family_handle_destroy(r->cf);
+    if (r->rmap_cf)
+        rocksdb_column_family_handle_destroy(r->rmap_cf);
+    for (size_t j = 0; r->slots && j < r->info.n_sst; j++)
+        akvi_slot_destroy(&r->slots[j]);
+    free(r->slots);
+    akvi_cat_run_free(&r->info);
+    free(r);
+}
+
+void akvi_mem_ref(akvi_mem *m) { atomic_fetch_add(&m->refs, 1); }
+
+void akvi_mem_unref(akvi_mem *m)
+{
+    if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
+        return;
+    if (atomic_load(&m->obsolete) && m->cf)
+        akvi_cf_drop(m->db, m->cf);
+    if (m->cf)
+        rocksdb_column_family_handle_destroy(m->cf);
+    free(m->hashes);
+    free(m);
+}
+
+akvi_version *akvi_current(akv_db *db)
+{
+    pthread_mutex_lock(&db->vmu);
+    akvi_version *v = db->cur;
+    akvi_version_ref(v);
+    pthread_mutex_unlock(&db->vmu);
+    return v;
+}
+
+void akvi_install(akv_db *db, akvi_version *v)
+{
+    pthread_mutex_lock(&db->vmu);
+    akvi_version *old = db->cur;
+    db->cur = v;
+    pthread_mutex_unlock(&db->vmu);
+    akvi_version_unref(old);
+}
+
+size_t akvi_runs_at_level(const akvi_version *v, int level)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->n_run; i++)
+        n += (int)v->runs[i]->info.level == level;
+    return n;
+}
+
+int akvi_deepest_level(const akvi_version *v)
+{
+    int d = -1;
+    for (size_t i = 0; i < v->n_run; i++)
+        if ((int)v->runs[i]->info.level > d)
+            d = (int)v->runs[i]->info.level;
+    return d;
+}
+
+static bool in_list(akvi_run *r, akvi_run *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i] == r)
+            return true;
+    return false;
+}
+
+/*
+ * Derive and publish a new version from the current one, atomically with
+ * respect to other edits (the writer rotates memtables while the background
+ * thread replaces runs). `add_mem` and `add_run` hand their reference to the
+ * new version; the edit is applied under vmu so no edit is lost.
+ */
+int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs, size_t n_drop,
+               akvi_run *add_run)
+{
+    pthread_mutex_lock(&db->vmu);
+    akvi_version *old = db->cur;
+    size_t n_mem = old->n_mem + (add_mem != NULL) - (drop_mem != NULL);
+    size_t n_run = old->n_run + (add_run != NULL) - n_drop;
+    akvi_version *v = akvi_version_new(n_mem, n_run);
+    if (!v) {
+        pthread_mutex_unlock(&db->vmu);
+        return akvi_err(AKV_ENOMEM, "out of memory installing a version");
+    }
+    size_t k = 0;
+    if (add_mem)
+        v->mems[k++] = add_mem;
+    for (size_t i = 0; i < old->n_mem; i++)
+        if (old->mems[i] != drop_mem) {
+            akvi_mem_ref(old->mems[i]);
+            v->mems[k++] = old->mems[i];
+        }
+    k = 0;
+    bool placed = add_run == NULL;
+    for (size_t i = 0; i < old->n_run; i++) {
+        akvi_run *r = old->runs[i];
+        if (in_list(r, drop_runs, n_drop))
+            continue;
+        if (!placed && r->info.level >= add_run->info.level) {
+            v->runs[k++] = add_run;
+            placed = true;
+        }
+        akvi_run_ref(r);
+        v->runs[k++] = r;
+    }
+    if (!placed)
+        v->runs[k++] = add_run;
+    db->cur = v;
+    pthread_mutex_unlock(&db->vmu);
+    akvi_version_unref(old);
+    return AKV_OK;
+}

@@ -13,7 +13,7 @@
 
 #include "tools/kvbench/kvbench.h"
 
-static int fail(akv_kb_props *p, const char *file, int line, const char *fmt, ...)
+static int props_fail(akv_kb_props *p, const char *file, int line, const char *fmt, ...)
 {
     char msg[AKV_KB_ERRLEN - 64];
     va_list ap;
@@ -34,7 +34,7 @@ static int add(akv_kb_props *p, const char *file, int line, const char *name, si
         size_t cap = p->cap ? 2 * p->cap : 32;
         akv_kb_prop *v = realloc(p->v, cap * sizeof *v);
         if (!v)
-            return fail(p, file, line, "out of memory");
+            return props_fail(p, file, line, "out of memory");
         p->v = v;
         p->cap = cap;
     }
@@ -47,7 +47,7 @@ static int add(akv_kb_props *p, const char *file, int line, const char *name, si
         free(e->name);
         free(e->value);
         free(e->file);
-        return fail(p, file, line, "out of memory");
+        return props_fail(p, file, line, "out of memory");
     }
     p->n++;
     return 0;
@@ -72,12 +72,12 @@ static int decode(akv_kb_props *p, const char *file, int line, const char *s, si
         c = s[++i];
         if (c == 'u') {
             if (n - i < 5)
-                return fail(p, file, line, "truncated \\u escape");
+                return props_fail(p, file, line, "truncated \\u escape");
             char hex[5] = {s[i + 1], s[i + 2], s[i + 3], s[i + 4], 0};
             char *end;
             unsigned long u = strtoul(hex, &end, 16);
             if (*end || u == 0 || u > 0x7f)
-                return fail(p, file, line, "unsupported escape '\\u%s' (only ASCII)", hex);
+                return props_fail(p, file, line, "unsupported escape '\\u%s' (only ASCII)", hex);
             out[o++] = (char)u;
             i += 4;
             continue;
@@ -103,7 +103,7 @@ static int split(akv_kb_props *p, const char *file, int line, const char *s, siz
     while (i < n && is_space(s[i]))
         i++;
     if (kend == 0)
-        return fail(p, file, line, "expected 'name=value', found '%.*s'", (int)(n > 40 ? 40 : n), s);
+        return props_fail(p, file, line, "expected 'name=value', found '%.*s'", (int)(n > 40 ? 40 : n), s);
     while (n > i && is_space(s[n - 1]) && !(n - i >= 2 && s[n - 2] == '\\'))
         n--;
     size_t kl, vl;
@@ -127,7 +127,7 @@ int akv_kb_props_parse(akv_kb_props *p, const char *file, const char *buf, size_
     int rc = 0, lineno = 0;
     size_t pos = 0;
     if (!logical || !dec)
-        rc = fail(p, file, 0, "out of memory");
+        rc = props_fail(p, file, 0, "out of memory");
     while (rc == 0 && pos < len) {
         int start_line = ++lineno;
         size_t ln = 0;
@@ -138,7 +138,7 @@ int akv_kb_props_parse(akv_kb_props *p, const char *file, const char *buf, size_
             if (b > a && buf[b - 1] == '\r')
                 b--;
             if (memchr(buf + a, '\0', b - a)) {
-                rc = fail(p, file, lineno, "NUL byte (is this a binary file?)");
+                rc = props_fail(p, file, lineno, "NUL byte (is this a binary file?)");
                 break;
             }
             while (a < b && is_space(buf[a]))
@@ -151,7 +151,7 @@ int akv_kb_props_parse(akv_kb_props *p, const char *file, const char *buf, size_
             ln += b - a;
             pos = nl ? end + 1 : len;
             if (more && pos >= len) {
-                rc = fail(p, file, lineno, "line continuation (trailing '\\') at end of file");
+                rc = props_fail(p, file, lineno, "line continuation (trailing '\\') at end of file");
                 break;
             }
             if (more)
@@ -171,7 +171,7 @@ int akv_kb_props_load(akv_kb_props *p, const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(p, path, 0, "cannot open: %s", strerror(errno));
+        return props_fail(p, path, 0, "cannot open: %s", strerror(errno));
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -187,7 +187,7 @@ int akv_kb_props_load(akv_kb_props *p, const char *path)
     fclose(f);
     if (!buf || bad) {
         free(buf);
-        return fail(p, path, 0, bad ? "read error" : "out of memory");
+        return props_fail(p, path, 0, bad ? "read error" : "out of memory");
     }
     int rc = akv_kb_props_parse(p, path, buf, n);
     free(buf);
@@ -198,7 +198,7 @@ int akv_kb_props_set_arg(akv_kb_props *p, const char *arg, int argno)
 {
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg)
-        return fail(p, "-p", 0, "argument %d: expected name=value, got '%s'", argno, arg);
+        return props_fail(p, "-p", 0, "argument %d: expected name=value, got '%s'", argno, arg);
     size_t vlen = strlen(eq + 1);
     return add(p, "-p", argno, arg, (size_t)(eq - arg), eq + 1, vlen);
 }
@@ -214,8 +214,8 @@ const akv_kb_prop *akv_kb_props_find(const akv_kb_props *p, const char *name)
 static int bad_value(akv_kb_props *p, const akv_kb_prop *e, const char *what)
 {
     if (strcmp(e->file, "-p") == 0)
-        return fail(p, "-p", 0, "%s: '%s' is not %s", e->name, e->value, what);
-    return fail(p, e->file, e->line, "%s: '%s' is not %s", e->name, e->value, what);
+        return props_fail(p, "-p", 0, "%s: '%s' is not %s", e->name, e->value, what);
+    return props_fail(p, e->file, e->line, "%s: '%s' is not %s", e->name, e->value, what);
 }
 
 int akv_kb_props_str(akv_kb_props *p, const char *name, const char *def, const char **out)

@@ -19,7 +19,7 @@
 
 #include "tools/kvbench/kvbench.h"
 
-static int fail(akv_kb_trace *t, const char *file, int line, const char *fmt, ...)
+static int trace_fail(akv_kb_trace *t, const char *file, int line, const char *fmt, ...)
 {
     char msg[AKV_KB_ERRLEN - 64];
     va_list ap;
@@ -82,14 +82,14 @@ static int push(akv_kb_trace *t, const char *file, int line, akv_kb_trace_op *op
         size_t cap = t->cap ? 2 * t->cap : 1024;
         akv_kb_trace_op *v = realloc(t->ops, cap * sizeof *v);
         if (!v)
-            return fail(t, file, line, "out of memory");
+            return trace_fail(t, file, line, "out of memory");
         t->ops = v;
         t->cap = cap;
     }
     op->key = strndup(key, klen);
     op->klen = (uint32_t)klen;
     if (!op->key)
-        return fail(t, file, line, "out of memory");
+        return trace_fail(t, file, line, "out of memory");
     t->ops[t->n++] = *op;
     return 0;
 }
@@ -102,13 +102,14 @@ static int fields(akv_kb_trace *t, const char *file, int line, const char *s, si
         i++;
     if (op->op == AKV_KB_DELETE) {
         if (i < n)
-            return fail(t, file, line, "unexpected text after DELETE's key: '%.*s'", (int)(n - i), s + i);
+            return trace_fail(t, file, line, "unexpected text after DELETE's key: '%.*s'", (int)(n - i),
+                              s + i);
         return 0;
     }
     if (i == n || s[i] != '[')
-        return fail(t, file, line, "expected '[' (field list) after the key");
+        return trace_fail(t, file, line, "expected '[' (field list) after the key");
     if (s[n - 1] != ']')
-        return fail(t, file, line, "field list does not end with ']' (truncated line?)");
+        return trace_fail(t, file, line, "field list does not end with ']' (truncated line?)");
     op->vlen = (uint32_t)(n - i - 2);
     return 0;
 }
@@ -125,24 +126,25 @@ int akv_kb_trace_parse_line(akv_kb_trace *t, const char *file, int line, const c
     akv_kb_trace_op op = {0};
     int o = op_of(tok, tl);
     if (o < 0)
-        return fail(t, file, line, "unrecognized line '%.*s' (expected READ, UPDATE, INSERT, SCAN or DELETE)",
-                    (int)(n > 60 ? 60 : n), s);
+        return trace_fail(t, file, line,
+                          "unrecognized line '%.*s' (expected READ, UPDATE, INSERT, SCAN or DELETE)",
+                          (int)(n > 60 ? 60 : n), s);
     op.op = (uint8_t)o;
     if (!token(s, n, &i, &tok, &tl))
-        return fail(t, file, line, "%s without a table name", akv_kb_op_names[o]);
+        return trace_fail(t, file, line, "%s without a table name", akv_kb_op_names[o]);
     if (!token(s, n, &i, &key, &kl) || key[0] == '[')
-        return fail(t, file, line, "%s without a key", akv_kb_op_names[o]);
+        return trace_fail(t, file, line, "%s without a key", akv_kb_op_names[o]);
     if (kl > 65536)
-        return fail(t, file, line, "key of %zu bytes (the limit is 65536)", kl);
+        return trace_fail(t, file, line, "key of %zu bytes (the limit is 65536)", kl);
     if (o == AKV_KB_SCAN) {
         char num[24] = {0}, *end;
         if (!token(s, n, &i, &tok, &tl) || tl >= sizeof num)
-            return fail(t, file, line, "SCAN without a record count");
+            return trace_fail(t, file, line, "SCAN without a record count");
         memcpy(num, tok, tl);
         errno = 0;
         unsigned long c = strtoul(num, &end, 10);
         if (*end || errno || c == 0 || c > 1000000 || num[0] == '-')
-            return fail(t, file, line, "SCAN record count '%s' is not a number in [1, 1000000]", num);
+            return trace_fail(t, file, line, "SCAN record count '%s' is not a number in [1, 1000000]", num);
         op.count = (uint32_t)c;
     }
     if (fields(t, file, line, s, n, i, &op))
@@ -166,7 +168,7 @@ int akv_kb_trace_load(akv_kb_trace *t, const char *path)
         if (len > 0 && line[len - 1] == '\n')
             len--;
         if (memchr(line, '\0', (size_t)len))
-            rc = fail(t, path, lineno, "NUL byte (is this a binary file?)");
+            rc = trace_fail(t, path, lineno, "NUL byte (is this a binary file?)");
         else
             rc = akv_kb_trace_parse_line(t, path, lineno, line, (size_t)len);
     }

@@ -1,0 +1,297 @@
+/*
+ * test_sscf.c — Seesaw Counting Filter / ada-SSCF: zero false negatives
+ * under random insert/remove/absorb churn, counters back to zero after
+ * removing every key, vulnerable negatives protected, sticky saturation,
+ * serialization, and lock-free queries against a mutating thread.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "filters/sscf.h"
+#include "support/filter_props.h"
+
+static const akv_filter_kind *kind(void)
+{
+    return akv_filter_kind_by_name("sscf");
+}
+
+static akv_negative *make_negatives(uint64_t space, size_t n)
+{
+    akv_negative *neg = malloc(n * sizeof *neg + 1);
+    cr_assert_not_null(neg);
+    for (size_t i = 0; i < n; i++)
+        neg[i] = (akv_negative){akvt_key(space, i), 1.0 / (double)(i + 1)};
+    return neg;
+}
+
+static akv_filter *create(double bpk, uint64_t cap, uint32_t flags, const akv_negative *neg, size_t nn)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.bits_per_key = bpk;
+    p.expected_keys = cap;
+    p.flags = flags;
+    akv_filter *f = NULL;
+    int rc = akv_filter_create(kind(), &p, neg, nn, &f);
+    cr_assert_eq(rc, AKV_OK, "create: %s", akv_strerror(rc));
+    cr_assert_eq(akv_filter_finish(f), AKV_OK);
+    return f;
+}
+
+/* Every counter back at zero, except sticky-saturated ones, which only
+ * overloaded configurations (tiny budgets, many duplicates) may have. */
+static void check_zero(const akv_filter *f, bool may_saturate)
+{
+    uint64_t pc, mc, sat;
+    cr_assert_eq(akv_sscf_nonzero(f, &pc, &mc, &sat), AKV_OK);
+    cr_assert(pc == 0 && mc == 0, "after removing every key: %llu pc and %llu mc counters non-zero",
+              (unsigned long long)pc, (unsigned long long)mc);
+    cr_assert(may_saturate || sat == 0, "%llu counters saturated", (unsigned long long)sat);
+}
+
+/* A model of the live multiset drives random inserts, removes and absorbs;
+ * every live key must stay visible, and removing all empties every counter. */
+static void churn(double bpk, uint32_t flags, uint64_t seed, size_t cap, size_t ops)
+{
+    akv_negative *neg = make_negatives(seed ^ 0x99, cap);
+    akv_filter *f = create(bpk, cap, flags, neg, cap);
+    akv_hash *live = malloc(2 * cap * sizeof *live);
+    size_t n = 0, next = 0, absorbed = 0;
+    uint64_t st = seed;
+    for (size_t op = 0; op < ops; op++) {
+        uint64_t r = akvt_rand(&st) % 100;
+        if ((r < 50 && n < 2 * cap) || n == 0) {
+            /* some keys repeat (multiset) and some were absorbed as negatives */
+            akv_hash h = r % 7 == 0 && n ? live[akvt_rand(&st) % n]
+                         : r % 11 == 0   ? neg[akvt_rand(&st) % cap].h
+                                         : akvt_key(seed, next++);
+            cr_assert_eq(akv_filter_insert(f, h), AKV_OK);
+            live[n++] = h;
+        } else if (r < 90) {
+            size_t i = akvt_rand(&st) % n;
+            cr_assert_eq(akv_filter_remove(f, live[i]), AKV_OK, "remove of a live key refused (op %zu)", op);
+            live[i] = live[--n];
+        } else if (!(flags & AKV_SSCF_STATIC)) {
+            cr_assert_eq(akv_filter_absorb(f, akvt_key(seed ^ 0x77, absorbed++)), AKV_OK);
+        }
+        if (op % 997 == 0)
+            for (size_t i = 0; i < n; i++)
+                cr_assert(akv_filter_may_contain(f, live[i]), "false negative at op %zu", op);
+    }
+    for (size_t i = 0; i < n; i++)
+        cr_assert(akv_filter_may_contain(f, live[i]), "false negative after churn");
+    while (n)
+        cr_assert_eq(akv_filter_remove(f, live[--n]), AKV_OK);
+    check_zero(f, true); /* 2× capacity with duplicates: may saturate */
+    akv_filter_destroy(f);
+    free(live);
+    free(neg);
+}
+
+Test(sscf, no_false_negatives_under_churn_and_counters_return_to_zero)
+{
+    static const double bpks[] = {8, 20, 36};
+    for (size_t b = 0; b < 3; b++)
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            churn(bpks[b], 0, seed, 5000, 200000);
+            churn(bpks[b], AKV_SSCF_STATIC, seed + 10, 5000, 100000);
+        }
+    churn(24, AKV_SSCF_RATIO_FLAGS(60), 5, 3000, 60000); /* heavily sealed */
+}
+
+Test(sscf, bulk_build_no_false_negatives)
+{
+    akv_negative *neg = make_negatives(3, 100000);
+    akv_filter *f = create(20, 100000, 0, neg, 100000);
+    for (size_t i = 0; i < 100000; i++)
+        cr_assert_eq(akv_filter_add(f, akvt_key(7, i)), AKV_OK);
+    akvt_check_no_false_negatives(f, 7, 100000);
+    for (size_t i = 0; i < 100000; i++)
+        cr_assert_eq(akv_filter_remove(f, akvt_key(7, i)), AKV_OK);
+    check_zero(f, false);
+    akv_filter_destroy(f);
+    free(neg);
+}
+
+static double fpr_of(const akv_filter *f, const akv_negative *neg, size_t from, size_t to)
+{
+    size_t fp = 0;
+    for (size_t i = from; i < to; i++)
+        fp += akv_filter_may_contain(f, neg[i].h);
+    return (double)fp / (double)(to - from);
+}
+
+/* The encoded (costliest) negatives are answered far better than the rest. */
+Test(sscf, vulnerable_negatives_are_protected)
+{
+    const size_t n = 100000, nn = 100000;
+    akv_negative *neg = make_negatives(4, nn); /* cost falls with index */
+    akv_filter *f = create(20, n, 0, neg, nn);
+    for (size_t i = 0; i < n; i++)
+        akv_filter_insert(f, akvt_key(8, i));
+    size_t top = n / 20; /* default: 5% of capacity encoded */
+    double v = fpr_of(f, neg, 0, top), o = fpr_of(f, neg, top, nn);
+    cr_log_info("vulnerable FPR %.5f, other negatives %.5f", v, o);
+    cr_assert_lt(v * 20, o, "vulnerable %.5f vs others %.5f", v, o);
+    akv_filter_stats st;
+    akv_filter_get_stats(f, &st);
+    cr_assert_eq(st.capacity, n);
+    akv_filter_destroy(f);
+    free(neg);
+}
+
+/* ada-SSCF: absorbed negatives seal as the keys over them churn away. */
+Test(sscf, absorbed_negatives_seal_as_keys_churn)
+{
+    const size_t n = 50000, na = 2500;
+    akv_filter *f = create(20, n, 0, NULL, 0);
+    for (size_t i = 0; i < n; i++)
+        akv_filter_insert(f, akvt_key(10, i));
+    akv_negative *learned = make_negatives(11, na);
+    double before = fpr_of(f, learned, 0, na);
+    for (size_t i = 0; i < na; i++)
+        cr_assert_eq(akv_filter_absorb(f, learned[i].h), AKV_OK);
+    for (size_t i = 0; i < n; i++) { /* replace every key */
+        cr_assert_eq(akv_filter_remove(f, akvt_key(10, i)), AKV_OK);
+        cr_assert_eq(akv_filter_insert(f, akvt_key(12, i)), AKV_OK);
+    }
+    akvt_check_no_false_negatives(f, 12, n);
+    double after = fpr_of(f, learned, 0, na);
+    cr_log_info("learned negatives FPR %.4f -> %.4f", before, after);
+    cr_assert_lt(after * 5, before);
+    akv_filter_stats st;
+    akv_filter_get_stats(f, &st);
+    cr_assert_eq(st.absorbed, na);
+    akv_filter_destroy(f);
+    free(learned);
+}
+
+Test(sscf, without_negatives_is_a_counting_bloom_filter)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.bits_per_key = 24;
+    akv_filter *f = akvt_build("sscf", &p, 2, 80000);
+    akvt_check_no_false_negatives(f, 2, 80000);
+    akvt_check_fpr_theory(f, 2, 200000, 0.10);
+    akv_filter_destroy(f);
+}
+
+Test(sscf, saturation_is_sticky)
+{
+    akv_filter *f = create(16, 1000, 0, NULL, 0);
+    akv_hash h = akvt_key(13, 0);
+    for (int i = 0; i < 40; i++)
+        cr_assert_eq(akv_filter_insert(f, h), AKV_OK);
+    for (size_t i = 1; i < 500; i++)
+        akv_filter_insert(f, akvt_key(13, i));
+    for (int i = 0; i < 40; i++)
+        cr_assert_eq(akv_filter_remove(f, h), AKV_OK, "saturated counters keep accepting removes");
+    for (size_t i = 1; i < 500; i++)
+        cr_assert(akv_filter_may_contain(f, akvt_key(13, i)));
+    akv_filter_destroy(f);
+}
+
+Test(sscf, remove_of_absent_key_is_refused)
+{
+    akv_filter *f = create(20, 1000, 0, NULL, 0);
+    for (size_t i = 0; i < 100; i++)
+        akv_filter_insert(f, akvt_key(14, i));
+    size_t refused = 0;
+    for (size_t i = 0; i < 1000; i++)
+        refused += akv_filter_remove(f, akvt_key(15, i)) == AKV_NOTFOUND;
+    cr_assert_gt(refused, 900);
+    akv_filter_destroy(f);
+}
+
+Test(sscf, static_mode_has_no_absorb)
+{
+    akv_filter *f = create(20, 1000, AKV_SSCF_STATIC, NULL, 0);
+    cr_assert_eq(akv_filter_absorb(f, akvt_key(1, 1)), AKV_ENOTSUP);
+    akv_filter_destroy(f);
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.flags = AKV_SSCF_RATIO_FLAGS(101);
+    cr_assert_eq(akv_filter_create(kind(), &p, NULL, 0, &f), AKV_EINVAL);
+}
+
+Test(sscf, serialization_round_trip_and_corruption)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    akv_filter *f = akvt_build("sscf", &p, 4, 5000);
+    akvt_check_serialization(f, 4, 5000, 20000, 300);
+    akv_filter_destroy(f);
+    for (uint32_t flags = 0; flags <= AKV_SSCF_STATIC; flags++) {
+        akv_negative *neg = make_negatives(16, 4000);
+        f = create(18, 5001, flags, neg, 4000);
+        for (size_t i = 0; i < 5001; i++)
+            akv_filter_insert(f, akvt_key(4, i));
+        for (size_t i = 0; i < 300 && !flags; i++)
+            akv_filter_absorb(f, akvt_key(17, i));
+        akvt_check_serialization(f, 4, 5001, 20000, 300);
+        akv_filter_destroy(f);
+        free(neg);
+    }
+}
+
+/* ---- concurrency: lock-free queries against one mutating thread ---------- */
+
+typedef struct conc {
+    akv_filter *f;
+    size_t stable, rounds;
+    atomic_bool stop;
+    atomic_size_t misses;
+} conc;
+
+static void *writer(void *arg)
+{
+    conc *c = arg;
+    for (size_t r = 0; r < c->rounds; r++) {
+        for (size_t i = 0; i < 2000; i++)
+            akv_filter_insert(c->f, akvt_key(31 + r, i));
+        for (size_t i = 0; i < 20; i++)
+            akv_filter_absorb(c->f, akvt_key(40, r * 20 + i));
+        for (size_t i = 0; i < 2000; i++)
+            akv_filter_remove(c->f, akvt_key(31 + r, i));
+    }
+    atomic_store(&c->stop, true);
+    return NULL;
+}
+
+static void *reader(void *arg)
+{
+    conc *c = arg;
+    uint64_t st = (uint64_t)(uintptr_t)arg;
+    while (!atomic_load(&c->stop)) {
+        size_t i = akvt_rand(&st) % c->stable;
+        if (!akv_filter_may_contain(c->f, akvt_key(30, i)))
+            atomic_fetch_add(&c->misses, 1);
+        akv_filter_may_contain(c->f, akvt_key(31, i)); /* racing keys: any answer */
+    }
+    return NULL;
+}
+
+Test(sscf, concurrent_queries_never_miss)
+{
+    bool slow = getenv("AKV_SANITIZER") && *getenv("AKV_SANITIZER");
+    akv_negative *neg = make_negatives(41, 2000);
+    conc c = {.f = create(12, 20000, 0, neg, 2000), .stable = 10000, .rounds = slow ? 100 : 1000};
+    for (size_t i = 0; i < c.stable; i++)
+        akv_filter_insert(c.f, akvt_key(30, i));
+    pthread_t w, r[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&r[i], NULL, reader, &c);
+    pthread_create(&w, NULL, writer, &c);
+    pthread_join(w, NULL);
+    for (int i = 0; i < 3; i++)
+        pthread_join(r[i], NULL);
+    cr_assert_eq(atomic_load(&c.misses), 0, "a stable key was missed during concurrent mutation");
+    akvt_check_no_false_negatives(c.f, 30, c.stable);
+    akv_filter_destroy(c.f);
+    free(neg);
+}

@@ -18,6 +18,7 @@
 typedef struct shell_args {
     akv_options opt;
     bool layout_given;
+    bool verbose;
     const char *dir;
     char **cmd; /* command words from the command line, or NULL */
     int ncmd;
@@ -26,7 +27,7 @@ typedef struct shell_args {
 static void usage(FILE *f)
 {
     fputs("usage: kvshell [--layout hash|ordered] [--filters POLICY] [--bits-per-key B]\n"
-          "               [--memtable-bytes N[K|M|G]] [--sync] DIR [COMMAND [ARG ...]]\n"
+          "               [--memtable-bytes N[K|M|G]] [--sync] [--verbose] DIR [COMMAND [ARG ...]]\n"
           "Opens (or creates) the adaptkv database in DIR. With COMMAND, runs it and exits;\n"
           "otherwise reads commands from the terminal or, when piped, from stdin.\n\n",
           f);
@@ -97,6 +98,10 @@ static int parse_option(shell_args *a, int argc, char **argv, int *i)
         a->opt.sync = 1;
         return 1;
     }
+    if (strcmp(argv[*i], "-v") == 0 || strcmp(argv[*i], "--verbose") == 0) {
+        a->verbose = true;
+        return 1;
+    }
     if ((v = opt_value(argc, argv, i, "--layout", &missing)))
         return set_layout(a, v) == 0 ? 1 : -1;
     if ((v = opt_value(argc, argv, i, "--filters", &missing))) {
@@ -142,6 +147,17 @@ static int parse_args(int argc, char **argv, shell_args *a)
     a->cmd = i < argc ? argv + i : NULL;
     a->ncmd = argc - i;
     return 0;
+}
+
+/* The engine's log carries both warnings (a filter rebuilt from data) and
+ * notes (the slot policy it chose). It has no severity, so scripts see only
+ * lines that call themselves warnings or errors; a terminal session or
+ * --verbose sees everything. */
+static void engine_log(void *arg, const char *msg)
+{
+    const bool *all = arg;
+    if (*all || strncmp(msg, "warning", 7) == 0 || strncmp(msg, "error", 5) == 0 || strstr(msg, "corrupt"))
+        fprintf(stderr, "adaptkv: %s\n", msg);
 }
 
 /* mkdir -p: akv_open creates only the last component, if that. */
@@ -222,6 +238,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "kvshell: cannot create %s: %s\n", a.dir, strerror(errno));
         return KVS_USAGE;
     }
+    bool log_all = a.verbose || (!a.cmd && isatty(0));
+    a.opt.log = engine_log;
+    a.opt.log_arg = &log_all;
     akv_db *db = NULL;
     int rc = open_db(&a, &db);
     if (rc != AKV_OK) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "bits.h"
+#include "blocked.h"
 #include "codec.h"
 #include "filter.h"
 
@@ -193,7 +194,7 @@ static uint32_t best_k(double bits_per_key)
 
 /* ---- construction ------------------------------------------------------- */
 
-static blocked *blocked_alloc(uint64_t nb, uint32_t k)
+static blocked *blocked_alloc(uint64_t nb, uint32_t k, bool allow_simd)
 {
     blocked *b = calloc(1, sizeof *b);
     if (!b)
@@ -210,8 +211,9 @@ static blocked *blocked_alloc(uint64_t nb, uint32_t k)
     b->k = k;
     b->simd = false;
     b->query = query_scalar;
+    (void)allow_simd;
 #ifdef HAVE_AVX2_PATH
-    if (cpu_has_avx2()) {
+    if (allow_simd && cpu_has_avx2()) {
         b->simd = true;
         b->query = k <= FIELDS_PER_WORD ? query_avx2_short : query_avx2_long;
     }
@@ -233,7 +235,7 @@ static int blocked_create(const akv_filter_params *p, const akv_negative *neg, s
     uint32_t k = p->num_hashes ? p->num_hashes : best_k(p->bits_per_key);
     if (k > MAX_K)
         return AKV_EINVAL;
-    blocked *b = blocked_alloc(nb, k);
+    blocked *b = blocked_alloc(nb, k, !(p->flags & AKV_BLOCKED_SCALAR));
     if (!b)
         return AKV_ENOMEM;
     *out = &b->base;
@@ -336,7 +338,7 @@ static int blocked_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter
     if (r.err || nb < 1 || k < 1 || k > MAX_K || nb > (len - r.off) / BLOCK_BYTES ||
         nb * BLOCK_BYTES != len - r.off)
         return AKV_ECORRUPT;
-    blocked *b = blocked_alloc(nb, k);
+    blocked *b = blocked_alloc(nb, k, true);
     if (!b)
         return AKV_ENOMEM;
     akv_r_bytes(&r, b->bits, (size_t)nb * BLOCK_BYTES);

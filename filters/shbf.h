@@ -1,0 +1,101 @@
+/*
+ * shbf.h — Shifting Bloom filter library APIs (spec rbf-vsbbf-shbf, B4–B5).
+ *
+ * The membership variant ShBF_M is the `shbf` slot kind (filters/shbf.c).
+ * The two variants below answer other questions than "may contain", so
+ * they are plain library objects, not slot kinds:
+ *
+ *  - ShBF_A (association): built from two sets S1, S2 of key hashes; says
+ *    whether a key is in S1 only, in both, or in S2 only, from one bit array
+ *    whose k probes each read one 64-bit window.
+ *  - ShBF_X (multiplicity): built from (hash, count) pairs with counts in
+ *    1..c; returns the largest candidate count, which is never below the
+ *    true count. Optionally updatable without false negatives (exact table
+ *    of counts plus counters, the paper's §5.3.2 path).
+ *
+ * Positions follow the project's convention: one 128-bit hash per key,
+ * probe i at (h.hi + i·(h.lo|1)) reduced to [0, m), offsets from
+ * independent mixes of the hash. Arrays are LSB-first with window padding
+ * (bits.h), so every probe is one akv_win64 load.
+ */
+#ifndef AKV_SHBF_H
+#define AKV_SHBF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hash.h"
+
+/* ---- ShBF_A: association ---------------------------------------------- */
+
+typedef struct akv_shbfa akv_shbfa;
+
+/* Answers of akv_shbfa_query. 1–3 are clear answers; 4–6 partial; 7 none.
+ * For a key in S1 ∪ S2 no answer is ever wrong. For any other key,
+ * NEITHER is certain and every other answer is a false positive. */
+typedef enum akv_shbfa_answer {
+    AKV_SHBFA_NEITHER = 0,     /* in neither set (certain) */
+    AKV_SHBFA_S1_ONLY = 1,     /* S1 − S2 */
+    AKV_SHBFA_BOTH = 2,        /* S1 ∩ S2 */
+    AKV_SHBFA_S2_ONLY = 3,     /* S2 − S1 */
+    AKV_SHBFA_S1_MAYBE_S2 = 4, /* in S1, unsure about S2 */
+    AKV_SHBFA_S2_MAYBE_S1 = 5, /* in S2, unsure about S1 */
+    AKV_SHBFA_EXACTLY_ONE = 6, /* in exactly one of them */
+    AKV_SHBFA_UNKNOWN = 7,     /* in S1 ∪ S2, no more information */
+} akv_shbfa_answer;
+
+typedef struct akv_shbf_info {
+    uint64_t m;    /* hashed range in bits (the array is m + span - 1 bits) */
+    uint32_t k;    /* probes (windows) per key */
+    uint32_t span; /* ShBF_A: w̄ = 57; ShBF_X: c, the maximum count */
+    uint64_t n;    /* distinct keys stored */
+    size_t bytes;  /* the bit array (what queries read) */
+} akv_shbf_info;
+
+/*
+ * Build from S1 (n1 hashes) and S2 (n2 hashes); duplicates are allowed.
+ * k probes per key; m = bits_per_key · |S1 ∪ S2| (at least 64), or, when
+ * bits_per_key is 0, the paper's optimum m = |S1 ∪ S2|·k/ln 2. k = 0 means
+ * round(bits_per_key · ln 2). AKV_EINVAL if both are 0 or k > 64.
+ */
+int akv_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2, uint32_t k,
+                    double bits_per_key, akv_shbfa **out);
+/* `words` (optional) receives the number of 64-bit windows read. */
+akv_shbfa_answer akv_shbfa_query(const akv_shbfa *f, akv_hash h, unsigned *words);
+void akv_shbfa_info(const akv_shbfa *f, akv_shbf_info *out);
+void akv_shbfa_destroy(akv_shbfa *f);
+
+/* ---- ShBF_X: multiplicity --------------------------------------------- */
+
+typedef struct akv_shbfx akv_shbfx;
+
+typedef struct akv_shbfx_item {
+    akv_hash h;
+    uint32_t count; /* ≥ 1; repeated hashes add up */
+} akv_shbfx_item;
+
+typedef struct akv_shbfx_params {
+    uint32_t k;          /* probes per key (required, 1..64) */
+    double bits_per_key; /* m = bits_per_key · distinct keys; 0: the optimum n·k/ln 2 */
+    uint32_t c;          /* maximum count, 1..57 (one window per probe); 0: 57 */
+    bool updatable;      /* keep the exact count table and counters for insert/remove */
+} akv_shbfx_params;
+
+/* AKV_EINVAL for a count of 0 or a total above c. */
+int akv_shbfx_build(const akv_shbfx_item *items, size_t n, const akv_shbfx_params *p, akv_shbfx **out);
+/* Largest candidate count in 0..c: 0 means certainly absent; otherwise never
+ * below the true count (a larger value is a false positive). */
+uint32_t akv_shbfx_query(const akv_shbfx *f, akv_hash h, unsigned *words);
+/* One more / one fewer occurrence of h (updatable filters only, else
+ * AKV_ENOTSUP). insert: AKV_EFULL when h is already at c (unchanged).
+ * remove: AKV_NOTFOUND when h is not stored. Exact: no false negatives. */
+int akv_shbfx_insert(akv_shbfx *f, akv_hash h);
+int akv_shbfx_remove(akv_shbfx *f, akv_hash h);
+/* Per-offset false-match probability f0 = (1 - e^(-kn/m))^k (spec eq. 17);
+ * a non-member is reported 0 with probability (1 - f0)^c. */
+double akv_shbfx_f0(const akv_shbfx *f);
+void akv_shbfx_info(const akv_shbfx *f, akv_shbf_info *out);
+void akv_shbfx_destroy(akv_shbfx *f);
+
+#endif

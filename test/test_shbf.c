@@ -1,0 +1,366 @@
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "filters/shbf.h"
+#include "support/filter_props.h"
+
+static const size_t sizes[] = {0, 1, 100, 10000, 200000};
+static const double bpks[] = {6, 10, 16};
+
+static akv_filter_params params(double bpk)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.bits_per_key = bpk;
+    return p;
+}
+
+static void reseal(uint8_t *buf, size_t len)
+{
+    uint64_t x = XXH64(buf, len - 8, 0);
+    for (int i = 0; i < 8; i++)
+        buf[len - 8 + i] = (uint8_t)(x >> (8 * i));
+}
+
+static unsigned describe_k(const akv_filter *f)
+{
+    char d[256];
+    f->kind->describe(f, d, sizeof d);
+    const char *s = strstr(d, "\"k\":");
+    cr_assert_not_null(s);
+    return (unsigned)atoi(s + 4);
+}
+
+/* ---- ShBF_M: the `shbf` kind ------------------------------------------- */
+
+Test(shbf, no_false_negatives_fpr_matches_theory)
+{
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (size_t b = 0; b < 3; b++)
+            for (uint64_t seed = 1; seed <= 3; seed++) {
+                akv_filter_params p = params(bpks[b]);
+                akv_filter *f = akvt_build("shbf", &p, seed, sizes[s]);
+                cr_assert_eq(describe_k(f) % 2, 0, "default k must be even");
+                akvt_check_no_false_negatives(f, seed, sizes[s]);
+                if (sizes[s] >= 10000)
+                    akvt_check_fpr_theory(f, seed, 200000, 0.10);
+                akv_filter_destroy(f);
+            }
+}
+
+/* The paper's setup (spec B6): k = 8, m = 22008, w̄ = 57, n = 1000..1500;
+ * eq. 1 gives 8.32e-5 .. 1.03e-3 and the simulation follows it. */
+Test(shbf, paper_setup_matches_eq1)
+{
+    const size_t ns[] = {1000, 1200, 1500};
+    const double eq1[] = {8.32e-5, 2.65e-4, 1.03e-3};
+    for (int i = 0; i < 3; i++) {
+        akv_filter_params p = params(22008.0 / 1024); /* exact in binary: m = 22008 */
+        p.expected_keys = 1024;
+        p.num_hashes = 8;
+        akv_filter *f = akvt_build("shbf", &p, 40 + i, ns[i]);
+        double th = f->kind->fpr_theory(f);
+        cr_assert(fabs(th - eq1[i]) < 0.02 * eq1[i], "n=%zu eq1 %g vs spec %g", ns[i], th, eq1[i]);
+        akvt_check_no_false_negatives(f, 40 + i, ns[i]);
+        akvt_check_fpr_theory(f, 40 + i, 3000000, 0.10);
+        akv_filter_destroy(f);
+    }
+}
+
+Test(shbf, odd_k_is_pairs_plus_one_probe)
+{
+    for (uint32_t k = 1; k <= 9; k += 2) {
+        akv_filter_params p = params(10);
+        p.num_hashes = k;
+        akv_filter *f = akvt_build("shbf", &p, k, 50000);
+        akvt_check_no_false_negatives(f, k, 50000);
+        akvt_check_fpr_theory(f, k, 300000, 0.10);
+        cr_assert_eq(f->kind->words_touched(f, akvt_key(k, 0)), (k + 1) / 2);
+        akv_filter_destroy(f);
+    }
+}
+
+/*
+ * Words read: a member reads exactly k/2 windows; a non-member stops at the
+ * first failing pair, so on average Σ_{i<k/2} P^i with P the probability a
+ * pair passes, (1-p')(1-p'+p'^2/(w̄-1)). Compared with `bloom` at the same
+ * memory on the paper's workload (half members), about half the reads.
+ */
+Test(shbf, words_per_query)
+{
+    akv_filter_params p = params(10);
+    akv_filter *s = akvt_build("shbf", &p, 50, 100000);
+    akv_filter *b = akvt_build("bloom", &p, 50, 100000);
+    unsigned k = describe_k(s);
+    double ws_neg = 0, wb_neg = 0, ws_pos = 0, wb_pos = 0;
+    const size_t q = 100000;
+    for (size_t i = 0; i < q; i++) {
+        akv_hash neg = akvt_key(50 ^ 0xfeed, i), pos = akvt_key(50, i);
+        ws_neg += s->kind->words_touched(s, neg);
+        wb_neg += b->kind->words_touched(b, neg);
+        unsigned w = s->kind->words_touched(s, pos);
+        cr_assert_eq(w, k / 2);
+        ws_pos += w;
+        wb_pos += b->kind->words_touched(b, pos);
+    }
+    double zero = exp(-(double)k / 10), pass = (1 - zero) * (1 - zero + zero * zero / 56), expect = 0;
+    for (unsigned i = 0; i < k / 2; i++)
+        expect += pow(pass, i);
+    cr_assert(fabs(ws_neg / q - expect) < 0.03 * expect, "negative reads %f vs %f", ws_neg / q, expect);
+    double mixed = (ws_neg + ws_pos) / (wb_neg + wb_pos);
+    cr_log_info("shbf/bloom words: negatives %.3f, half members %.3f", ws_neg / wb_neg, mixed);
+    cr_assert(mixed < 0.65, "mixed ratio %f", mixed);
+    akv_filter_destroy(s);
+    akv_filter_destroy(b);
+}
+
+Test(shbf, serialization_and_corruption)
+{
+    for (size_t n = 0; n <= 5000; n += 2500) {
+        akv_filter_params p = params(10);
+        akv_filter *f = akvt_build("shbf", &p, 4, n);
+        akvt_check_serialization(f, 4, n, 20000, 300);
+        akv_filter_destroy(f);
+    }
+}
+
+/* Payload: u64 m, u32 k, u32 wbar, u64 keys, bits. */
+Test(shbf, load_validates_fields)
+{
+    akv_filter_params p = params(10);
+    akv_filter *f = akvt_build("shbf", &p, 6, 3000);
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akv_filter_serialize(f, &buf, &len), AKV_OK);
+    const size_t pl = AKV_FILTER_HEADER_BYTES;
+    const size_t offs[] = {pl + 0, pl + 7, pl + 8, pl + 8, pl + 12, pl + 12, pl + 15};
+    const uint8_t vals[] = {0x40, 0x01, 0, 65, 58, 1, 1};
+    uint8_t *c = malloc(len);
+    for (size_t e = 0; e < sizeof offs / sizeof *offs; e++) {
+        memcpy(c, buf, len);
+        c[offs[e]] = vals[e];
+        reseal(c, len);
+        akv_filter *g = NULL;
+        cr_assert_eq(akv_filter_deserialize(c, len, &g), AKV_ECORRUPT, "edit %zu accepted", e);
+        cr_assert_null(g);
+    }
+    free(c);
+    free(buf);
+    akv_filter_destroy(f);
+}
+
+/* ---- ShBF_A: association -------------------------------------------------- */
+
+/* S1 = keys [0, 20000), S2 = keys [15000, 35000): 5000 in both. */
+#define A_N1    20000
+#define A_SHIFT 15000
+#define A_ALL   35000
+
+static bool answer_allows(akv_shbfa_answer a, bool in1, bool in2)
+{
+    switch (a) {
+    case AKV_SHBFA_NEITHER:
+        return !in1 && !in2;
+    case AKV_SHBFA_S1_ONLY:
+        return in1 && !in2;
+    case AKV_SHBFA_BOTH:
+        return in1 && in2;
+    case AKV_SHBFA_S2_ONLY:
+        return !in1 && in2;
+    case AKV_SHBFA_S1_MAYBE_S2:
+        return in1;
+    case AKV_SHBFA_S2_MAYBE_S1:
+        return in2;
+    case AKV_SHBFA_EXACTLY_ONE:
+        return in1 != in2;
+    case AKV_SHBFA_UNKNOWN:
+        return in1 || in2;
+    }
+    return false;
+}
+
+static akv_shbfa *build_assoc(uint32_t k, double bpk)
+{
+    akv_hash *all = akvt_keys(60, A_ALL);
+    akv_shbfa *f = NULL;
+    cr_assert_eq(akv_shbfa_build(all, A_N1, all + A_SHIFT, A_ALL - A_SHIFT, k, bpk, &f), AKV_OK);
+    free(all);
+    return f;
+}
+
+/* Spec B4/B8.6: P(clear answer) = (1 - 0.5^k)^2 at the optimal m; never a
+ * wrong answer for a member of S1 ∪ S2; k windows at most. */
+Test(shbfa, clear_answers_and_no_wrong_answers)
+{
+    for (uint32_t k = 4; k <= 10; k += 2) {
+        akv_shbfa *f = build_assoc(k, 0);
+        akv_shbf_info info;
+        akv_shbfa_info(f, &info);
+        cr_assert_eq(info.n, A_ALL);
+        size_t clear = 0;
+        for (size_t i = 0; i < A_ALL; i++) {
+            unsigned w;
+            bool in1 = i < A_N1, in2 = i >= A_SHIFT;
+            akv_shbfa_answer a = akv_shbfa_query(f, akvt_key(60, i), &w);
+            cr_assert(answer_allows(a, in1, in2), "k=%u key %zu: answer %d wrong", k, i, a);
+            cr_assert(w >= 1 && w <= k);
+            clear += a >= AKV_SHBFA_S1_ONLY && a <= AKV_SHBFA_S2_ONLY;
+        }
+        double p = (double)clear / A_ALL, th = pow(1 - pow(0.5, k), 2);
+        cr_assert(fabs(p - th) < 0.01 + 5 * sqrt(th * (1 - th) / A_ALL), "k=%u clear %f vs %f", k, p, th);
+        /* Non-members: mostly "neither", which is always right. */
+        size_t neither = 0;
+        for (size_t i = 0; i < 50000; i++)
+            neither += akv_shbfa_query(f, akvt_key(61, i), NULL) == AKV_SHBFA_NEITHER;
+        cr_assert(neither > 0.8 * 50000, "k=%u neither %zu", k, neither);
+        akv_shbfa_destroy(f);
+    }
+}
+
+Test(shbfa, edge_cases)
+{
+    akv_shbfa *f = NULL;
+    cr_assert_eq(akv_shbfa_build(NULL, 0, NULL, 0, 0, 0, &f), AKV_EINVAL);
+    cr_assert_eq(akv_shbfa_build(NULL, 0, NULL, 0, 65, 10, &f), AKV_EINVAL);
+    cr_assert_eq(akv_shbfa_build(NULL, 0, NULL, 0, 0, 10, &f), AKV_OK);
+    for (size_t i = 0; i < 1000; i++)
+        cr_assert_eq(akv_shbfa_query(f, akvt_key(62, i), NULL), AKV_SHBFA_NEITHER);
+    akv_shbfa_destroy(f);
+    /* Duplicates and one-element sets. */
+    akv_hash a[3] = {akvt_key(63, 1), akvt_key(63, 1), akvt_key(63, 2)};
+    cr_assert_eq(akv_shbfa_build(a, 3, a + 2, 1, 8, 0, &f), AKV_OK);
+    akv_shbf_info info;
+    akv_shbfa_info(f, &info);
+    cr_assert_eq(info.n, 2);
+    cr_assert(answer_allows(akv_shbfa_query(f, a[0], NULL), true, false));
+    cr_assert(answer_allows(akv_shbfa_query(f, a[2], NULL), true, true));
+    akv_shbfa_destroy(f);
+}
+
+/* ---- ShBF_X: multiplicity -------------------------------------------------- */
+
+#define X_N 20000
+#define X_C 57
+
+static akv_shbfx_item *count_items(uint64_t space, size_t n, uint64_t seed)
+{
+    akv_shbfx_item *it = malloc(n * sizeof *it);
+    uint64_t st = seed;
+    for (size_t i = 0; i < n; i++)
+        it[i] = (akv_shbfx_item){akvt_key(space, i), (uint32_t)(akvt_rand(&st) % X_C) + 1};
+    return it;
+}
+
+/* Spec B5/B8.7 at 1.5× the optimal memory: members are never under-
+ * reported and are exact with probability (1-f0)^(c-j) (erratum to eq.
+ * 19); non-members read 0 with probability (1-f0)^c (eq. 18). */
+Test(shbfx, never_under_reports_and_cr_matches_theory)
+{
+    akv_shbfx_item *it = count_items(70, X_N, 7);
+    for (uint32_t k = 4; k <= 12; k += 4) {
+        akv_shbfx_params p = {.k = k, .bits_per_key = 1.5 * k / M_LN2, .c = X_C};
+        akv_shbfx *f = NULL;
+        cr_assert_eq(akv_shbfx_build(it, X_N, &p, &f), AKV_OK);
+        double f0 = akv_shbfx_f0(f), exact = 0, exact_th = 0;
+        for (size_t i = 0; i < X_N; i++) {
+            unsigned w;
+            uint32_t got = akv_shbfx_query(f, it[i].h, &w);
+            cr_assert(got >= it[i].count, "k=%u key %zu: %u < %u", k, i, got, it[i].count);
+            cr_assert_eq(w, k);
+            exact += got == it[i].count;
+            exact_th += pow(1 - f0, X_C - it[i].count);
+        }
+        cr_assert(fabs(exact - exact_th) < 0.02 * X_N, "k=%u members exact %f vs %f", k, exact, exact_th);
+        size_t zero = 0;
+        const size_t q = 200000;
+        for (size_t i = 0; i < q; i++)
+            zero += akv_shbfx_query(f, akvt_key(71, i), NULL) == 0;
+        double cr = (double)zero / q, th = pow(1 - f0, X_C);
+        cr_assert(fabs(cr - th) < 0.05 * th + 5 * sqrt(th * (1 - th) / q), "k=%u CR %f vs %f", k, cr, th);
+        akv_shbfx_destroy(f);
+    }
+    free(it);
+}
+
+/* §5.3.2 path: random inserts and removals against an exact model; no
+ * stored key is ever under-reported, and removing everything empties the
+ * bit array. */
+Test(shbfx, updates_without_false_negatives)
+{
+    const size_t pool = 6000;
+    akv_shbfx_item *it = count_items(72, 3000, 9);
+    uint32_t *model = calloc(pool, sizeof *model);
+    for (size_t i = 0; i < 3000; i++)
+        model[i] = it[i].count;
+    akv_shbfx_params p = {.k = 8, .bits_per_key = 16, .c = X_C, .updatable = true};
+    akv_shbfx *f = NULL;
+    cr_assert_eq(akv_shbfx_build(it, 3000, &p, &f), AKV_OK);
+    uint64_t st = 5;
+    for (size_t op = 0; op < 100000; op++) {
+        size_t i = akvt_rand(&st) % pool;
+        akv_hash h = akvt_key(72, i);
+        if (akvt_rand(&st) & 1) {
+            int rc = akv_shbfx_insert(f, h);
+            cr_assert_eq(rc, model[i] == X_C ? AKV_EFULL : AKV_OK);
+            model[i] += rc == AKV_OK;
+        } else {
+            int rc = akv_shbfx_remove(f, h);
+            cr_assert_eq(rc, model[i] == 0 ? AKV_NOTFOUND : AKV_OK);
+            model[i] -= rc == AKV_OK;
+        }
+        if (op % 1000 == 0)
+            for (size_t j = 0; j < pool; j++)
+                cr_assert(akv_shbfx_query(f, akvt_key(72, j), NULL) >= model[j], "op %zu key %zu", op, j);
+    }
+    for (size_t j = 0; j < pool; j++)
+        cr_assert(akv_shbfx_query(f, akvt_key(72, j), NULL) >= model[j]);
+    for (size_t j = 0; j < pool; j++)
+        while (model[j]--)
+            cr_assert_eq(akv_shbfx_remove(f, akvt_key(72, j)), AKV_OK);
+    akv_shbf_info info;
+    akv_shbfx_info(f, &info);
+    cr_assert_eq(info.n, 0);
+    for (size_t j = 0; j < pool; j++)
+        cr_assert_eq(akv_shbfx_query(f, akvt_key(72, j), NULL), 0);
+    akv_shbfx_destroy(f);
+    free(model);
+    free(it);
+}
+
+Test(shbfx, params_and_edge_cases)
+{
+    akv_shbfx *f = NULL;
+    akv_shbfx_params p = {.k = 6};
+    akv_shbfx_item bad[2] = {{akvt_key(73, 0), 0}, {akvt_key(73, 1), 58}};
+    cr_assert_eq(akv_shbfx_build(bad, 1, &p, &f), AKV_EINVAL);
+    cr_assert_eq(akv_shbfx_build(bad + 1, 1, &p, &f), AKV_EINVAL);
+    /* Repeated hashes add up, and may not pass c together. */
+    akv_shbfx_item rep[2] = {{akvt_key(73, 2), 30}, {akvt_key(73, 2), 30}};
+    cr_assert_eq(akv_shbfx_build(rep, 2, &p, &f), AKV_EINVAL);
+    rep[1].count = 27;
+    cr_assert_eq(akv_shbfx_build(rep, 2, &p, &f), AKV_OK);
+    cr_assert_eq(akv_shbfx_query(f, rep[0].h, NULL), 57);
+    cr_assert_eq(akv_shbfx_insert(f, rep[0].h), AKV_ENOTSUP);
+    akv_shbfx_destroy(f);
+    p.k = 0;
+    cr_assert_eq(akv_shbfx_build(NULL, 0, &p, &f), AKV_EINVAL);
+    p = (akv_shbfx_params){.k = 4, .c = 58};
+    cr_assert_eq(akv_shbfx_build(NULL, 0, &p, &f), AKV_EINVAL);
+    /* Empty, then grown from nothing through the update path. */
+    p = (akv_shbfx_params){.k = 4, .c = 3, .bits_per_key = 10, .updatable = true};
+    cr_assert_eq(akv_shbfx_build(NULL, 0, &p, &f), AKV_OK);
+    akv_hash h = akvt_key(73, 9);
+    cr_assert_eq(akv_shbfx_query(f, h, NULL), 0);
+    cr_assert_eq(akv_shbfx_remove(f, h), AKV_NOTFOUND);
+    for (int i = 1; i <= 3; i++) {
+        cr_assert_eq(akv_shbfx_insert(f, h), AKV_OK);
+        cr_assert_geq(akv_shbfx_query(f, h, NULL), (uint32_t)i);
+    }
+    cr_assert_eq(akv_shbfx_insert(f, h), AKV_EFULL);
+    cr_assert_eq(akv_shbfx_query(f, h, NULL), 3);
+    akv_shbfx_destroy(f);
+}

@@ -80,8 +80,15 @@ static int habf_create(const akv_filter_params *p, const akv_negative *neg, size
     f->bpk = p->bits_per_key;
     f->expected = p->expected_keys;
     f->he.alpha = alpha;
+    /* Reserve the announced key count: growing a large buffer by copying
+     * would cost a visible share of the build. */
+    if (p->expected_keys && p->expected_keys < NIL) {
+        f->keys = malloc(p->expected_keys * sizeof *f->keys);
+        f->capkeys = f->keys ? p->expected_keys : 0;
+    }
     f->neg = malloc((n_neg ? n_neg : 1) * sizeof *f->neg);
     if (!f->neg) {
+        free(f->keys);
         free(f);
         return AKV_ENOMEM;
     }
@@ -412,6 +419,8 @@ static int build_init(build *b)
             b->ing[e] = 1;
         else if (cq_push(b, e) != AKV_OK)
             return AKV_ENOMEM;
+        else
+            f->fp_cost_before += f->neg[e].cost;
     }
     return sort_cq(b);
 }
@@ -420,10 +429,7 @@ static int tpjo(habf *f)
 {
     build b = {.f = f, .n = (uint32_t)f->nkeys, .nn = f->nneg, .k = f->k};
     int rc = build_init(&b);
-    if (rc == AKV_OK) {
-        f->fp_cost_before = fp_cost(&b);
-        f->queued = b.cqn;
-    }
+    f->queued = b.cqn;
     /* Each commit strictly lowers the round-1 false-positive cost, so the
      * loop ends; the cap only bounds pathological floating-point cases. */
     size_t cap = 8 * (size_t)b.nn + b.cqn;

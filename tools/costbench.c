@@ -1,0 +1,196 @@
+/*
+ * costbench — the ada-SSCF experiment of the SSCF paper (§4.5): a counting
+ * filter over a dataset's positives learns the costliest negatives at
+ * runtime (absorb), then rounds of churn delete r% of the live keys and
+ * insert r% new ones; the cost-weighted FPR is reported after every round,
+ * next to a CBF given the same memory and the same churn.
+ *
+ *   costbench [--dataset shalla|ycsb] [--bits-per-key B] [--costs uniform|zipf:S]
+ *             [--ratio F] [--rounds R] [--churn-pct P] [--seed S] [--filter sscf]
+ *
+ * Costs are assigned as filterbench does (Zipf weights of ranks 1..M over a
+ * seeded shuffle), so the two tools agree on a dataset and seed. Output: one
+ * JSON object per round on stdout.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "filters/filter.h"
+#include "tools/filterbench/datasets.h"
+
+/* The dataset generators are linked into filterbench; this tool is one
+ * translation unit by the build's convention, so it compiles them in. */
+#include "tools/filterbench/datasets.c"
+
+typedef struct opts {
+    const char *dataset, *filter;
+    double bpk, skew, ratio, churn_pct;
+    unsigned rounds;
+    uint64_t seed;
+} opts;
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void assign_costs(const opts *o, akv_negative *neg, size_t n)
+{
+    uint64_t rng = o->seed * 7 + 3;
+    for (size_t i = 0; i < n; i++)
+        neg[i].cost = o->skew > 0 ? pow((double)(i + 1), -o->skew) : 1.0;
+    for (size_t i = n; i > 1; i--) {
+        size_t j = splitmix(&rng) % i;
+        double t = neg[i - 1].cost;
+        neg[i - 1].cost = neg[j].cost;
+        neg[j].cost = t;
+    }
+}
+
+static int by_cost_desc(const void *a, const void *b)
+{
+    double x = ((const akv_negative *)a)->cost, y = ((const akv_negative *)b)->cost;
+    return (x < y) - (x > y);
+}
+
+/* Weighted FPR over neg[from, to). */
+static double wfpr(const akv_filter *f, const akv_negative *neg, size_t from, size_t to)
+{
+    double bad = 0, total = 0;
+    for (size_t i = from; i < to; i++) {
+        total += neg[i].cost;
+        if (akv_filter_may_contain(f, neg[i].h))
+            bad += neg[i].cost;
+    }
+    return total > 0 ? bad / total : 0;
+}
+
+static uint64_t false_negatives(const akv_filter *f, const akv_hash *live, size_t n)
+{
+    uint64_t fn = 0;
+    for (size_t i = 0; i < n; i++)
+        fn += !akv_filter_may_contain(f, live[i]);
+    return fn;
+}
+
+static akv_filter *make(const char *kind, const opts *o, size_t n, const akv_hash *keys)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.bits_per_key = o->bpk;
+    p.expected_keys = n;
+    akv_filter *f = NULL;
+    if (akv_filter_build(akv_filter_kind_by_name(kind), &p, keys, n, NULL, 0, &f) != AKV_OK) {
+        fprintf(stderr, "costbench: cannot build %s\n", kind);
+        exit(1);
+    }
+    return f;
+}
+
+static void report(unsigned round, const akv_filter *f, const akv_filter *cbf, const akv_negative *neg,
+                   size_t nn, size_t top, uint64_t fn)
+{
+    printf("{\"round\":%u,\"wfpr\":%.6g,\"wfpr_absorbed\":%.6g,\"wfpr_others\":%.6g,\"cbf_wfpr\":%.6g,"
+           "\"false_negatives\":%llu}\n",
+           round, wfpr(f, neg, 0, nn), wfpr(f, neg, 0, top), wfpr(f, neg, top, nn), wfpr(cbf, neg, 0, nn),
+           (unsigned long long)fn);
+    fflush(stdout);
+}
+
+/* Remove r% random live keys from both filters, then insert r% new keys
+ * (fresh strings of the same generator, past the dataset's ids). */
+static int churn_round(const opts *o, akv_filter *f, akv_filter *cbf, akv_hash *live, size_t *n,
+                       uint64_t *next, uint64_t *rng)
+{
+    size_t r = (size_t)((double)*n * o->churn_pct / 100.0);
+    for (size_t j = 0; j < r; j++) {
+        size_t i = splitmix(rng) % *n;
+        if (akv_filter_remove(f, live[i]) != AKV_OK || akv_filter_remove(cbf, live[i]) != AKV_OK)
+            return -1;
+        live[i] = live[--*n];
+    }
+    char buf[256];
+    for (size_t j = 0; j < r; j++) {
+        int len = akv_dataset_key(o->dataset, o->seed, (*next)++, buf, sizeof buf);
+        akv_hash h = akv_hash_key(buf, (size_t)len, o->seed);
+        akv_filter_insert(f, h);
+        akv_filter_insert(cbf, h);
+        live[(*n)++] = h;
+    }
+    return 0;
+}
+
+static int run(const opts *o)
+{
+    akv_hash *pos, *negh;
+    size_t np, nn;
+    if (akv_dataset_generate(o->dataset, o->seed, &pos, &np, &negh, &nn) != AKV_OK)
+        return fprintf(stderr, "costbench: unknown dataset %s\n", o->dataset), 1;
+    akv_negative *neg = malloc(nn * sizeof *neg);
+    for (size_t i = 0; i < nn; i++)
+        neg[i].h = negh[i];
+    free(negh);
+    assign_costs(o, neg, nn);
+    qsort(neg, nn, sizeof *neg, by_cost_desc); /* the costliest come first */
+    size_t top = (size_t)ceil(o->ratio * (double)np);
+    top = top > nn ? nn : top;
+
+    akv_filter *f = make(o->filter, o, np, pos), *cbf = make("cbf", o, np, pos);
+    printf("{\"filter\":\"%s\",\"dataset\":\"%s\",\"keys\":%zu,\"negatives\":%zu,\"absorbed\":%zu,"
+           "\"bits_per_key\":%.3f,\"cbf_bits_per_key\":%.3f,\"churn_pct\":%g}\n",
+           o->filter, o->dataset, np, nn, top, 8.0 * (double)akv_filter_memory(f) / (double)np,
+           8.0 * (double)akv_filter_memory(cbf) / (double)np, o->churn_pct);
+    report(0, f, cbf, neg, nn, top, false_negatives(f, pos, np));
+    for (size_t i = 0; i < top; i++)
+        if (akv_filter_absorb(f, neg[i].h) != AKV_OK)
+            return fprintf(stderr, "costbench: %s cannot absorb\n", o->filter), 1;
+    akv_hash *live = realloc(pos, (np + 1) * sizeof *live);
+    size_t n = np;
+    uint64_t next = np + nn, rng = o->seed * 31 + 7;
+    report(0, f, cbf, neg, nn, top, false_negatives(f, live, n));
+    for (unsigned round = 1; round <= o->rounds; round++) {
+        if (churn_round(o, f, cbf, live, &n, &next, &rng) != 0)
+            return fprintf(stderr, "costbench: remove refused in round %u\n", round), 1;
+        report(round, f, cbf, neg, nn, top, false_negatives(f, live, n));
+    }
+    akv_filter_destroy(f);
+    akv_filter_destroy(cbf);
+    free(live);
+    free(neg);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {"shalla", "sscf", 20, 1.0, 0.05, 2, 40, 1};
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *a = argv[i], *v = argv[i + 1];
+        if (!strcmp(a, "--dataset"))
+            o.dataset = v;
+        else if (!strcmp(a, "--filter"))
+            o.filter = v;
+        else if (!strcmp(a, "--bits-per-key"))
+            o.bpk = atof(v);
+        else if (!strcmp(a, "--costs"))
+            o.skew = strncmp(v, "zipf:", 5) == 0 ? atof(v + 5) : 0;
+        else if (!strcmp(a, "--ratio"))
+            o.ratio = atof(v);
+        else if (!strcmp(a, "--rounds"))
+            o.rounds = (unsigned)atoi(v);
+        else if (!strcmp(a, "--churn-pct"))
+            o.churn_pct = atof(v);
+        else if (!strcmp(a, "--seed"))
+            o.seed = strtoull(v, NULL, 10);
+        else
+            return fprintf(stderr, "usage: see the comment at the top of costbench.c (bad option %s)\n", a),
+                   2;
+    }
+    if (argc % 2 == 0 || !(o.bpk > 0) || o.ratio < 0 || o.churn_pct < 0 || o.churn_pct > 100)
+        return fprintf(stderr, "costbench: bad arguments\n"), 2;
+    return run(&o);
+}

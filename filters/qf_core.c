@@ -1,0 +1,1502 @@
+/*
+ * qf_core.c — the quotient-filter core behind `qf` and `aqf` (see qf_core.h
+ * for the layout and the hash-bit assignment).
+ *
+ * ## Why invariant N makes the filter safe without the owners' hashes
+ *
+ * A minirun is the set of records sharing (quotient, remainder). Its records
+ * are kept in ascending hash order of the keys that own them, so record i of
+ * a minirun belongs to key i of a reverse-map scan. Every fingerprint F_i is
+ * a prefix of its owner's hash K_i (consistency). Invariant N: two
+ * fingerprints of a minirun are identical or incomparable (neither is a
+ * proper prefix of the other).
+ *
+ * Lemma 1 (matches form one group). If F_i and F_j both match a hash y they
+ * are both prefixes of y, hence one is a prefix of the other; under N they
+ * are identical. So the records matching any y are one group of identical
+ * fingerprints, and the group is contiguous: every other record is
+ * incomparable with it, so its owner compares with all the group's owners at
+ * a bit inside both fingerprints, the same way.
+ *
+ * Lemma 2 (insert needs only the new hash x). Let G be the records matching
+ * x. If G is non-empty, all of G equal some s that is a prefix of x; x gets
+ * fingerprint s and goes in front of G. The new group is |G|+1 copies of s,
+ * all prefixes of their owners, so any assignment of owners to its slots is
+ * consistent, in particular the sorted one. N holds (s is already there). If
+ * G is empty, every record differs from x inside its own fingerprint, so the
+ * order of x against every owner is known, and x gets the shortest
+ * fingerprint that is no prefix of any record (longer than the longest
+ * common prefix with each); no record is a prefix of x, so N holds.
+ *
+ * Lemma 3 (remove needs only x). The records matching a stored key x are one
+ * identical group containing x's own record (Lemma 1). Removing any record
+ * of the group leaves copies of s for the remaining owners: consistent.
+ *
+ * Lemma 4 (adapt picks the right owners). Adapt reads the minirun's keys from
+ * the reverse map in ascending order; by consistency and sorted order, key i
+ * owns record i. It extends each record of the matching group with its own
+ * owner's bits until it stops matching the query, then restores N inside the
+ * group by lengthening the shorter of any nested pair with its owner's bits
+ * (fix_nesting). Lengthening a fingerprint with its owner's bits keeps it a
+ * prefix of its owner, so no stored key can ever stop matching its own
+ * record: no false negative, and no rank mix-up (the shadowing hazard of spec
+ * §3.2) can arise, because ranks are positions in hash order, not insertion
+ * order.
+ *
+ * Monotonicity: adaptation only lengthens fingerprints, so a query that no
+ * longer matches any fingerprint keeps not matching after later adaptations.
+ */
+#include "filters/qf_core.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "filters/codec.h"
+#include "revmap/revmap.h"
+
+#define QF_BAD (-2)
+#define W_OCC  0
+#define W_REND 1
+#define W_EXT  2
+
+/* ---- word access: relaxed atomics so a racing reader is defined -------- */
+
+static inline uint64_t ld(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+static inline void st(uint64_t *p, uint64_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+static inline uint64_t *blkp(const akv_qf *f, uint64_t b)
+{
+    return f->w + b * f->bwords;
+}
+static inline uint64_t occw(const akv_qf *f, uint64_t b)
+{
+    return ld(blkp(f, b) + W_OCC);
+}
+static inline uint64_t rendw(const akv_qf *f, uint64_t b)
+{
+    return ld(blkp(f, b) + W_REND);
+}
+static inline uint64_t extw(const akv_qf *f, uint64_t b)
+{
+    return f->mwords == 3 ? ld(blkp(f, b) + W_EXT) : 0;
+}
+static inline uint64_t offw(const akv_qf *f, uint64_t b)
+{
+    return ld(blkp(f, b) + f->mwords);
+}
+static inline void set_off(akv_qf *f, uint64_t b, uint64_t v)
+{
+    st(blkp(f, b) + f->mwords, v);
+}
+static inline uint64_t rmask(uint32_t r)
+{
+    return r >= 64 ? ~0ULL : (1ULL << r) - 1;
+}
+
+static inline bool bit_get(const akv_qf *f, int which, uint64_t i)
+{
+    if (which == W_EXT && f->mwords == 2)
+        return false;
+    return (ld(blkp(f, i >> 6) + which) >> (i & 63)) & 1;
+}
+
+static inline void bit_put(akv_qf *f, int which, uint64_t i, bool v)
+{
+    if (which == W_EXT && f->mwords == 2)
+        return;
+    uint64_t *p = blkp(f, i >> 6) + which;
+    uint64_t m = 1ULL << (i & 63), x = ld(p);
+    st(p, v ? x | m : x & ~m);
+}
+
+static inline uint64_t slot_get(const akv_qf *f, uint64_t i)
+{
+    const uint64_t *s = blkp(f, i >> 6) + f->mwords + 1;
+    uint64_t bit = (i & 63) * f->r, wi = bit >> 6, sh = bit & 63;
+    uint64_t v = ld(s + wi) >> sh;
+    if (sh + f->r > 64)
+        v |= ld(s + wi + 1) << (64 - sh);
+    return v & rmask(f->r);
+}
+
+static inline void slot_set(akv_qf *f, uint64_t i, uint64_t v)
+{
+    uint64_t *s = blkp(f, i >> 6) + f->mwords + 1;
+    uint64_t bit = (i & 63) * f->r, wi = bit >> 6, sh = bit & 63, m = rmask(f->r);
+    st(s + wi, (ld(s + wi) & ~(m << sh)) | (v << sh));
+    if (sh + f->r > 64) {
+        uint64_t m2 = m >> (64 - sh);
+        st(s + wi + 1, (ld(s + wi + 1) & ~m2) | (v >> (64 - sh)));
+    }
+}
+
+/* ---- 128-bit fingerprint helpers --------------------------------------- */
+
+static inline akv_u128 mask128(unsigned len)
+{
+    return len == 0 ? 0 : ~(akv_u128)0 << (128 - len);
+}
+static inline unsigned fp_len(const akv_qf *f, uint32_t k)
+{
+    return f->q + f->r + k * f->r;
+}
+static inline bool fp_prefix_of(const akv_qf *f, akv_qf_fp fp, akv_u128 x)
+{
+    return ((fp.s ^ x) & mask128(fp_len(f, fp.k))) == 0;
+}
+static inline akv_qf_fp make_fp(const akv_qf *f, akv_u128 x, uint32_t k)
+{
+    return (akv_qf_fp){x & mask128(fp_len(f, k)), k};
+}
+static inline unsigned lcp128(akv_u128 a, akv_u128 b)
+{
+    akv_u128 d = a ^ b;
+    uint64_t hi = (uint64_t)(d >> 64), lo = (uint64_t)d;
+    if (hi)
+        return (unsigned)__builtin_clzll(hi);
+    return lo ? 64 + (unsigned)__builtin_clzll(lo) : 128;
+}
+/* Fewest extension chunks whose fingerprint is longer than `lcp` bits. */
+static inline uint32_t chunks_for(const akv_qf *f, unsigned lcp)
+{
+    return lcp < f->q + f->r ? 0 : (lcp - f->q - f->r) / f->r + 1;
+}
+static inline uint64_t quo_of(const akv_qf *f, akv_u128 x)
+{
+    return (uint64_t)(x >> (128 - f->q));
+}
+static inline uint64_t rem_of(const akv_qf *f, akv_u128 x)
+{
+    return (uint64_t)(x >> (128 - f->q - f->r)) & rmask(f->r);
+}
+static inline uint64_t chunk_of(const akv_qf *f, akv_u128 x, uint32_t j)
+{
+    return (uint64_t)(x >> (128 - fp_len(f, j))) & rmask(f->r);
+}
+static inline akv_u128 mid_of(const akv_qf *f, akv_u128 x)
+{
+    return x & mask128(f->q + f->r);
+}
+
+static inline bool hash_lt(akv_hash a, akv_hash b)
+{
+    return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo);
+}
+
+/* ---- allocation --------------------------------------------------------- */
+
+uint32_t akv_qf_q_for(uint64_t n, double lf)
+{
+    if (!(lf > 0 && lf <= 1))
+        lf = 0.9;
+    double need = (double)n / lf;
+    uint32_t q = 6;
+    while (q < 58 && (double)(1ULL << q) < need)
+        q++;
+    return q;
+}
+
+int akv_qf_init(akv_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext)
+{
+    memset(f, 0, sizeof *f);
+    if (q < 6 || r < 1 || r > 32 || pbits > 32 || q + r + pbits > 64)
+        return AKV_EINVAL;
+    f->q = q;
+    f->r = r;
+    f->pbits = pbits;
+    f->mwords = ext ? 3 : 2;
+    f->bwords = f->mwords + 1 + r;
+    f->max_ext = (128 - pbits - q - r) / r;
+    f->nslots = 1ULL << q;
+    /* No wrap-around: an overflow tail of ~10·sqrt(nslots) slots (spec §2.1). */
+    uint64_t extra = (uint64_t)(10.0 * sqrt((double)f->nslots)) + 64;
+    f->xnslots = (f->nslots + extra + 63) & ~63ULL;
+    f->nblocks = f->xnslots / 64;
+    f->insert_limit = (uint64_t)(0.95 * (double)f->nslots);
+    f->adapt_limit = f->nslots;
+    f->w = calloc(f->nblocks * f->bwords, sizeof *f->w);
+    if (!f->w)
+        return AKV_ENOMEM;
+    f->bl_ok = true;
+    return AKV_OK;
+}
+
+void akv_qf_free(akv_qf *f)
+{
+    free(f->w);
+    free(f->scratch);
+    f->w = NULL;
+    f->scratch = NULL;
+}
+
+size_t akv_qf_memory(const akv_qf *f)
+{
+    return (size_t)(f->nblocks * f->bwords * sizeof(uint64_t));
+}
+
+/* ---- rank/select navigation -------------------------------------------- */
+
+static inline uint64_t select64(uint64_t w, uint64_t k)
+{
+    for (; k; k--)
+        w &= w - 1;
+    return (uint64_t)__builtin_ctzll(w);
+}
+
+/* Last slot of the record whose remainder is at e (skips extension slots). */
+static int64_t rec_end(const akv_qf *f, uint64_t e)
+{
+    if (f->mwords == 2)
+        return (int64_t)e;
+    uint64_t t = e + 1;
+    while (t < f->xnslots) {
+        uint64_t b = t >> 6, sh = t & 63;
+        uint64_t x = (extw(f, b) & ~rendw(f, b)) >> sh;
+        uint64_t ones = ~x ? (uint64_t)__builtin_ctzll(~x) : 64;
+        if (ones > 64 - sh)
+            ones = 64 - sh;
+        t += ones;
+        if (ones < 64 - sh)
+            break;
+    }
+    return (int64_t)t - 1;
+}
+
+/* End of the rank-th run end at or after pos (rank >= 1). */
+static int64_t select_end(const akv_qf *f, uint64_t pos, uint64_t rank)
+{
+    uint64_t b = pos >> 6, sh = pos & 63;
+    while (b < f->nblocks) {
+        uint64_t w = rendw(f, b) & ~extw(f, b);
+        w &= ~0ULL << sh;
+        uint64_t c = (uint64_t)__builtin_popcountll(w);
+        if (c >= rank)
+            return rec_end(f, b * 64 + select64(w, rank - 1));
+        rank -= c;
+        b++;
+        sh = 0;
+    }
+    return QF_BAD;
+}
+
+/* Last slot used by the runs whose home is <= i (below i when none reach
+ * i). Uses the block offset, so no cluster walk. */
+static int64_t last_used(const akv_qf *f, uint64_t i)
+{
+    uint64_t b = i >> 6, bi = i & 63;
+    uint64_t m = bi == 63 ? ~0ULL : (2ULL << bi) - 1;
+    uint64_t rank = (uint64_t)__builtin_popcountll(occw(f, b) & m);
+    uint64_t off = offw(f, b);
+    if (off > f->xnslots)
+        return QF_BAD;
+    if (rank == 0)
+        return (int64_t)(b * 64 + off) - 1;
+    return select_end(f, b * 64 + off, rank);
+}
+
+static int64_t run_start(const akv_qf *f, uint64_t home)
+{
+    if (home == 0)
+        return 0;
+    int64_t e = last_used(f, home - 1);
+    if (e == QF_BAD)
+        return QF_BAD;
+    return e + 1 > (int64_t)home ? e + 1 : (int64_t)home;
+}
+
+static int64_t first_empty(const akv_qf *f, uint64_t i)
+{
+    while (i < f->xnslots) {
+        int64_t t = last_used(f, i);
+        if (t == QF_BAD)
+            return QF_BAD;
+        if (t < (int64_t)i)
+            return (int64_t)i;
+        i = (uint64_t)t + 1;
+    }
+    return (int64_t)f->xnslots;
+}
+
+/* ---- query --------------------------------------------------------------- */
+
+static bool ext_match(const akv_qf *f, uint64_t i, uint64_t k, akv_u128 x)
+{
+    for (uint32_t j = 1; j <= k; j++)
+        if (slot_get(f, i + j) != chunk_of(f, x, j))
+            return false;
+    return true;
+}
+
+int akv_qf_lookup(const akv_qf *f, akv_hash h)
+{
+    akv_u128 x = akv_qf_stream(f, h);
+    uint64_t quo = quo_of(f, x), rem = rem_of(f, x);
+    if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
+        return 0;
+    int64_t s = run_start(f, quo);
+    if (s < 0)
+        return -1;
+    /* Walk the run: records are sorted, so stop at the first larger one. */
+    for (uint64_t i = (uint64_t)s;;) {
+        if (i >= f->xnslots)
+            return -1;
+        uint64_t v = slot_get(f, i);
+        uint64_t e = (uint64_t)rec_end(f, i);
+        if (e - i > f->max_ext)
+            return -1;
+        if (v == rem) {
+            if (e == i || ext_match(f, i, e - i, x))
+                return 1;
+        } else if (v > rem) {
+            return 0;
+        }
+        if (bit_get(f, W_REND, i))
+            return 0;
+        i = e + 1;
+    }
+}
+
+unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h)
+{
+    akv_u128 x = akv_qf_stream(f, h);
+    uint64_t quo = quo_of(f, x);
+    if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
+        return 1;
+    int64_t s = run_start(f, quo);
+    if (s < 0)
+        return 1;
+    int64_t e = last_used(f, quo);
+    /* occupieds + offset + runends(+extensions) per block, and the slots */
+    uint64_t blocks = (uint64_t)(e < s ? s : e) / 64 - quo / 64 + 1;
+    uint64_t slots = (uint64_t)(e >= s ? e - s + 1 : 1);
+    return (unsigned)(2 + blocks * (f->mwords - 1) + (slots * f->r + 63) / 64);
+}
+
+/* ---- run decoding -------------------------------------------------------- */
+
+typedef struct fpvec {
+    akv_qf_fp *v;
+    size_t n, cap;
+    akv_qf_fp small[16];
+} fpvec;
+
+static void fv_init(fpvec *v)
+{
+    v->v = v->small;
+    v->n = 0;
+    v->cap = 16;
+}
+static void fv_free(fpvec *v)
+{
+    if (v->v != v->small)
+        free(v->v);
+}
+static int fv_push(fpvec *v, akv_qf_fp fp)
+{
+    if (v->n == v->cap) {
+        size_t nc = v->cap * 2;
+        akv_qf_fp *nv = malloc(nc * sizeof *nv);
+        if (!nv)
+            return AKV_ENOMEM;
+        memcpy(nv, v->v, v->n * sizeof *nv);
+        fv_free(v);
+        v->v = nv;
+        v->cap = nc;
+    }
+    v->v[v->n++] = fp;
+    return AKV_OK;
+}
+static int fv_insert(fpvec *v, size_t at, akv_qf_fp fp)
+{
+    int rc = fv_push(v, fp);
+    if (rc == AKV_OK) {
+        memmove(v->v + at + 1, v->v + at, (v->n - 1 - at) * sizeof *v->v);
+        v->v[at] = fp;
+    }
+    return rc;
+}
+
+/* The record whose remainder is at slot i, as a fingerprint; *end = its last slot. */
+static akv_qf_fp read_record(const akv_qf *f, uint64_t home, uint64_t i, uint64_t *end)
+{
+    uint64_t e = (uint64_t)rec_end(f, i);
+    akv_qf_fp fp;
+    fp.k = (uint32_t)(e - i);
+    fp.s = ((akv_u128)home << (128 - f->q)) | ((akv_u128)slot_get(f, i) << (128 - f->q - f->r));
+    for (uint32_t j = 1; j <= fp.k && j <= f->max_ext; j++)
+        fp.s |= (akv_u128)slot_get(f, i + j) << (128 - fp_len(f, j));
+    *end = e;
+    return fp;
+}
+
+/* Decode the run of `home` (which must be occupied) starting at slot s. */
+static int decode_run_at(const akv_qf *f, uint64_t home, uint64_t s, uint64_t *len, fpvec *out)
+{
+    uint64_t i = s, e = s;
+    for (;;) {
+        if (i >= f->xnslots)
+            return AKV_ECORRUPT;
+        int rc = fv_push(out, read_record(f, home, i, &e));
+        if (rc != AKV_OK)
+            return rc;
+        if (bit_get(f, W_REND, i))
+            break;
+        i = e + 1;
+    }
+    *len = e + 1 - s;
+    return AKV_OK;
+}
+
+/* Start and length (0 when empty) of the run of `home`, and its records. */
+static int load_run(const akv_qf *f, uint64_t home, uint64_t *s, uint64_t *len, fpvec *out)
+{
+    int64_t st0 = run_start(f, home);
+    if (st0 < 0)
+        return AKV_ECORRUPT;
+    *s = (uint64_t)st0;
+    *len = 0;
+    if (!bit_get(f, W_OCC, home))
+        return AKV_OK;
+    return decode_run_at(f, home, *s, len, out);
+}
+
+/* ---- writing runs -------------------------------------------------------- */
+
+static void slot_move(akv_qf *f, uint64_t from, uint64_t to)
+{
+    slot_set(f, to, slot_get(f, from));
+    bit_put(f, W_REND, to, bit_get(f, W_REND, from));
+    bit_put(f, W_EXT, to, bit_get(f, W_EXT, from));
+}
+
+static void slot_clear(akv_qf *f, uint64_t i)
+{
+    slot_set(f, i, 0);
+    bit_put(f, W_REND, i, false);
+    bit_put(f, W_EXT, i, false);
+}
+
+/* Open `delta` blank slots at pos for the run of `home`: the slots up to
+ * each of the next delta empty slots move right (spec §3 insert_one_slot,
+ * done for all delta at once), and the offset of every block the shift
+ * enters grows by one per shift. */
+static int make_room(akv_qf *f, uint64_t home, uint64_t pos, uint64_t delta)
+{
+    uint64_t small[8], *es = delta <= 8 ? small : malloc(delta * sizeof *es);
+    if (!es)
+        return AKV_ENOMEM;
+    int rc = AKV_OK;
+    uint64_t x = pos;
+    for (uint64_t j = 0; j < delta && rc == AKV_OK; j++) {
+        int64_t e = first_empty(f, x);
+        if (e < 0 || (uint64_t)e >= f->xnslots)
+            rc = AKV_EFULL;
+        else
+            es[j] = (uint64_t)e, x = (uint64_t)e + 1;
+    }
+    for (uint64_t j = delta; j-- > 0 && rc == AKV_OK;) {
+        uint64_t lo = j == 0 ? pos : es[j - 1] + 1, sh = delta - j;
+        for (uint64_t i = es[j]; i-- > lo;)
+            slot_move(f, i, i + sh);
+    }
+    for (uint64_t j = 0; j < delta && rc == AKV_OK; j++) {
+        slot_clear(f, pos + j);
+        for (uint64_t b = (home >> 6) + 1; b <= es[j] >> 6; b++)
+            set_off(f, b, offw(f, b) + 1);
+    }
+    if (es != small)
+        free(es);
+    return rc;
+}
+
+/* Write the records of a run from slot s on; the last carries the run end. */
+static void write_records(akv_qf *f, uint64_t s, const akv_qf_fp *fps, size_t n)
+{
+    uint64_t i = s;
+    for (size_t t = 0; t < n; t++) {
+        slot_set(f, i, rem_of(f, fps[t].s));
+        bit_put(f, W_REND, i, t + 1 == n);
+        bit_put(f, W_EXT, i, false);
+        i++;
+        for (uint32_t j = 1; j <= fps[t].k; j++, i++) {
+            slot_set(f, i, chunk_of(f, fps[t].s, j));
+            bit_put(f, W_REND, i, false);
+            bit_put(f, W_EXT, i, true);
+        }
+    }
+}
+
+static uint64_t slots_of(const akv_qf_fp *fps, size_t n)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; i < n; i++)
+        t += 1 + fps[i].k;
+    return t;
+}
+
+typedef struct tail_run {
+    uint64_t home, off, len;
+} tail_run;
+
+/* Split raw slots into runs: a run ends after the record whose remainder
+ * has the run-end bit; its home is the next occupied quotient. */
+static size_t split_runs(const akv_qf *f, uint64_t home, const uint8_t *fl, uint64_t n, tail_run *runs)
+{
+    size_t nr = 0;
+    uint64_t h = home;
+    for (uint64_t i = 0; i < n;) {
+        do
+            h++;
+        while (h < f->xnslots && !bit_get(f, W_OCC, h));
+        uint64_t st0 = i;
+        for (;;) {
+            bool re = fl[i] & 1;
+            i++;
+            while (i < n && (fl[i] & 2) && !(fl[i] & 1))
+                i++;
+            if (re || i >= n)
+                break;
+        }
+        runs[nr++] = (tail_run){h, st0, i - st0};
+    }
+    return nr;
+}
+
+/* Offsets of the blocks starting in (home, e]: the end of the last run with
+ * an earlier home. Runs before `home` end at run_s - 1 when the modified run
+ * was pushed off its home, else before home. */
+static void fix_offsets(akv_qf *f, uint64_t home, int64_t own_end, uint64_t run_s, uint64_t e,
+                        const tail_run *runs, const uint64_t *ends, size_t nr)
+{
+    int64_t before = own_end >= 0 ? own_end : (run_s > home ? (int64_t)run_s - 1 : -1);
+    size_t t = 0;
+    for (uint64_t b = (home >> 6) + 1; b <= (e >> 6) && b < f->nblocks; b++) {
+        uint64_t base = b * 64;
+        while (t < nr && runs[t].home < base)
+            t++;
+        int64_t last = t > 0 ? (int64_t)ends[t - 1] : before;
+        set_off(f, b, last + 1 > (int64_t)base ? (uint64_t)(last + 1) - base : 0);
+    }
+}
+
+/* After a run shrank to end at own_end (-1: it is gone): move the rest of
+ * its cluster (raw slots [from, e)) back to canonical places — each run at
+ * max(home, end of previous run + 1), the layout inserts keep — clear what
+ * is left, and recompute the offsets in between. */
+static int compact_tail(akv_qf *f, uint64_t home, uint64_t run_s, int64_t own_end, uint64_t from, uint64_t e)
+{
+    uint64_t n = e - from;
+    uint64_t *val = malloc((n + 1) * sizeof *val), *ends = malloc((n + 1) * sizeof *ends);
+    uint8_t *fl = malloc(n + 1);
+    tail_run *runs = malloc((n + 1) * sizeof *runs);
+    if (!val || !fl || !runs || !ends) {
+        free(val), free(fl), free(runs), free(ends);
+        return AKV_ENOMEM;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        val[i] = slot_get(f, from + i);
+        fl[i] = (uint8_t)(bit_get(f, W_REND, from + i) | (bit_get(f, W_EXT, from + i) << 1));
+    }
+    size_t nr = split_runs(f, home, fl, n, runs);
+    uint64_t cur = own_end >= 0 ? (uint64_t)own_end + 1 : run_s;
+    for (size_t t = 0; t < nr; t++) {
+        uint64_t p = runs[t].home > cur ? runs[t].home : cur;
+        for (uint64_t j = cur; j < p; j++) /* a run back at its home leaves a gap */
+            slot_clear(f, j);
+        for (uint64_t j = 0; j < runs[t].len; j++) {
+            slot_set(f, p + j, val[runs[t].off + j]);
+            bit_put(f, W_REND, p + j, fl[runs[t].off + j] & 1);
+            bit_put(f, W_EXT, p + j, fl[runs[t].off + j] & 2);
+        }
+        cur = p + runs[t].len;
+        ends[t] = cur - 1;
+    }
+    for (uint64_t j = cur; j < e; j++)
+        slot_clear(f, j);
+    fix_offsets(f, home, own_end, run_s, e, runs, ends, nr);
+    free(ends), free(val), free(fl), free(runs);
+    return AKV_OK;
+}
+
+/* Replace the run of `home` (at slot s, old_len slots, 0 if absent) with
+ * the records fps[0..n). Everything else keeps its canonical place. */
+static int replace_run(akv_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akv_qf_fp *fps, size_t n)
+{
+    uint64_t new_len = slots_of(fps, n);
+    int64_t e = 0;
+    if (new_len > old_len) {
+        int rc = make_room(f, home, s + old_len, new_len - old_len);
+        if (rc != AKV_OK)
+            return rc;
+    } else if (new_len < old_len) {
+        e = first_empty(f, s + old_len);
+        if (e < 0)
+            return AKV_ECORRUPT;
+    }
+    write_records(f, s, fps, n);
+    bit_put(f, W_OCC, home, n > 0);
+    if (new_len < old_len) {
+        int64_t own_end = n ? (int64_t)(s + new_len) - 1 : -1;
+        int rc = compact_tail(f, home, s, own_end, s + old_len, (uint64_t)e);
+        if (rc != AKV_OK)
+            return rc;
+    }
+    f->used = f->used + new_len - old_len;
+    f->bl_ok = false;
+    return AKV_OK;
+}
+
+/* ---- insert / remove ----------------------------------------------------- */
+
+static uint64_t ext_total(const akv_qf_fp *fps, size_t n)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; i < n; i++)
+        t += fps[i].k;
+    return t;
+}
+
+static void note_prefix(akv_qf *f, akv_hash h)
+{
+    if (f->nitems == 0 && f->pbits)
+        f->prefix = h.hi & ~(~0ULL >> f->pbits);
+}
+
+/* Where x goes in the run and with which fingerprint (Lemma 2). */
+static size_t place_new(const akv_qf *f, const fpvec *run, akv_u128 x, akv_qf_fp *nf)
+{
+    size_t before = 0;
+    uint32_t k = 0;
+    for (size_t i = 0; i < run->n; i++) {
+        akv_qf_fp fp = run->v[i];
+        if (fp_prefix_of(f, fp, x)) {
+            *nf = fp;
+            return i;
+        }
+        unsigned l = lcp128(fp.s, x);
+        uint32_t need = chunks_for(f, l);
+        k = need > k ? need : k;
+        before += fp.s < (x & mask128(fp_len(f, fp.k)));
+    }
+    *nf = make_fp(f, x, k);
+    return before;
+}
+
+int akv_qf_insert(akv_qf *f, akv_hash h)
+{
+    akv_u128 x = akv_qf_stream(f, h);
+    uint64_t home = quo_of(f, x), s, len;
+    fpvec run;
+    fv_init(&run);
+    int rc = load_run(f, home, &s, &len, &run);
+    akv_qf_fp nf;
+    size_t at = rc == AKV_OK ? place_new(f, &run, x, &nf) : 0;
+    if (rc == AKV_OK && f->mwords == 2 && nf.k)
+        rc = AKV_ECORRUPT; /* a plain QF never holds extended records */
+    if (rc == AKV_OK && f->used + 1 + nf.k > f->insert_limit)
+        rc = AKV_EFULL;
+    if (rc == AKV_OK)
+        rc = fv_insert(&run, at, nf);
+    if (rc == AKV_OK)
+        rc = replace_run(f, home, s, len, run.v, run.n);
+    if (rc == AKV_OK) {
+        note_prefix(f, h);
+        f->nitems++;
+        f->ext_slots += nf.k;
+    }
+    fv_free(&run);
+    return rc;
+}
+
+int akv_qf_remove(akv_qf *f, akv_hash h)
+{
+    akv_u128 x = akv_qf_stream(f, h);
+    uint64_t home = quo_of(f, x), s, len;
+    fpvec run;
+    fv_init(&run);
+    int rc = load_run(f, home, &s, &len, &run);
+    size_t i = 0;
+    while (rc == AKV_OK && i < run.n && !fp_prefix_of(f, run.v[i], x))
+        i++;
+    if (rc == AKV_OK && i == run.n)
+        rc = AKV_NOTFOUND;
+    if (rc == AKV_OK) {
+        uint32_t k = run.v[i].k;
+        memmove(run.v + i, run.v + i + 1, (run.n - i - 1) * sizeof *run.v);
+        run.n--;
+        rc = replace_run(f, home, s, len, run.v, run.n);
+        if (rc == AKV_OK) {
+            f->nitems--;
+            f->ext_slots -= k;
+        }
+    }
+    fv_free(&run);
+    return rc;
+}
+
+/* ---- adaptation ------------------------------------------------------------ */
+
+typedef struct owners {
+    akv_hash *v;
+    size_t n, cap;
+} owners;
+
+static int owners_push(void *arg, akv_hash h)
+{
+    owners *o = arg;
+    if (o->n == o->cap) {
+        size_t nc = o->cap ? o->cap * 2 : 16;
+        akv_hash *nv = realloc(o->v, nc * sizeof *nv);
+        if (!nv)
+            return AKV_ENOMEM;
+        o->v = nv;
+        o->cap = nc;
+    }
+    o->v[o->n++] = h;
+    return 0;
+}
+
+/* Restore invariant N among records whose owners are known: the shorter of
+ * any nested pair grows with its own owner's bits until the pair differs
+ * or is identical. Lengths only grow, so this terminates. */
+static void fix_nesting(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n)
+{
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n; j++) {
+                if (fp[i].k == fp[j].k)
+                    continue;
+                size_t a = fp[i].k < fp[j].k ? i : j, b = a == i ? j : i;
+                if (!fp_prefix_of(f, fp[a], fp[b].s))
+                    continue;
+                uint32_t need = chunks_for(f, lcp128(own[a], own[b]));
+                fp[a] = make_fp(f, own[a], need < fp[b].k ? need : fp[b].k);
+                changed = true;
+            }
+    }
+}
+
+/* The minirun of x inside a decoded run: [*a, *b). */
+static void minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t *a, size_t *b)
+{
+    akv_u128 m = mid_of(f, x);
+    size_t i = 0;
+    while (i < run->n && mid_of(f, run->v[i].s) < m)
+        i++;
+    *a = i;
+    while (i < run->n && mid_of(f, run->v[i].s) == m)
+        i++;
+    *b = i;
+}
+
+/* Owners of the minirun [a, b) from the reverse map, as streams; checks that
+ * they are exactly as many as the records and each owns its record. */
+static int minirun_owners(const akv_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
+                          owners *o, akv_u128 **streams)
+{
+    int rc = rm->scan(rm, h.hi, f->pbits + f->q + f->r, owners_push, o);
+    if (rc != AKV_OK)
+        return rc < 0 ? rc : AKV_EIO;
+    if (o->n != b - a)
+        return AKV_ECORRUPT;
+    akv_u128 *sv = malloc((o->n + 1) * sizeof *sv);
+    if (!sv)
+        return AKV_ENOMEM;
+    for (size_t i = 0; i < o->n; i++) {
+        sv[i] = akv_qf_stream(f, o->v[i]);
+        if (!fp_prefix_of(f, run->v[a + i], sv[i])) {
+            free(sv);
+            return AKV_ECORRUPT;
+        }
+    }
+    *streams = sv;
+    return AKV_OK;
+}
+
+static bool is_owner(const owners *o, akv_hash h)
+{
+    for (size_t i = 0; i < o->n; i++)
+        if (o->v[i].hi == h.hi && o->v[i].lo == h.lo)
+            return true;
+    return false;
+}
+
+/* Extend the matching group of [a, b) against query x (Lemma 4). */
+static bool extend_group(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n, akv_u128 x)
+{
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!fp_prefix_of(f, fp[i], x))
+            continue;
+        uint32_t need = chunks_for(f, lcp128(own[i], x));
+        if (need > f->max_ext)
+            need = f->max_ext; /* the hash has no more bits: cannot be told apart */
+        if (need > fp[i].k) {
+            fp[i] = make_fp(f, own[i], need);
+            any = true;
+        }
+    }
+    fix_nesting(f, fp, own, n);
+    return any;
+}
+
+int akv_qf_adapt(akv_qf *f, akv_hash h, akv_revmap *rm)
+{
+    if (f->mwords == 2 || !rm)
+        return AKV_ENOTSUP;
+    akv_u128 x = akv_qf_stream(f, h);
+    uint64_t home = quo_of(f, x), s, len;
+    fpvec run;
+    fv_init(&run);
+    owners o = {0};
+    akv_u128 *own = NULL;
+    size_t a = 0, b = 0;
+    int rc = load_run(f, home, &s, &len, &run);
+    if (rc == AKV_OK)
+        minirun_range(f, &run, x, &a, &b);
+    bool hit = false;
+    for (size_t i = a; rc == AKV_OK && i < b; i++)
+        hit |= fp_prefix_of(f, run.v[i], x);
+    if (rc == AKV_OK && !hit)
+        rc = AKV_NOTFOUND;
+    if (rc == AKV_OK)
+        rc = minirun_owners(f, h, &run, a, b, rm, &o, &own);
+    if (rc == AKV_OK && is_owner(&o, h))
+        rc = AKV_NOTFOUND; /* a stored key, not a false positive */
+    uint64_t old_ext = ext_total(run.v + a, b - a);
+    if (rc == AKV_OK && !extend_group(f, run.v + a, own, b - a, x))
+        rc = AKV_NOTFOUND;
+    uint64_t add = rc == AKV_OK ? ext_total(run.v + a, b - a) - old_ext : 0;
+    if (rc == AKV_OK && f->used + add > f->adapt_limit)
+        rc = AKV_EFULL;
+    if (rc == AKV_OK)
+        rc = replace_run(f, home, s, len, run.v, run.n);
+    if (rc == AKV_OK) {
+        f->ext_slots += add;
+        f->adaptations++;
+    }
+    free(own);
+    free(o.v);
+    fv_free(&run);
+    return rc;
+}
+
+/* Shortest extension counts that keep record i apart from every other owner
+ * and from the deleted key, never longer than it was. */
+static void shorten_minirun(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n, akv_u128 gone)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t need = chunks_for(f, lcp128(own[i], gone));
+        for (size_t j = 0; j < n; j++)
+            if (j != i) {
+                uint32_t c = chunks_for(f, lcp128(own[i], own[j]));
+                need = c > need ? c : need;
+            }
+        if (need < fp[i].k)
+            fp[i] = make_fp(f, own[i], need);
+    }
+    fix_nesting(f, fp, own, n);
+}
+
+int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten)
+{
+    if (!rm)
+        return AKV_EINVAL;
+    akv_u128 x = akv_qf_stream(f, h);
+    uint64_t home = quo_of(f, x), s, len;
+    fpvec run;
+    fv_init(&run);
+    owners o = {0};
+    akv_u128 *own = NULL;
+    size_t a = 0, b = 0, t = 0;
+    int rc = load_run(f, home, &s, &len, &run);
+    if (rc == AKV_OK)
+        minirun_range(f, &run, x, &a, &b);
+    if (rc == AKV_OK && a == b)
+        rc = AKV_NOTFOUND;
+    if (rc == AKV_OK)
+        rc = minirun_owners(f, h, &run, a, b, rm, &o, &own);
+    while (rc == AKV_OK && t < o.n && (o.v[t].hi != h.hi || o.v[t].lo != h.lo))
+        t++;
+    if (rc == AKV_OK && t == o.n)
+        rc = AKV_NOTFOUND;
+    uint64_t old_ext = rc == AKV_OK ? ext_total(run.v + a, b - a) : 0;
+    if (rc == AKV_OK) {
+        memmove(run.v + a + t, run.v + a + t + 1, (run.n - a - t - 1) * sizeof *run.v);
+        memmove(own + t, own + t + 1, (o.n - t - 1) * sizeof *own);
+        run.n--;
+        b--;
+        if (shorten)
+            shorten_minirun(f, run.v + a, own, b - a, x);
+        rc = replace_run(f, home, s, len, run.v, run.n);
+    }
+    if (rc == AKV_OK) {
+        f->ext_slots -= old_ext - ext_total(run.v + a, b - a);
+        f->nitems--;
+    }
+    free(own);
+    free(o.v);
+    fv_free(&run);
+    return rc;
+}
+
+/* ---- sequential writer: bulk load, merge, rebuild ------------------------ */
+
+/* Append one record after everything written so far (records must come in
+ * ascending order). Offsets are set as slots land past their home block. */
+static int emit(akv_qf *f, uint64_t home, akv_qf_fp fp)
+{
+    bool same = f->nitems > 0 && home == f->bl_home;
+    uint64_t pos = same ? f->bl_cur : (home > f->bl_cur ? home : f->bl_cur);
+    if (pos + 1 + fp.k > f->xnslots)
+        return AKV_EFULL;
+    if (same)
+        bit_put(f, W_REND, f->bl_last_rem, false);
+    else
+        bit_put(f, W_OCC, home, true);
+    akv_qf_fp one = fp;
+    write_records(f, pos, &one, 1);
+    for (uint64_t p = pos; p <= pos + fp.k; p++)
+        if ((p >> 6) > (home >> 6))
+            set_off(f, p >> 6, (p & 63) + 1);
+    f->bl_home = home;
+    f->bl_last_rem = pos;
+    f->bl_cur = pos + 1 + fp.k;
+    f->used += 1 + fp.k;
+    f->ext_slots += fp.k;
+    f->nitems++;
+    return AKV_OK;
+}
+
+int akv_qf_bulk_add(akv_qf *f, akv_hash h)
+{
+    akv_u128 x = akv_qf_stream(f, h);
+    if (!f->bl_ok || (f->nitems > 0 && x < f->bl_last))
+        return AKV_EINVAL;
+    if (f->used + 1 > f->insert_limit)
+        return AKV_EFULL;
+    note_prefix(f, h);
+    int rc = emit(f, quo_of(f, x), make_fp(f, x, 0));
+    if (rc == AKV_OK)
+        f->bl_last = x;
+    return rc;
+}
+
+/* Sequential reader over runs (canonical layout: run at max(home, cur)). */
+typedef struct reader {
+    const akv_qf *f;
+    uint64_t next, cur;
+} reader;
+
+static bool next_home(const akv_qf *f, uint64_t *h)
+{
+    uint64_t i = *h;
+    while (i < f->xnslots) {
+        uint64_t w = occw(f, i >> 6) >> (i & 63);
+        if (w) {
+            *h = i + (uint64_t)__builtin_ctzll(w);
+            return *h < f->xnslots;
+        }
+        i = (i | 63) + 1;
+    }
+    return false;
+}
+
+/* Next run's records into out (cleared); false at the end. */
+static int read_next_run(reader *rd, uint64_t *home, fpvec *out)
+{
+    out->n = 0;
+    uint64_t h = rd->next;
+    if (!next_home(rd->f, &h))
+        return AKV_NOTFOUND;
+    uint64_t s = h > rd->cur ? h : rd->cur, len = 0;
+    int rc = decode_run_at(rd->f, h, s, &len, out);
+    rd->cur = s + len;
+    rd->next = h + 1;
+    *home = h;
+    return rc;
+}
+
+int akv_qf_foreach(const akv_qf *f, akv_qf_visit_fn fn, void *arg)
+{
+    reader rd = {f, 0, 0};
+    fpvec run;
+    fv_init(&run);
+    uint64_t home;
+    int rc;
+    while ((rc = read_next_run(&rd, &home, &run)) == AKV_OK)
+        for (size_t i = 0; i < run.n && rc == AKV_OK; i++)
+            rc = fn(arg, home, run.v[i]);
+    fv_free(&run);
+    return rc == AKV_NOTFOUND ? AKV_OK : rc;
+}
+
+static int cmp_fp(const void *pa, const void *pb)
+{
+    const akv_qf_fp *a = pa, *b = pb;
+    if (a->s != b->s)
+        return a->s < b->s ? -1 : 1;
+    return (a->k > b->k) - (a->k < b->k);
+}
+
+/* Re-split fingerprints for out's (q, r) keeping their bits (never more
+ * than they have), then cut every record back to the shortest fingerprint
+ * of its minirun that is its prefix: this restores N without owners. */
+static void canon_no_owners(const akv_qf *out, akv_qf_fp *v, size_t n, const akv_qf *in)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned bits = fp_len(in, v[i].k);
+        uint32_t k = (bits - out->q - out->r) / out->r;
+        v[i] = make_fp(out, v[i].s, k < out->max_ext ? k : out->max_ext);
+    }
+    for (size_t i = 0; i < n; i++) {
+        akv_qf_fp best = v[i];
+        for (size_t j = 0; j < n; j++)
+            if (v[j].k < best.k && fp_prefix_of(out, v[j], v[i].s))
+                best = v[j];
+        v[i] = best;
+    }
+    qsort(v, n, sizeof *v, cmp_fp);
+}
+
+static int emit_all(akv_qf *out, const akv_qf_fp *v, size_t n)
+{
+    int rc = AKV_OK;
+    for (size_t i = 0; i < n && rc == AKV_OK; i++)
+        rc = emit(out, quo_of(out, v[i].s), v[i]);
+    return rc;
+}
+
+int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out)
+{
+    if (a->q != b->q || a->r != b->r || a->pbits != b->pbits || out->pbits != a->pbits || out->nitems ||
+        out->q < a->q || out->q + out->r != a->q + a->r || out->mwords < a->mwords || out->mwords < b->mwords)
+        return AKV_EINVAL;
+    reader ra = {a, 0, 0}, rb = {b, 0, 0};
+    fpvec va, vb, all;
+    fv_init(&va), fv_init(&vb), fv_init(&all);
+    uint64_t ha = 0, hb = 0;
+    int rca = read_next_run(&ra, &ha, &va), rcb = read_next_run(&rb, &hb, &vb), rc = AKV_OK;
+    while (rc == AKV_OK && (rca == AKV_OK || rcb == AKV_OK)) {
+        /* One home of the inputs at a time; its records go out in order. */
+        uint64_t h = rca != AKV_OK ? hb : rcb != AKV_OK ? ha : (ha < hb ? ha : hb);
+        all.n = 0;
+        for (size_t i = 0; rca == AKV_OK && ha == h && i < va.n && rc == AKV_OK; i++)
+            rc = fv_push(&all, va.v[i]);
+        for (size_t i = 0; rcb == AKV_OK && hb == h && i < vb.n && rc == AKV_OK; i++)
+            rc = fv_push(&all, vb.v[i]);
+        if (rca == AKV_OK && ha == h)
+            rca = read_next_run(&ra, &ha, &va);
+        if (rcb == AKV_OK && hb == h)
+            rcb = read_next_run(&rb, &hb, &vb);
+        if (rc == AKV_OK) {
+            canon_no_owners(out, all.v, all.n, a);
+            rc = emit_all(out, all.v, all.n);
+        }
+    }
+    if (rc == AKV_OK && ((rca != AKV_OK && rca != AKV_NOTFOUND) || (rcb != AKV_OK && rcb != AKV_NOTFOUND)))
+        rc = AKV_ECORRUPT;
+    if (rc == AKV_OK) {
+        out->prefix = a->nitems ? a->prefix : b->prefix;
+        out->adaptations = a->adaptations + b->adaptations;
+    }
+    out->bl_ok = false;
+    fv_free(&va), fv_free(&vb), fv_free(&all);
+    return rc;
+}
+
+/* ---- rebuild with owners (resize, exact merge) --------------------------- */
+
+typedef struct collect {
+    akv_qf_fp *v;
+    size_t n, cap;
+} collect;
+
+static int collect_fp(void *arg, uint64_t home, akv_qf_fp fp)
+{
+    (void)home;
+    collect *c = arg;
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 1024;
+        akv_qf_fp *nv = realloc(c->v, nc * sizeof *nv);
+        if (!nv)
+            return AKV_ENOMEM;
+        c->v = nv;
+        c->cap = nc;
+    }
+    c->v[c->n++] = fp;
+    return AKV_OK;
+}
+
+/* Every key of the reverse map (one sorted pass over the shard). */
+static int all_owners(const akv_qf *f, akv_revmap *rm, owners *o)
+{
+    if (f->pbits)
+        return rm->scan(rm, f->prefix, f->pbits, owners_push, o);
+    int rc = rm->scan(rm, 0, 1, owners_push, o);
+    return rc == AKV_OK ? rm->scan(rm, 1ULL << 63, 1, owners_push, o) : rc;
+}
+
+/* New fingerprint for an owner: at least the bits the old one had. */
+static akv_qf_fp regrow(const akv_qf *out, const akv_qf *in, akv_qf_fp old, akv_u128 own)
+{
+    unsigned bits = fp_len(in, old.k), base = out->q + out->r;
+    uint32_t k = bits <= base ? 0 : (bits - base + out->r - 1) / out->r;
+    return make_fp(out, own, k < out->max_ext ? k : out->max_ext);
+}
+
+/* Emit one new minirun after restoring N with its owners. */
+static int flush_group(akv_qf *out, akv_qf_fp *fp, akv_u128 *own, size_t n)
+{
+    fix_nesting(out, fp, own, n);
+    return emit_all(out, fp, n);
+}
+
+/* One input of a rebuild: its records zipped with its owners (same order). */
+typedef struct src {
+    collect c;
+    owners o;
+} src;
+
+static int load_src(const akv_qf *in, akv_revmap *rm, const akv_qf *out, src *sr)
+{
+    int rc = akv_qf_foreach(in, collect_fp, &sr->c);
+    if (rc == AKV_OK)
+        rc = all_owners(in, rm, &sr->o);
+    if (rc == AKV_OK && sr->o.n != sr->c.n)
+        rc = AKV_ECORRUPT;
+    for (size_t i = 0; rc == AKV_OK && i < sr->c.n; i++) {
+        akv_u128 x = akv_qf_stream(in, sr->o.v[i]);
+        if (!fp_prefix_of(in, sr->c.v[i], x))
+            rc = AKV_ECORRUPT;
+        else
+            sr->c.v[i] = regrow(out, in, sr->c.v[i], akv_qf_stream(out, sr->o.v[i]));
+    }
+    return rc;
+}
+
+/* Interleave the inputs by owner hash into (fp, owner stream) arrays. */
+static int interleave(const akv_qf *out, src *sv, int nin, akv_qf_fp *fp, akv_u128 *own)
+{
+    size_t i = 0, j = 0, t = 0, ni = sv[0].c.n, nj = nin > 1 ? sv[1].c.n : 0;
+    while (i < ni || j < nj) {
+        bool take_a = j >= nj || (i < ni && !hash_lt(sv[1].o.v[j], sv[0].o.v[i]));
+        src *s = take_a ? &sv[0] : &sv[1];
+        size_t k = take_a ? i++ : j++;
+        fp[t] = s->c.v[k];
+        own[t++] = akv_qf_stream(out, s->o.v[k]);
+    }
+    return AKV_OK;
+}
+
+int akv_qf_rebuild2(const akv_qf *const *in, akv_revmap *const *rm, int nin, akv_qf *out)
+{
+    for (int k = 0; k < nin; k++)
+        if (!rm[k] || out->pbits != in[k]->pbits || out->mwords < in[k]->mwords)
+            return AKV_EINVAL;
+    if (out->nitems)
+        return AKV_EINVAL;
+    src sv[2] = {{{0}, {0}}, {{0}, {0}}};
+    int rc = AKV_OK;
+    for (int k = 0; k < nin && rc == AKV_OK; k++)
+        rc = load_src(in[k], rm[k], out, &sv[k]);
+    size_t n = sv[0].c.n + (nin > 1 ? sv[1].c.n : 0);
+    akv_qf_fp *fp = malloc((n + 1) * sizeof *fp);
+    akv_u128 *own = malloc((n + 1) * sizeof *own);
+    if (rc == AKV_OK && (!fp || !own))
+        rc = AKV_ENOMEM;
+    if (rc == AKV_OK)
+        rc = interleave(out, sv, nin, fp, own);
+    /* Records are in owner order; a new minirun is a contiguous slice. */
+    for (size_t i = 0, j; rc == AKV_OK && i < n; i = j) {
+        for (j = i + 1; j < n && mid_of(out, own[j]) == mid_of(out, own[i]);)
+            j++;
+        rc = flush_group(out, fp + i, own + i, j - i);
+    }
+    if (rc == AKV_OK) {
+        out->prefix = in[0]->nitems || nin < 2 ? in[0]->prefix : in[1]->prefix;
+        for (int k = 0; k < nin; k++)
+            out->adaptations += in[k]->adaptations;
+    }
+    out->bl_ok = false;
+    for (int k = 0; k < 2; k++)
+        free(sv[k].c.v), free(sv[k].o.v);
+    free(fp), free(own);
+    return rc;
+}
+
+int akv_qf_rebuild(const akv_qf *in, akv_revmap *rm, akv_qf *out)
+{
+    return akv_qf_rebuild2(&in, &rm, 1, out);
+}
+
+/* ---- validation, FPR, serialization -------------------------------------- */
+
+static bool slot_empty(const akv_qf *f, uint64_t i)
+{
+    return slot_get(f, i) == 0 && !bit_get(f, W_REND, i) && !bit_get(f, W_EXT, i);
+}
+
+typedef struct vstate {
+    uint64_t cur, used, items, ext;
+    uint64_t *off;
+} vstate;
+
+/* Check one run starting at s; returns its last slot or QF_BAD. */
+static int64_t check_run(const akv_qf *f, uint64_t home, uint64_t s, vstate *vs)
+{
+    akv_qf_fp prev = {0, 0};
+    for (uint64_t i = s, n = 0;; n++) {
+        if (i >= f->xnslots || bit_get(f, W_EXT, i))
+            return QF_BAD;
+        uint64_t e;
+        akv_qf_fp fp = read_record(f, home, i, &e);
+        for (uint64_t j = i + 1; j <= e; j++)
+            if (bit_get(f, W_REND, j))
+                return QF_BAD; /* counter slots are not part of this format */
+        if (e + 1 < f->xnslots && bit_get(f, W_EXT, e + 1) && bit_get(f, W_REND, e + 1))
+            return QF_BAD;
+        if (fp.k > f->max_ext || (n && (fp.s < prev.s)))
+            return QF_BAD;
+        /* invariant N between neighbours of one minirun */
+        if (n && mid_of(f, fp.s) == mid_of(f, prev.s) && fp.k != prev.k &&
+            (fp_prefix_of(f, prev, fp.s) || fp_prefix_of(f, fp, prev.s)))
+            return QF_BAD;
+        vs->items++;
+        vs->ext += fp.k;
+        vs->used += 1 + fp.k;
+        prev = fp;
+        if (bit_get(f, W_REND, i))
+            return (int64_t)e;
+        i = e + 1;
+    }
+}
+
+int akv_qf_validate(const akv_qf *f)
+{
+    vstate vs = {0, 0, 0, 0, calloc(f->nblocks, sizeof(uint64_t))};
+    if (!vs.off)
+        return AKV_ENOMEM;
+    int rc = AKV_OK;
+    uint64_t h = 0;
+    while (rc == AKV_OK && next_home(f, &h)) {
+        if (h >= f->nslots) {
+            rc = AKV_ECORRUPT;
+            break;
+        }
+        uint64_t s = h > vs.cur ? h : vs.cur;
+        for (uint64_t i = vs.cur; i < s && rc == AKV_OK; i++)
+            if (!slot_empty(f, i))
+                rc = AKV_ECORRUPT;
+        int64_t e = rc == AKV_OK ? check_run(f, h, s, &vs) : QF_BAD;
+        if (e == QF_BAD) {
+            rc = AKV_ECORRUPT;
+            break;
+        }
+        for (uint64_t b = (h >> 6) + 1; b <= ((uint64_t)e >> 6); b++)
+            vs.off[b] = (uint64_t)e + 1 - b * 64;
+        vs.cur = (uint64_t)e + 1;
+        h++;
+    }
+    for (uint64_t i = vs.cur; i < f->xnslots && rc == AKV_OK; i++)
+        if (!slot_empty(f, i))
+            rc = AKV_ECORRUPT;
+#ifdef QF_DEBUG
+    if (rc)
+        fprintf(stderr, "validate: structure (cur %llu)\n", (unsigned long long)vs.cur);
+#endif
+    for (uint64_t b = 0; b < f->nblocks && rc == AKV_OK; b++)
+        if (offw(f, b) != vs.off[b]) {
+#ifdef QF_DEBUG
+            fprintf(stderr, "validate: block %llu off %llu want %llu\n", (unsigned long long)b,
+                    (unsigned long long)offw(f, b), (unsigned long long)vs.off[b]);
+#endif
+            rc = AKV_ECORRUPT;
+        }
+    if (rc == AKV_OK && (vs.used != f->used || vs.items != f->nitems || vs.ext != f->ext_slots)) {
+#ifdef QF_DEBUG
+        fprintf(stderr, "validate: counts used %llu/%llu items %llu/%llu ext %llu/%llu\n",
+                (unsigned long long)vs.used, (unsigned long long)f->used, (unsigned long long)vs.items,
+                (unsigned long long)f->nitems, (unsigned long long)vs.ext, (unsigned long long)f->ext_slots);
+#endif
+        rc = AKV_ECORRUPT;
+    }
+    free(vs.off);
+    return rc;
+}
+
+typedef struct fpr_acc {
+    const akv_qf *f;
+    double sum;
+    akv_qf_fp last;
+    bool any;
+} fpr_acc;
+
+static int fpr_visit(void *arg, uint64_t home, akv_qf_fp fp)
+{
+    (void)home;
+    fpr_acc *a = arg;
+    if (!a->any || fp.s != a->last.s || fp.k != a->last.k)
+        a->sum += ldexp(1.0, -(int)fp_len(a->f, fp.k));
+    a->last = fp;
+    a->any = true;
+    return AKV_OK;
+}
+
+double akv_qf_fpr(const akv_qf *f)
+{
+    fpr_acc a = {f, 0, {0, 0}, false};
+    akv_qf_foreach(f, fpr_visit, &a);
+    return a.sum;
+}
+
+int akv_qf_save(const akv_qf *f, uint8_t *buf, size_t *len)
+{
+    akv_wbuf w = {buf, 0};
+    akv_w_u32(&w, f->q);
+    akv_w_u32(&w, f->r);
+    akv_w_u32(&w, f->pbits);
+    akv_w_u64(&w, f->prefix);
+    akv_w_u64(&w, f->nitems);
+    akv_w_u64(&w, f->used);
+    akv_w_u64(&w, f->ext_slots);
+    akv_w_u64(&w, f->adaptations);
+    uint64_t nw = f->nblocks * f->bwords;
+    for (uint64_t i = 0; i < nw; i++)
+        akv_w_u64(&w, buf ? ld(f->w + i) : 0);
+    *len = w.len;
+    return AKV_OK;
+}
+
+int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext)
+{
+    akv_rbuf r = {buf, len, 0, false};
+    uint32_t q = akv_r_u32(&r), rb = akv_r_u32(&r), pb = akv_r_u32(&r);
+    uint64_t prefix = akv_r_u64(&r), items = akv_r_u64(&r), used = akv_r_u64(&r);
+    uint64_t exts = akv_r_u64(&r), adapts = akv_r_u64(&r);
+    if (r.err || q < 6 || q > 40 || rb < 1 || rb > 32 || pb > 32 || q + rb + pb > 64)
+        return AKV_ECORRUPT;
+    uint64_t ns = 1ULL << q, xn = (ns + (uint64_t)(10.0 * sqrt((double)ns)) + 64 + 63) & ~63ULL;
+    if ((len - r.off) / 8 != xn / 64 * ((ext ? 3 : 2) + 1 + rb))
+        return AKV_ECORRUPT;
+    if (akv_qf_init(f, q, rb, pb, ext) != AKV_OK)
+        return AKV_ECORRUPT;
+    uint64_t nw = f->nblocks * f->bwords;
+    if ((len - r.off) / 8 != nw || (len - r.off) % 8) {
+        akv_qf_free(f);
+        return AKV_ECORRUPT;
+    }
+    for (uint64_t i = 0; i < nw; i++)
+        f->w[i] = akv_r_u64(&r);
+    f->prefix = prefix;
+    f->nitems = items;
+    f->used = used;
+    f->ext_slots = exts;
+    f->adaptations = adapts;
+    f->bl_ok = false;
+    int rc = akv_qf_validate(f);
+    if (rc != AKV_OK) {
+        akv_qf_free(f);
+        return rc == AKV_ENOMEM ? rc : AKV_ECORRUPT;
+    }
+    return AKV_OK;
+}
+
+/* ---- build helpers ------------------------------------------------------- */
+
+int akv_qf_build_push(akv_qf_build *b, akv_hash h)
+{
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 1024;
+        akv_hash *nv = realloc(b->v, nc * sizeof *nv);
+        if (!nv)
+            return AKV_ENOMEM;
+        b->v = nv;
+        b->cap = nc;
+    }
+    b->v[b->n++] = h;
+    return AKV_OK;
+}
+
+/* LSD radix sort on hi (4 passes of 16 bits), then an insertion pass that
+ * orders the rare equal-hi neighbours by lo. */
+void akv_qf_sort(akv_hash *v, size_t n)
+{
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = !hash_lt(v[i], v[i - 1]);
+    if (sorted)
+        return;
+    akv_hash *tmp = malloc(n * sizeof *tmp);
+    size_t *cnt = malloc(65536 * sizeof *cnt);
+    if (tmp && cnt) {
+        akv_hash *src = v, *dst = tmp;
+        for (int pass = 0; pass < 4; pass++) {
+            int sh = 16 * pass;
+            memset(cnt, 0, 65536 * sizeof *cnt);
+            for (size_t i = 0; i < n; i++)
+                cnt[(src[i].hi >> sh) & 0xffff]++;
+            for (size_t i = 0, sum = 0; i < 65536; i++) {
+                size_t c = cnt[i];
+                cnt[i] = sum;
+                sum += c;
+            }
+            for (size_t i = 0; i < n; i++)
+                dst[cnt[(src[i].hi >> sh) & 0xffff]++] = src[i];
+            akv_hash *t = src;
+            src = dst;
+            dst = t;
+        }
+    }
+    free(tmp);
+    free(cnt);
+    for (size_t i = 1; i < n; i++) /* equal hi: order by lo (also the fallback) */
+        for (size_t j = i; j > 0 && hash_lt(v[j], v[j - 1]); j--) {
+            akv_hash t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+}
+
+uint32_t akv_qf_r_for(const akv_filter_params *p, uint32_t q, bool ext)
+{
+    double lf = p->load_factor > 0 && p->load_factor <= 1 ? p->load_factor : 0.9;
+    long r = p->remainder_bits ? (long)p->remainder_bits : (long)floor(p->bits_per_key * lf) - (ext ? 4 : 3);
+    long max = 64 - (long)q - (long)p->prefix_bits;
+    if (max > 32)
+        max = 32;
+    if (r > max)
+        r = max;
+    return r < 2 ? 2 : (uint32_t)r;
+}
+
+int akv_qf_build_finish(akv_qf *f, akv_qf_build *b, double lf)
+{
+    akv_qf_sort(b->v, b->n);
+    if (b->n > f->insert_limit) {
+        uint32_t q = akv_qf_q_for(b->n, lf), r = f->r, pb = f->pbits;
+        while ((double)b->n > 0.95 * (double)(1ULL << q))
+            q++;
+        bool ext = f->mwords == 3;
+        akv_qf_free(f);
+        int rc = akv_qf_init(f, q, r + q + pb > 64 ? 64 - q - pb : r, pb, ext);
+        if (rc != AKV_OK)
+            return rc;
+    }
+    int rc = AKV_OK;
+    for (size_t i = 0; i < b->n && rc == AKV_OK; i++) {
+        rc = akv_qf_bulk_add(f, b->v[i]);
+        if (rc == AKV_EINVAL) /* keys outside the shard prefix: stream order differs */
+            rc = akv_qf_insert(f, b->v[i]);
+    }
+    f->bl_ok = false;
+    return rc;
+}

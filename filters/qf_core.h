@@ -1,0 +1,178 @@
+/*
+ * qf_core.h — the quotient-filter core shared by the `qf` and `aqf` kinds.
+ *
+ * Layout (spec aqf §2.3, CQF/RSQF style): 2^q home slots plus an overflow
+ * tail, grouped in blocks of 64 slots. A block is a run of 64-bit words:
+ *
+ *     occupieds | runends | extensions (aqf only) | offset | 64 r-bit slots
+ *
+ * so one query touches one or two blocks. `offset` is the number of slots at
+ * the start of the block taken by runs whose home lies in an earlier block;
+ * with rank/select over occupieds and runends it finds a run without walking
+ * the cluster.
+ *
+ * Hash bits (DESIGN §2): the filter reads the 128-bit hash as one bit stream
+ * h.hi ‖ h.lo with the shard's `pbits` prefix bits dropped. The quotient is
+ * the first q bits of that stream, the remainder the next r, extension chunk
+ * j the r bits after that. Slot order is therefore the hash order of the
+ * data, and the keys of a minirun are the keys whose top pbits+q+r bits of
+ * h.hi agree, which is exactly one revmap scan.
+ *
+ * Fingerprint records: [remainder][ext_1]…[ext_k]; the remainder slot has
+ * extension bit 0, extension slots have extension bit 1 and runend bit 0;
+ * the run-end mark sits on the remainder slot of a run's last record
+ * (spec §2.4). Counter slots (extension = runend = 1) are not used.
+ *
+ * Records inside a run are in ascending hash order of their owners, so the
+ * i-th record of a minirun belongs to the i-th key a revmap scan returns.
+ * Invariant N (qf_core.c explains why it makes inserts, removes and merges
+ * safe without the owners' hashes): inside a minirun, two fingerprints are
+ * either identical or incomparable — never is one a proper prefix of the
+ * other.
+ *
+ * Thread safety: the table is read and written only through relaxed atomic
+ * word accesses, so a reader racing a writer sees torn but not undefined
+ * state; akv_qf_lookup() reports an inconsistent walk instead of trusting it,
+ * and the aqf kind wraps it in a sequence lock. The core itself holds no lock:
+ * mutations must be serialised by the caller.
+ */
+#ifndef AKV_QF_CORE_H
+#define AKV_QF_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "filters/filter.h"
+
+typedef unsigned __int128 akv_u128;
+
+typedef struct akv_qf {
+    uint32_t q, r, pbits;
+    uint32_t mwords;  /* metadata words per block: 2 (qf) or 3 (aqf: + extensions) */
+    uint32_t bwords;  /* words per block: mwords + offset + r slot words */
+    uint32_t max_ext; /* extension chunks the 128-bit hash can supply */
+    uint64_t nslots, xnslots, nblocks;
+    uint64_t *w;        /* nblocks * bwords words */
+    uint64_t used;      /* slots in use (remainders + extensions) */
+    uint64_t nitems;    /* records = keys */
+    uint64_t ext_slots; /* extension slots */
+    uint64_t insert_limit, adapt_limit;
+    uint64_t adaptations;
+    uint64_t prefix; /* the shard prefix (top pbits of h.hi) of the stored keys */
+    /* streaming bulk writer: valid while every record lies before `bl_cur` */
+    bool bl_ok;
+    uint64_t bl_cur, bl_home, bl_last_rem;
+    akv_u128 bl_last;
+    /* writer scratch */
+    void *scratch;
+    size_t scratch_cap;
+} akv_qf;
+
+/* One fingerprint: its stream bits (left-aligned, zero past the end) and
+ * its extension count k; its length in bits is q + r + k*r. */
+typedef struct akv_qf_fp {
+    akv_u128 s;
+    uint32_t k;
+} akv_qf_fp;
+
+/* Allocate an empty filter with 2^q home slots and r-bit remainders.
+ * `ext` selects the AQF layout (extension bits). */
+int akv_qf_init(akv_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext);
+void akv_qf_free(akv_qf *f);
+/* Choose q for n keys at fill `lf` (0 = 0.9), at least 64 slots. */
+uint32_t akv_qf_q_for(uint64_t n, double lf);
+
+size_t akv_qf_memory(const akv_qf *f);
+
+static inline akv_u128 akv_qf_stream(const akv_qf *f, akv_hash h)
+{
+    return (((akv_u128)h.hi << 64) | h.lo) << f->pbits;
+}
+
+/* 1 maybe, 0 no, -1 the walk saw an inconsistent (concurrently modified)
+ * table. Safe to call while another thread mutates. */
+int akv_qf_lookup(const akv_qf *f, akv_hash h);
+/* Memory words a lookup touches (instrumentation). */
+unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h);
+
+/* Insert/remove one key (hash). Remove takes any record of the group of
+ * identical fingerprints matching h; by invariant N that is always the
+ * key's own (see qf_core.c). AKV_EFULL when the table is full, AKV_NOTFOUND
+ * when nothing matches h. */
+int akv_qf_insert(akv_qf *f, akv_hash h);
+int akv_qf_remove(akv_qf *f, akv_hash h);
+
+/* Fix the false positive h using the reverse map: every fingerprint of the
+ * minirun that matches h is extended with its owner's bits until it no
+ * longer matches. AKV_NOTFOUND if h matches nothing or is a stored key,
+ * AKV_ECORRUPT if the reverse map disagrees with the filter (the filter is
+ * then left unchanged), AKV_EFULL if there is no room. */
+int akv_qf_adapt(akv_qf *f, akv_hash h, akv_revmap *rm);
+
+/* Remove the key h exactly (its own rank, found with the reverse map, which
+ * must still hold h), and when `shorten` is set cut the extensions of the
+ * remaining minirun members down to what keeps them apart from each other
+ * and from h. Shortening forgets adaptations to queries that are not stored
+ * keys: it trades monotonicity for space (spec §3.5). */
+int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten);
+
+/* Streaming bulk load of hashes in ascending (hi, lo) order into an empty
+ * filter: one sequential pass, no shifting. AKV_EINVAL when h is out of
+ * order or the filter was modified otherwise (use akv_qf_insert then). */
+int akv_qf_bulk_add(akv_qf *f, akv_hash h);
+
+/* Merge a and b into an empty `out` in one pass. out->q >= a->q (= b->q),
+ * out->r = a->r - (out->q - a->q): the fingerprints keep their bits and are
+ * re-split (the reverse map is unchanged). Where the union breaks invariant
+ * N, a fingerprint is cut back to the shortest fingerprint of its minirun
+ * that is its prefix (never a false negative; it can forget adaptations). */
+int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out);
+
+/* Rebuild `in` into an empty `out` of another size using every key of the
+ * reverse map (one sorted pass; must hold exactly the filter's keys). Each
+ * fingerprint keeps at least the bits it had (never forgets an adaptation);
+ * out->r may differ. */
+int akv_qf_rebuild(const akv_qf *in, akv_revmap *rm, akv_qf *out);
+/* The same over one or two inputs (exact merge): records interleave by
+ * owner hash. */
+int akv_qf_rebuild2(const akv_qf *const *in, akv_revmap *const *rm, int nin, akv_qf *out);
+
+/* Full structural check (canonical layout, offsets, counters, sorted runs,
+ * invariant N between neighbours). AKV_OK or AKV_ECORRUPT. */
+int akv_qf_validate(const akv_qf *f);
+
+/* Exact FPR for a uniformly random absent hash: Σ 2^-len over distinct
+ * fingerprints (their match sets are disjoint under invariant N). */
+double akv_qf_fpr(const akv_qf *f);
+
+/* Serialization of the table (header + words). */
+int akv_qf_save(const akv_qf *f, uint8_t *buf, size_t *len);
+int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext);
+
+/* Build helpers shared by the kinds: keys are buffered by add() and
+ * bulk-loaded by finish() in one sorted pass. */
+typedef struct akv_qf_build {
+    akv_hash *v;
+    size_t n, cap;
+} akv_qf_build;
+int akv_qf_build_push(akv_qf_build *b, akv_hash h);
+/* Sort b (ascending (hi, lo)), regrow f if the keys exceed its capacity,
+ * bulk-load them. b stays sorted; the caller frees b->v. */
+int akv_qf_build_finish(akv_qf *f, akv_qf_build *b, double lf);
+void akv_qf_sort(akv_hash *v, size_t n);
+/* Remainder bits for the parameters: remainder_bits, or bits_per_key at
+ * the target fill minus the per-slot metadata (2 or 3 bits + offset word). */
+uint32_t akv_qf_r_for(const akv_filter_params *p, uint32_t q, bool ext);
+
+/* Every kind built on the core starts with this head. */
+typedef struct akv_qf_head {
+    akv_filter base;
+    akv_qf qf;
+} akv_qf_head;
+
+/* Iterate records in slot (= hash) order. */
+typedef int (*akv_qf_visit_fn)(void *arg, uint64_t home, akv_qf_fp fp);
+int akv_qf_foreach(const akv_qf *f, akv_qf_visit_fn fn, void *arg);
+
+#endif

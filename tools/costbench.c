@@ -1,13 +1,22 @@
 /*
- * costbench — the ada-SSCF experiment of the SSCF paper (§4.5): a counting
- * filter over a dataset's positives learns the costliest negatives at
- * runtime (absorb), then rounds of churn delete r% of the live keys and
- * insert r% new ones; the cost-weighted FPR is reported after every round,
- * next to a CBF given the same memory and the same churn.
+ * costbench — the SSCF paper's experiments on a generated dataset, next to
+ * a CBF given the same memory:
  *
- *   costbench [--dataset shalla|ycsb] [--bits-per-key B] [--costs uniform|zipf:S]
- *             [--ratio F] [--rounds R] [--churn-pct P] [--seed S] [--filter sscf]
+ *   --experiment static  (§4.2) the costliest ratio×|positives| negatives
+ *                        are encoded at create, then every positive is
+ *                        inserted; one line with the weighted FPR over all
+ *                        negatives, the encoded ones and the others.
+ *   --experiment ada     (§4.5, default) the filter starts with positives
+ *                        only, absorbs the costliest negatives at runtime,
+ *                        then rounds of churn delete r% of the live keys and
+ *                        insert r% new ones; one line per round.
  *
+ *   costbench [--experiment static|ada] [--filter sscf|sscf-static]
+ *             [--dataset shalla|ycsb] [--bits-per-key B] [--costs uniform|zipf:S]
+ *             [--ratio F] [--rounds R] [--churn-pct P] [--seed S]
+ *
+ * sscf-static is the paper's plain SSCF (5-bit counters, no absorb); the
+ * static experiment passes the ratio to the filter as its vulnerable share.
  * Costs are assigned as filterbench does (Zipf weights of ranks 1..M over a
  * seeded shuffle), so the two tools agree on a dataset and seed. Output: one
  * JSON object per round on stdout.
@@ -18,6 +27,7 @@
 #include <string.h>
 
 #include "filters/filter.h"
+#include "filters/sscf.h"
 #include "tools/filterbench/datasets.h"
 
 /* The dataset generators are linked into filterbench; this tool is one
@@ -25,7 +35,7 @@
 #include "tools/filterbench/datasets.c"
 
 typedef struct opts {
-    const char *dataset, *filter;
+    const char *dataset, *filter, *experiment;
     double bpk, skew, ratio, churn_pct;
     unsigned rounds;
     uint64_t seed;
@@ -78,14 +88,23 @@ static uint64_t false_negatives(const akv_filter *f, const akv_hash *live, size_
     return fn;
 }
 
-static akv_filter *make(const char *kind, const opts *o, size_t n, const akv_hash *keys)
+/* Build `kind` over the positives; "sscf-static" is sscf without the
+ * adaptive bit. Negatives (if any) are given to create. */
+static akv_filter *make(const char *kind, const opts *o, size_t n, const akv_hash *keys,
+                        const akv_negative *neg, size_t nn)
 {
     akv_filter_params p;
     akv_filter_params_init(&p);
     p.bits_per_key = o->bpk;
     p.expected_keys = n;
+    if (!strcmp(kind, "sscf-static")) {
+        kind = "sscf";
+        p.flags |= AKV_SSCF_STATIC;
+    }
+    if (!strcmp(kind, "sscf"))
+        p.flags |= AKV_SSCF_RATIO_FLAGS((unsigned)lround(o->ratio * 100));
     akv_filter *f = NULL;
-    if (akv_filter_build(akv_filter_kind_by_name(kind), &p, keys, n, NULL, 0, &f) != AKV_OK) {
+    if (akv_filter_build(akv_filter_kind_by_name(kind), &p, keys, n, neg, nn, &f) != AKV_OK) {
         fprintf(stderr, "costbench: cannot build %s\n", kind);
         exit(1);
     }
@@ -95,7 +114,7 @@ static akv_filter *make(const char *kind, const opts *o, size_t n, const akv_has
 static void report(unsigned round, const akv_filter *f, const akv_filter *cbf, const akv_negative *neg,
                    size_t nn, size_t top, uint64_t fn)
 {
-    printf("{\"round\":%u,\"wfpr\":%.6g,\"wfpr_absorbed\":%.6g,\"wfpr_others\":%.6g,\"cbf_wfpr\":%.6g,"
+    printf("{\"round\":%u,\"wfpr\":%.6g,\"wfpr_vulnerable\":%.6g,\"wfpr_others\":%.6g,\"cbf_wfpr\":%.6g,"
            "\"false_negatives\":%llu}\n",
            round, wfpr(f, neg, 0, nn), wfpr(f, neg, 0, top), wfpr(f, neg, top, nn), wfpr(cbf, neg, 0, nn),
            (unsigned long long)fn);
@@ -140,12 +159,20 @@ static int run(const opts *o)
     size_t top = (size_t)ceil(o->ratio * (double)np);
     top = top > nn ? nn : top;
 
-    akv_filter *f = make(o->filter, o, np, pos), *cbf = make("cbf", o, np, pos);
-    printf("{\"filter\":\"%s\",\"dataset\":\"%s\",\"keys\":%zu,\"negatives\":%zu,\"absorbed\":%zu,"
-           "\"bits_per_key\":%.3f,\"cbf_bits_per_key\":%.3f,\"churn_pct\":%g}\n",
-           o->filter, o->dataset, np, nn, top, 8.0 * (double)akv_filter_memory(f) / (double)np,
+    bool stat = !strcmp(o->experiment, "static");
+    akv_filter *f = make(o->filter, o, np, pos, neg, stat ? nn : 0), *cbf = make("cbf", o, np, pos, NULL, 0);
+    printf("{\"experiment\":\"%s\",\"filter\":\"%s\",\"dataset\":\"%s\",\"keys\":%zu,\"negatives\":%zu,"
+           "\"vulnerable\":%zu,\"bits_per_key\":%.3f,\"cbf_bits_per_key\":%.3f,\"churn_pct\":%g}\n",
+           o->experiment, o->filter, o->dataset, np, nn, top, 8.0 * (double)akv_filter_memory(f) / (double)np,
            8.0 * (double)akv_filter_memory(cbf) / (double)np, o->churn_pct);
     report(0, f, cbf, neg, nn, top, false_negatives(f, pos, np));
+    if (stat) {
+        akv_filter_destroy(f);
+        akv_filter_destroy(cbf);
+        free(pos);
+        free(neg);
+        return 0;
+    }
     for (size_t i = 0; i < top; i++)
         if (akv_filter_absorb(f, neg[i].h) != AKV_OK)
             return fprintf(stderr, "costbench: %s cannot absorb\n", o->filter), 1;
@@ -167,11 +194,13 @@ static int run(const opts *o)
 
 int main(int argc, char **argv)
 {
-    opts o = {"shalla", "sscf", 20, 1.0, 0.05, 2, 40, 1};
+    opts o = {"shalla", "sscf", "ada", 20, 1.0, 0.05, 2, 40, 1};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         if (!strcmp(a, "--dataset"))
             o.dataset = v;
+        else if (!strcmp(a, "--experiment"))
+            o.experiment = v;
         else if (!strcmp(a, "--filter"))
             o.filter = v;
         else if (!strcmp(a, "--bits-per-key"))
@@ -190,7 +219,8 @@ int main(int argc, char **argv)
             return fprintf(stderr, "usage: see the comment at the top of costbench.c (bad option %s)\n", a),
                    2;
     }
-    if (argc % 2 == 0 || !(o.bpk > 0) || o.ratio < 0 || o.churn_pct < 0 || o.churn_pct > 100)
+    if (argc % 2 == 0 || !(o.bpk > 0) || o.ratio < 0 || o.ratio > 1 || o.churn_pct < 0 || o.churn_pct > 100 ||
+        (strcmp(o.experiment, "static") && strcmp(o.experiment, "ada")))
         return fprintf(stderr, "costbench: bad arguments\n"), 2;
     return run(&o);
 }

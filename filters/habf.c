@@ -51,6 +51,7 @@ typedef struct habf {
     uint32_t nneg;
     double bpk;
     uint64_t expected;
+    bool broken; /* construction failed after the keys were released */
     /* build outcome, for describe/stats */
     uint64_t adjusted, queued, negatives;
     double fp_cost_before, fp_cost_after, total_cost;
@@ -461,13 +462,16 @@ static int habf_finish(akv_filter *base)
     uint64_t n = f->expected ? f->expected : (f->nkeys ? f->nkeys : 1);
     double total = ceil(f->bpk * (double)n);
     uint64_t omega = 0;
+    if (f->broken)
+        return AKV_ENOMEM; /* the buffered keys are gone: stay "maybe" */
     if (f->nneg) {
-        if (!f->k)
-            f->k = HABF_DEFAULT_K;
         omega = (uint64_t)(total * HABF_HE_SHARE) / f->he.alpha;
-        if (omega < 2 * (uint64_t)f->k + 2)
+        if (omega < 2 * (uint64_t)(f->k ? f->k : HABF_DEFAULT_K) + 2)
             omega = 0; /* too small to hold a chain: plain Bloom */
-    } else if (!f->k) {
+        else if (!f->k)
+            f->k = HABF_DEFAULT_K;
+    }
+    if (!f->k) {
         long k = lround(f->bpk * M_LN2);
         f->k = (uint32_t)(k < 1 ? 1 : k > (long)f->nfunc ? (long)f->nfunc : k);
     }
@@ -476,8 +480,11 @@ static int habf_finish(akv_filter *base)
     for (uint32_t i = 0; i < f->k; i++)
         f->h0[i] = (uint8_t)(i + 1);
     f->bf = calloc(1, akv_bits_bytes(f->m));
-    if (!f->bf || akv_he_init(&f->he, omega, f->he.alpha) != AKV_OK)
+    if (!f->bf || akv_he_init(&f->he, omega, f->he.alpha) != AKV_OK) {
+        free(f->bf); /* unbuilt: keep answering "maybe" */
+        f->bf = NULL;
         return AKV_ENOMEM;
+    }
     for (uint32_t e = 0; e < f->nneg; e++)
         f->total_cost += f->neg[e].cost;
     f->negatives = f->nneg;
@@ -494,6 +501,11 @@ static int habf_finish(akv_filter *base)
     f->neg = NULL;
     f->nkeys = f->capkeys = 0;
     f->nneg = 0;
+    if (rc != AKV_OK) { /* a half-built array could answer "no" for a key */
+        free(f->bf);
+        f->bf = NULL;
+        f->broken = true;
+    }
     return rc;
 }
 

@@ -50,7 +50,8 @@ static bool dropped(const akvi_run *r, akvi_run *const *drop, size_t n)
 }
 
 /* The run list (search order) after replacing `drop` with `add`. */
-static akvi_run **next_runs(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *add, size_t *n)
+static akvi_run **next_runs(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *add,
+                            size_t *n)
 {
     akvi_run **out = calloc(v->n_run + 1, sizeof *out);
     if (!out)
@@ -183,13 +184,16 @@ static int due_level(const akv_db *db, const akvi_version *v)
         return 0;
     for (int l = 1; l < AKV_MAX_LEVELS - 1; l++) {
         const akvi_run *r = run_at(v, l);
-        if (r && r->info.bytes > level_capacity(db, l))
+        if (r && r->info.raw_bytes > level_capacity(db, l))
             return l;
     }
     return -1;
 }
 
-bool akvi_compaction_needed(akv_db *db, const akvi_version *v) { return due_level(db, v) >= 0; }
+bool akvi_compaction_needed(akv_db *db, const akvi_version *v)
+{
+    return due_level(db, v) >= 0;
+}
 
 int akvi_compact_step(akv_db *db, bool full)
 {
@@ -205,7 +209,7 @@ int akvi_compact_step(akv_db *db, bool full)
         if (full || l == from || l == out_level) {
             in[n] = v->runs[i];
             cfs[n++] = v->runs[i]->cf;
-            est += v->runs[i]->info.bytes;
+            est += v->runs[i]->info.raw_bytes;
         }
     }
     int rc = (in && cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
@@ -243,7 +247,9 @@ static int pending(akv_db *db)
     if (db->bg_error)
         return 0;
     akvi_version *v = akvi_current(db);
-    int what = v->n_mem > 1 ? 1 : (db->compact_req > db->compact_done || akvi_compaction_needed(db, v)) ? 2 : 0;
+    int what = v->n_mem > 1                                                            ? 1
+               : (db->compact_req > db->compact_done || akvi_compaction_needed(db, v)) ? 2
+                                                                                       : 0;
     akvi_version_unref(v);
     return what;
 }

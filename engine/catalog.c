@@ -13,7 +13,7 @@
 #include "engine/internal.h"
 #include "filters/codec.h"
 
-#define CAT_MAGIC "AKVC"
+#define CAT_MAGIC   "AKVC"
 #define CAT_VERSION 1
 
 void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap)
@@ -52,6 +52,7 @@ static void encode_into(const akvi_catalog *c, akv_wbuf *w)
         akv_w_u32(w, r->prefix_bits);
         akv_w_u64(w, r->keys);
         akv_w_u64(w, r->bytes);
+        akv_w_u64(w, r->raw_bytes);
         akv_w_u32(w, (uint32_t)r->n_sst);
         for (size_t j = 0; j < r->n_sst; j++)
             encode_sst(w, &r->ssts[j]);
@@ -114,6 +115,7 @@ static void decode_run(akv_rbuf *r, akvi_cat_run *run)
     run->prefix_bits = akv_r_u32(r);
     run->keys = akv_r_u64(r);
     run->bytes = akv_r_u64(r);
+    run->raw_bytes = akv_r_u64(r);
     uint32_t n = akv_r_u32(r);
     /* Each SST takes at least 45 bytes: reject counts the buffer cannot hold. */
     if (r->err || run->level >= AKV_MAX_LEVELS || run->prefix_bits > 30 || n > (r->len - r->off) / 45) {
@@ -146,7 +148,7 @@ int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c)
     c->next_run_id = akv_r_u64(&r);
     c->flushed_mem_gen = akv_r_u64(&r);
     uint32_t n = akv_r_u32(&r);
-    if (r.err || n > (r.len - r.off) / 36)
+    if (r.err || n > (r.len - r.off) / 44)
         return akvi_err(AKV_ECORRUPT, "catalog record: bad run count");
     c->runs = calloc(n ? n : 1, sizeof *c->runs);
     if (!c->runs)

@@ -183,8 +183,14 @@ static pthread_key_t g_perf_key;
 static pthread_once_t g_perf_once = PTHREAD_ONCE_INIT;
 static _Thread_local rocksdb_perfcontext_t *t_perf;
 
-static void perf_free(void *p) { rocksdb_perfcontext_destroy(p); }
-static void perf_key_init(void) { pthread_key_create(&g_perf_key, perf_free); }
+static void perf_free(void *p)
+{
+    rocksdb_perfcontext_destroy(p);
+}
+static void perf_key_init(void)
+{
+    pthread_key_create(&g_perf_key, perf_free);
+}
 
 /* RocksDB's perf context is per thread; enable counting once per thread. */
 static rocksdb_perfcontext_t *perf(void)
@@ -305,8 +311,9 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         if (j < 0)
             continue;
         akvi_slot *s = &r->slots[j];
+        akv_hash sh = akvi_slot_hash(h, db->layout == AKV_LAYOUT_HASH ? r->info.prefix_bits : 0);
         g->info.slots_checked++;
-        if (!akvi_slot_may_contain(s, h))
+        if (!akvi_slot_may_contain(s, sh))
             continue;
         g->info.probes++;
         atomic_fetch_add_explicit(&s->probes, 1, memory_order_relaxed);
@@ -316,7 +323,7 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         g->info.wasted_probes++;
         atomic_fetch_add_explicit(&s->fps, 1, memory_order_relaxed);
         atomic_fetch_add(&db->st.false_positives, 1);
-        if (adaptive(s) && akvi_adapt_slot(db, r, (size_t)j, h) == AKV_OK) {
+        if (adaptive(s) && akvi_adapt_slot(db, r, (size_t)j, sh) == AKV_OK) {
             atomic_fetch_add_explicit(&s->adaptations, 1, memory_order_relaxed);
             atomic_fetch_add(&db->st.adaptations, 1);
         }

@@ -13,9 +13,15 @@
 
 static _Thread_local char t_errmsg[512];
 
-const char *akv_errmsg(void) { return t_errmsg; }
+const char *akv_errmsg(void)
+{
+    return t_errmsg;
+}
 
-void akv_free(void *p) { free(p); }
+void akv_free(void *p)
+{
+    free(p);
+}
 
 int akvi_err(int rc, const char *fmt, ...)
 {

@@ -69,11 +69,11 @@ int akvi_misslog_decode(akvi_misslog *ml, const uint8_t *buf, size_t len);
 /* ---- catalog (catalog.c) ----------------------------------------------- */
 
 typedef struct akvi_cat_sst {
-    uint64_t id;      /* index within its run; filter file "<run>-<id>.akf" */
-    uint64_t keys;    /* entries (puts and tombstones) */
-    uint64_t bytes;   /* SST file size */
-    uint64_t prefix;  /* hash layout: the shard (top prefix_bits of h.hi) */
-    char kind[16];    /* filter kind name */
+    uint64_t id;       /* index within its run; filter file "<run>-<id>.akf" */
+    uint64_t keys;     /* entries (puts and tombstones) */
+    uint64_t bytes;    /* SST file size */
+    uint64_t prefix;   /* hash layout: the shard (top prefix_bits of h.hi) */
+    char kind[16];     /* filter kind name */
     uint8_t *smallest; /* internal keys; owned */
     uint8_t *largest;
     size_t smallest_len, largest_len;
@@ -84,6 +84,7 @@ typedef struct akvi_cat_run {
     uint32_t level;
     uint32_t prefix_bits; /* hash layout: shards split on this many top bits */
     uint64_t keys, bytes;
+    uint64_t raw_bytes; /* key+value bytes before compression: level sizing */
     size_t n_sst;
     akvi_cat_sst *ssts; /* hash layout: ascending prefix; ordered: ascending range */
 } akvi_cat_run;
@@ -166,8 +167,8 @@ akvi_version *akvi_current(akv_db *db);
 /* Replace the current version (takes ownership of v's reference). */
 void akvi_install(akv_db *db, akvi_version *v);
 /* New version = current + add_mem (front) - drop_mem - drop_runs + add_run. */
-int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs, size_t n_drop,
-               akvi_run *add_run);
+int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs,
+               size_t n_drop, akvi_run *add_run);
 size_t akvi_runs_at_level(const akvi_version *v, int level);
 int akvi_deepest_level(const akvi_version *v);
 
@@ -210,7 +211,7 @@ struct akv_db {
     pthread_cond_t bg_cv, done_cv;
     bool shutdown;
     uint64_t compact_req, compact_done;
-    int bg_error; /* sticky: first background failure */
+    int bg_error;                          /* sticky: first background failure */
     uint64_t next_run_id, flushed_mem_gen; /* bg thread (and open) only */
 
     pthread_mutex_t catmu; /* serialises catalog + miss-log writes */
@@ -218,8 +219,8 @@ struct akv_db {
 
     struct {
         _Atomic uint64_t puts, deletes, gets, negative_lookups, probes, wasted_probes, slot_queries,
-            slot_filtered, false_positives, adaptations, block_reads, flushes, compactions,
-            write_stalls, bytes_written_user, bytes_written_disk;
+            slot_filtered, false_positives, adaptations, block_reads, flushes, compactions, write_stalls,
+            bytes_written_user, bytes_written_disk;
     } st;
 };
 
@@ -254,6 +255,21 @@ typedef struct akvi_op {
 /* Apply ops atomically to the active memtable (one RocksDB write batch). */
 int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync);
 int akvi_check_value(size_t vlen);
+
+/*
+ * The hash a slot sees. In the hash layout every key of an SST shares the
+ * top `pb` bits of h.hi (its shard), so those bits carry no information for
+ * that SST's filter; kinds that map h.hi over their whole table would use
+ * only 1/2^pb of it. The slot hash shifts the shard prefix out and refills
+ * the low bits from h.lo, so every kind sees uniform bits. Build, query,
+ * miss-log negatives and reverse maps all go through this one function.
+ */
+static inline akv_hash akvi_slot_hash(akv_hash h, uint32_t pb)
+{
+    if (pb == 0)
+        return h;
+    return (akv_hash){(h.hi << pb) | (akv_mix64(h.lo) >> (64 - pb)), h.lo};
+}
 
 /* ---- rocksdb helpers (rocks.c) ----------------------------------------- */
 

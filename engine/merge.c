@@ -81,7 +81,10 @@ void akvi_merge_seek(akvi_merge *m, const uint8_t *k, size_t len)
     pick(m);
 }
 
-bool akvi_merge_valid(const akvi_merge *m) { return m->cur >= 0 && m->status == AKV_OK; }
+bool akvi_merge_valid(const akvi_merge *m)
+{
+    return m->cur >= 0 && m->status == AKV_OK;
+}
 
 const uint8_t *akvi_merge_key(const akvi_merge *m, size_t *len)
 {
@@ -111,7 +114,10 @@ void akvi_merge_next(akvi_merge *m)
     pick(m);
 }
 
-int akvi_merge_status(const akvi_merge *m) { return m->status; }
+int akvi_merge_status(const akvi_merge *m)
+{
+    return m->status;
+}
 
 void akvi_merge_destroy(akvi_merge *m)
 {

@@ -17,9 +17,9 @@
 #include "filters/codec.h"
 
 #define ENTRY_OVERHEAD 64 /* bytes charged per entry besides its key */
-#define SAMPLE 8
-#define ML_MAGIC "AKVM"
-#define ML_VERSION 1
+#define SAMPLE         8
+#define ML_MAGIC       "AKVM"
+#define ML_VERSION     1
 
 typedef struct ml_entry {
     akv_hash h;
@@ -39,7 +39,10 @@ struct akvi_misslog {
     uint64_t rng;
 };
 
-static size_t slot_of(const akvi_misslog *ml, akv_hash h) { return (size_t)(akv_mix64(h.hi) & ml->index_mask); }
+static size_t slot_of(const akvi_misslog *ml, akv_hash h)
+{
+    return (size_t)(akv_mix64(h.hi) & ml->index_mask);
+}
 
 static long find(const akvi_misslog *ml, akv_hash h, const void *key, size_t klen)
 {
@@ -108,7 +111,10 @@ void akvi_misslog_destroy(akvi_misslog *ml)
     free(ml);
 }
 
-static double weight(const ml_entry *e) { return (double)e->count + e->cost; }
+static double weight(const ml_entry *e)
+{
+    return (double)e->count + e->cost;
+}
 
 static size_t pick_victim(akvi_misslog *ml)
 {
@@ -142,7 +148,8 @@ static void remove_entry(akvi_misslog *ml, size_t x)
     ml->n--;
 }
 
-static void add_locked(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, uint64_t count, double cost)
+static void add_locked(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, uint64_t count,
+                       double cost)
 {
     if (klen > ml->budget / 4)
         return; /* a single huge key would evict everything */
@@ -199,7 +206,8 @@ static int by_cost_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-size_t akvi_misslog_collect(akvi_misslog *ml, akvi_range_fn in_range, void *arg, size_t max, akv_negative **out)
+size_t akvi_misslog_collect(akvi_misslog *ml, akvi_range_fn in_range, void *arg, size_t max,
+                            akv_negative **out)
 {
     *out = NULL;
     pthread_mutex_lock(&ml->mu);

@@ -107,8 +107,8 @@ static int parse_item(const char *s, size_t n, akvi_policy *p, bool *mem_set, co
     int level;
     bool is_plus;
     if (!parse_level(s, ln, &level, &is_plus))
-        return akvi_err(AKV_EINVAL, "unknown level '%.*s' in slot policy (use mem, lN or lN+, N < %d)", (int)ln,
-                        s, AKV_MAX_LEVELS);
+        return akvi_err(AKV_EINVAL, "unknown level '%.*s' in slot policy (use mem, lN or lN+, N < %d)",
+                        (int)ln, s, AKV_MAX_LEVELS);
     const akv_filter_kind **slot = is_plus ? &plus[level] : &exact[level];
     if (*slot)
         return akvi_err(AKV_EINVAL, "slot policy names level '%.*s' twice", (int)ln, s);

@@ -22,10 +22,13 @@
 #include "engine/internal.h"
 #include "filters/codec.h"
 
-#define ID_MAGIC "AKVI"
+#define ID_MAGIC   "AKVI"
 #define ID_VERSION 1
 
-static const char *layout_name(uint32_t l) { return l == AKV_LAYOUT_ORDERED ? "ordered" : "hash"; }
+static const char *layout_name(uint32_t l)
+{
+    return l == AKV_LAYOUT_ORDERED ? "ordered" : "hash";
+}
 
 static int check_options(const akv_options *o)
 {
@@ -34,7 +37,8 @@ static int check_options(const akv_options *o)
     if (!(o->bits_per_key > 0 && o->bits_per_key <= 64))
         return akvi_err(AKV_EINVAL, "bits_per_key %g is outside (0, 64]", o->bits_per_key);
     if (o->memtable_bytes < 4096)
-        return akvi_err(AKV_EINVAL, "memtable_bytes %llu is below 4096", (unsigned long long)o->memtable_bytes);
+        return akvi_err(AKV_EINVAL, "memtable_bytes %llu is below 4096",
+                        (unsigned long long)o->memtable_bytes);
     if (o->sst_target_bytes < 4096)
         return akvi_err(AKV_EINVAL, "sst_target_bytes %llu is below 4096",
                         (unsigned long long)o->sst_target_bytes);
@@ -87,8 +91,8 @@ static int check_identity(akv_db *db, const uint8_t *buf, size_t len)
     if (ver != ID_VERSION)
         return akvi_err(AKV_ENOTSUP, "database identity version %u is not supported", ver);
     if (layout != (uint32_t)db->opt.layout)
-        return akvi_err(AKV_EINVAL, "database was created with layout '%s', opened with '%s'", layout_name(layout),
-                        layout_name((uint32_t)db->opt.layout));
+        return akvi_err(AKV_EINVAL, "database was created with layout '%s', opened with '%s'",
+                        layout_name(layout), layout_name((uint32_t)db->opt.layout));
     if (db->opt.seed && db->opt.seed != seed)
         return akvi_err(AKV_EINVAL, "database was created with hash seed %llu, opened with seed %llu",
                         (unsigned long long)seed, (unsigned long long)db->opt.seed);
@@ -149,8 +153,8 @@ static int open_rocks(akv_db *db, bool exists, cf_set *s)
     s->n = k;
     for (size_t i = 0; i < k; i++)
         opts[i] = akvi_cf_options_for(db, s->names[i]);
-    db->rdb = rocksdb_open_column_families(db->dbopt, db->rdir, (int)k, (const char *const *)s->names, opts, s->h,
-                                           &err);
+    db->rdb = rocksdb_open_column_families(db->dbopt, db->rdir, (int)k, (const char *const *)s->names, opts,
+                                           s->h, &err);
     free(opts);
     if (err) {
         db->rdb = NULL;

@@ -45,13 +45,20 @@ static int cmp_hash(const void *a, const void *b)
     return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
+/* `hi` and the reported hashes are slot hashes (akvi_slot_hash): map the
+ * query back to the stored key order (shard prefix first), seek there, and
+ * keep only keys whose slot hash matches in its top `nbits` bits. */
 static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, void *arg)
 {
     rm_ctx *c = (rm_ctx *)rm;
     if (nbits < 1 || nbits > 64)
         return AKV_EINVAL;
-    uint64_t mask = nbits == 64 ? ~0ULL : ~(~0ULL >> nbits);
-    uint64_t start = hi & mask;
+    uint32_t pb = c->db->layout == AKV_LAYOUT_HASH ? c->run->info.prefix_bits : 0;
+    uint64_t smask = nbits == 64 ? ~0ULL : ~(~0ULL >> nbits);
+    uint64_t ohi = pb ? (c->sst->prefix << (64 - pb)) | (hi >> pb) : hi;
+    unsigned onbits = nbits + pb > 64 ? 64 : nbits + pb;
+    uint64_t mask = onbits == 64 ? ~0ULL : ~(~0ULL >> onbits);
+    uint64_t start = ohi & mask;
     rocksdb_column_family_handle_t *cf = c->db->layout == AKV_LAYOUT_HASH ? c->run->cf : c->run->rmap_cf;
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(c->db->rdb, c->db->ro, cf);
     uint8_t seek[8];
@@ -69,6 +76,9 @@ static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, v
             break;
         if (!in_sst(c, khi, k + 8, kl - 8))
             continue;
+        akv_hash sh = akvi_slot_hash(akv_hash_key(k + 8, kl - 8, c->db->seed), pb);
+        if ((sh.hi & smask) != (hi & smask))
+            continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 8;
             akv_hash *p = realloc(h, cap * sizeof *p);
@@ -78,7 +88,7 @@ static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, v
             }
             h = p;
         }
-        h[n++] = akv_hash_key(k + 8, kl - 8, c->db->seed);
+        h[n++] = sh;
     }
     char *err = NULL;
     rocksdb_iter_get_error(it, &err);

@@ -120,8 +120,8 @@ void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf)
 int akvi_meta_put(akv_db *db, const char *key, const uint8_t *val, size_t len, bool sync)
 {
     char *err = NULL;
-    rocksdb_put_cf(db->rdb, sync ? db->wo_sync : db->wo, db->meta_cf, key, strlen(key), (const char *)val, len,
-                   &err);
+    rocksdb_put_cf(db->rdb, sync ? db->wo_sync : db->wo, db->meta_cf, key, strlen(key), (const char *)val,
+                   len, &err);
     return err ? akvi_rocks_err(err, "writing the meta family") : AKV_OK;
 }
 

@@ -36,7 +36,7 @@ struct akvi_runwriter {
     akv_filter **filters;
     char **paths;
     size_t n_sst, cap_sst, n_paths;
-    uint64_t keys, bytes;
+    uint64_t keys, bytes, raw_bytes;
 
     rocksdb_sstfilewriter_t *w; /* current SST */
     uint64_t cur_prefix, cur_bytes;
@@ -133,30 +133,37 @@ static bool in_sst_range(void *arg, akv_hash h, const void *key, size_t klen)
 }
 
 /* Negatives for this SST, minus any that are now keys of it. */
-static size_t negatives_for(akv_db *db, const akvi_cat_run *run, const akvi_cat_sst *sst, const akv_hash *keys,
-                            size_t n, akv_negative **out)
+static size_t negatives_for(akv_db *db, const akvi_cat_run *run, const akvi_cat_sst *sst,
+                            const akv_hash *keys, size_t n, akv_negative **out)
 {
     range_arg ra = {db, run, sst};
     size_t k = akvi_misslog_collect(db->ml, in_sst_range, &ra, MAX_NEGATIVES, out);
     size_t j = 0;
+    uint32_t pb = db->layout == AKV_LAYOUT_HASH ? run->prefix_bits : 0;
+    for (size_t i = 0; i < k; i++)
+        (*out)[i].h = akvi_slot_hash((*out)[i].h, pb);
     for (size_t i = 0; i < k; i++)
         if (!bsearch(&(*out)[i].h, keys, n, sizeof *keys, cmp_hash))
             (*out)[j++] = (*out)[i];
     return j;
 }
 
-int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst, akv_hash *hashes,
-                      size_t n, akv_filter **out)
+int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
+                      akv_hash *hashes, size_t n, akv_filter **out)
 {
     const akv_filter_kind *k = akv_filter_kind_by_name(sst->kind);
     if (!k)
         k = db->policy.level[level < AKV_MAX_LEVELS ? level : AKV_MAX_LEVELS - 1];
+    uint32_t pb = db->layout == AKV_LAYOUT_HASH ? run->prefix_bits : 0;
+    for (size_t i = 0; pb && i < n; i++)
+        hashes[i] = akvi_slot_hash(hashes[i], pb);
     sort_hashes(hashes, n);
     akv_filter_params p;
     akv_filter_params_init(&p);
     p.expected_keys = n;
     p.bits_per_key = db->opt.bits_per_key;
-    p.prefix_bits = db->layout == AKV_LAYOUT_HASH ? run->prefix_bits : 0;
+    /* The shard prefix is already shifted out (akvi_slot_hash). */
+    p.prefix_bits = 0;
     p.seed = db->seed;
     akv_negative *neg = NULL;
     size_t n_neg = negatives_for(db, run, sst, hashes, n, &neg);
@@ -223,6 +230,7 @@ static int finish_sst(akvi_runwriter *w)
     w->n_sst++;
     w->keys += s->keys;
     w->bytes += s->bytes;
+    w->raw_bytes += w->cur_bytes;
     akvi_cat_run run = {.id = w->run_id, .level = (uint32_t)w->level, .prefix_bits = w->prefix_bits};
     int rc = akvi_build_filter(w->db, w->level, &run, s, w->hashes, w->n, &w->filters[w->n_sst - 1]);
     if (rc == AKV_OK)
@@ -337,8 +345,8 @@ static int write_rmap(akvi_runwriter *w, rocksdb_column_family_handle_t **cf)
     return rc;
 }
 
-static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf, rocksdb_column_family_handle_t *rmap,
-                    akvi_run **out)
+static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf,
+                    rocksdb_column_family_handle_t *rmap, akvi_run **out)
 {
     akvi_run *r = calloc(1, sizeof *r);
     akvi_slot *slots = calloc(w->n_sst, sizeof *slots);
@@ -354,6 +362,7 @@ static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf, rocks
                              .prefix_bits = w->prefix_bits,
                              .keys = w->keys,
                              .bytes = w->bytes,
+                             .raw_bytes = w->raw_bytes,
                              .n_sst = w->n_sst,
                              .ssts = w->ssts};
     for (size_t j = 0; j < w->n_sst; j++) {

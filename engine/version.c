@@ -34,7 +34,10 @@ akvi_version *akvi_version_new(size_t n_mem, size_t n_run)
     return v;
 }
 
-void akvi_version_ref(akvi_version *v) { atomic_fetch_add(&v->refs, 1); }
+void akvi_version_ref(akvi_version *v)
+{
+    atomic_fetch_add(&v->refs, 1);
+}
 
 void akvi_version_unref(akvi_version *v)
 {
@@ -49,7 +52,10 @@ void akvi_version_unref(akvi_version *v)
     free(v);
 }
 
-void akvi_run_ref(akvi_run *r) { atomic_fetch_add(&r->refs, 1); }
+void akvi_run_ref(akvi_run *r)
+{
+    atomic_fetch_add(&r->refs, 1);
+}
 
 static void delete_filter_files(akvi_run *r)
 {
@@ -84,7 +90,10 @@ void akvi_run_unref(akvi_run *r)
     free(r);
 }
 
-void akvi_mem_ref(akvi_mem *m) { atomic_fetch_add(&m->refs, 1); }
+void akvi_mem_ref(akvi_mem *m)
+{
+    atomic_fetch_add(&m->refs, 1);
+}
 
 void akvi_mem_unref(akvi_mem *m)
 {
@@ -147,8 +156,8 @@ static bool in_list(akvi_run *r, akvi_run *const *list, size_t n)
  * thread replaces runs). `add_mem` and `add_run` hand their reference to the
  * new version; the edit is applied under vmu so no edit is lost.
  */
-int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs, size_t n_drop,
-               akvi_run *add_run)
+int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs,
+               size_t n_drop, akvi_run *add_run)
 {
     pthread_mutex_lock(&db->vmu);
     akvi_version *old = db->cur;

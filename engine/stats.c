@@ -1,0 +1,176 @@
+/*
+ * stats.c — statistics: counters, shape of the LSM, per-slot rows, JSON.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/internal.h"
+
+static size_t slot_memory(akvi_slot *s)
+{
+    if (!s->f)
+        return 0;
+    if (s->locked)
+        pthread_rwlock_rdlock(&s->lock);
+    size_t m = akv_filter_memory(s->f);
+    if (s->locked)
+        pthread_rwlock_unlock(&s->lock);
+    return m;
+}
+
+static size_t guard_memory(akv_db *db)
+{
+    if (!db->policy.mem)
+        return 0;
+    pthread_rwlock_rdlock(&db->guard_lock);
+    size_t m = db->guard ? akv_filter_memory(db->guard) : 0;
+    pthread_rwlock_unlock(&db->guard_lock);
+    return m;
+}
+
+int akv_get_stats(akv_db *db, akv_stats *st)
+{
+    if (!db || !st)
+        return akvi_err(AKV_EINVAL, "akv_get_stats: NULL argument");
+    memset(st, 0, sizeof *st);
+    st->puts = atomic_load(&db->st.puts);
+    st->deletes = atomic_load(&db->st.deletes);
+    st->gets = atomic_load(&db->st.gets);
+    st->negative_lookups = atomic_load(&db->st.negative_lookups);
+    st->probes = atomic_load(&db->st.probes);
+    st->wasted_probes = atomic_load(&db->st.wasted_probes);
+    st->slot_queries = atomic_load(&db->st.slot_queries);
+    st->false_positives = atomic_load(&db->st.false_positives);
+    st->adaptations = atomic_load(&db->st.adaptations);
+    st->block_reads = atomic_load(&db->st.block_reads);
+    st->flushes = atomic_load(&db->st.flushes);
+    st->compactions = atomic_load(&db->st.compactions);
+    st->write_stalls = atomic_load(&db->st.write_stalls);
+    st->bytes_written_user = atomic_load(&db->st.bytes_written_user);
+    st->bytes_written_disk = atomic_load(&db->st.bytes_written_disk);
+    st->slot_filtered = atomic_load(&db->guard_stats.filtered);
+    st->filter_bytes = guard_memory(db);
+    akvi_version *v = akvi_current(db);
+    st->memtables = (uint32_t)v->n_mem;
+    for (size_t i = 0; i < v->n_run; i++) {
+        akvi_run *r = v->runs[i];
+        uint32_t l = r->info.level;
+        if (st->runs_per_level[l]++ == 0)
+            st->levels++;
+        st->ssts_per_level[l] += (uint32_t)r->info.n_sst;
+        st->keys_per_level[l] += r->info.keys;
+        st->live_keys_estimate += r->info.keys;
+        for (size_t j = 0; j < r->info.n_sst; j++) {
+            st->slot_filtered += atomic_load(&r->slots[j].filtered);
+            st->filter_bytes += slot_memory(&r->slots[j]);
+        }
+    }
+    akvi_version_unref(v);
+    return AKV_OK;
+}
+
+static void put_array32(char **p, const char *end, const char *name, const uint32_t *a)
+{
+    *p += snprintf(*p, (size_t)(end - *p), ",\"%s\":[", name);
+    for (int i = 0; i < AKV_MAX_LEVELS; i++)
+        *p += snprintf(*p, (size_t)(end - *p), "%s%u", i ? "," : "", a[i]);
+    *p += snprintf(*p, (size_t)(end - *p), "]");
+}
+
+int akv_stats_json(akv_db *db, char **json)
+{
+    if (!json)
+        return akvi_err(AKV_EINVAL, "akv_stats_json: NULL argument");
+    akv_stats s;
+    int rc = akv_get_stats(db, &s);
+    if (rc != AKV_OK)
+        return rc;
+    size_t cap = 4096;
+    char *buf = malloc(cap), *p = buf, *end = buf + cap;
+    if (!buf)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+#define U64(name)                                                                                            \
+    p += snprintf(p, (size_t)(end - p), "%s\"" #name "\":%llu", p == buf + 1 ? "" : ",",                     \
+                  (unsigned long long)s.name)
+    p += snprintf(p, (size_t)(end - p), "{");
+    U64(puts);
+    U64(deletes);
+    U64(gets);
+    U64(negative_lookups);
+    U64(probes);
+    U64(wasted_probes);
+    U64(slot_queries);
+    U64(slot_filtered);
+    U64(false_positives);
+    U64(adaptations);
+    U64(block_reads);
+    U64(flushes);
+    U64(compactions);
+    U64(write_stalls);
+    U64(bytes_written_user);
+    U64(bytes_written_disk);
+    U64(filter_bytes);
+    U64(live_keys_estimate);
+    U64(levels);
+    U64(memtables);
+#undef U64
+    put_array32(&p, end, "runs_per_level", s.runs_per_level);
+    put_array32(&p, end, "ssts_per_level", s.ssts_per_level);
+    p += snprintf(p, (size_t)(end - p), ",\"keys_per_level\":[");
+    for (int i = 0; i < AKV_MAX_LEVELS; i++)
+        p += snprintf(p, (size_t)(end - p), "%s%llu", i ? "," : "", (unsigned long long)s.keys_per_level[i]);
+    snprintf(p, (size_t)(end - p), "]}");
+    *json = buf;
+    return AKV_OK;
+}
+
+static void fill_row(akv_slot_info *row, int level, uint64_t run, uint64_t sst, const char *kind,
+                     uint64_t keys, size_t mem, akvi_slot *s)
+{
+    memset(row, 0, sizeof *row);
+    row->level = level;
+    row->run = run;
+    row->sst = sst;
+    snprintf(row->kind, sizeof row->kind, "%s", kind);
+    row->keys = keys;
+    row->bits_per_key = keys ? (double)mem * 8.0 / (double)keys : 0;
+    row->queries = atomic_load(&s->queries);
+    row->filtered = atomic_load(&s->filtered);
+    row->probes = atomic_load(&s->probes);
+    row->false_positives = atomic_load(&s->fps);
+    row->adaptations = atomic_load(&s->adaptations);
+}
+
+int akv_slots(akv_db *db, akv_slot_info **rows, size_t *n)
+{
+    if (!db || !rows || !n)
+        return akvi_err(AKV_EINVAL, "akv_slots: NULL argument");
+    akvi_version *v = akvi_current(db);
+    size_t total = 1;
+    for (size_t i = 0; i < v->n_run; i++)
+        total += v->runs[i]->info.n_sst;
+    akv_slot_info *out = calloc(total, sizeof *out);
+    if (!out) {
+        akvi_version_unref(v);
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    size_t k = 0;
+    uint64_t mem_keys = 0;
+    for (size_t i = 0; i < v->n_mem; i++)
+        mem_keys += atomic_load(&v->mems[i]->entries);
+    fill_row(&out[k++], -1, 0, 0, db->policy.mem ? db->policy.mem->name : "none", mem_keys, guard_memory(db),
+             &db->guard_stats);
+    /* Guard probes are the memtable reads it let through. */
+    out[0].probes = out[0].queries - out[0].filtered;
+    for (size_t i = 0; i < v->n_run; i++) {
+        akvi_run *r = v->runs[i];
+        for (size_t j = 0; j < r->info.n_sst; j++)
+            fill_row(&out[k++], (int)r->info.level, r->info.id, r->info.ssts[j].id, r->info.ssts[j].kind,
+                     r->info.ssts[j].keys, slot_memory(&r->slots[j]), &r->slots[j]);
+    }
+    akvi_version_unref(v);
+    *rows = out;
+    *n = k;
+    return AKV_OK;
+}

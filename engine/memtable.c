@@ -31,7 +31,9 @@ int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf
 
 static uint64_t guard_capacity(const akv_db *db, size_t needed)
 {
-    uint64_t cap = db->opt.memtable_bytes / 32 * 3;
+    /* Two live memtables of entries of at least 64 bytes; a guard that
+     * overflows is rebuilt twice as large at the next flush. */
+    uint64_t cap = db->opt.memtable_bytes / 64 * 2;
     if (cap < (1u << 14))
         cap = 1u << 14;
     if (cap < 2 * (uint64_t)needed)
@@ -44,7 +46,10 @@ static int guard_new(akv_db *db, uint64_t cap, akv_filter **out)
     akv_filter_params p;
     akv_filter_params_init(&p);
     p.expected_keys = cap;
-    p.bits_per_key = db->opt.bits_per_key;
+    /* Counting kinds spend several bits per counter: give the guard as
+     * many counters per key as a plain filter gets bits, so its false
+     * positive rate is comparable to the run slots'. */
+    p.bits_per_key = db->opt.bits_per_key * 6;
     p.seed = db->seed;
     akv_filter *f = NULL;
     int rc = akv_filter_create(db->policy.mem, &p, NULL, 0, &f);

@@ -1,0 +1,126 @@
+/*
+ * test_misslog.c — the negative-lookup summary: counting, hints, the byte
+ * budget, heavy hitters surviving churn, range selection, persistence.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/internal.h"
+
+static akv_hash hk(const char *k)
+{
+    return akv_hash_key(k, strlen(k), 7);
+}
+
+static void rec(akvi_misslog *ml, const char *k, double wasted)
+{
+    akvi_misslog_record(ml, hk(k), k, strlen(k), wasted);
+}
+
+Test(misslog, counts_and_costs)
+{
+    akvi_misslog *ml = akvi_misslog_create(1 << 16);
+    for (int i = 0; i < 5; i++)
+        rec(ml, "hot", 1);
+    rec(ml, "cold", 0);
+    akvi_misslog_hint(ml, hk("declared"), "declared", 8, 100);
+    cr_assert_eq(akvi_misslog_count(ml), 3);
+    akv_negative *neg;
+    size_t n = akvi_misslog_collect(ml, NULL, NULL, 10, &neg);
+    cr_assert_eq(n, 3);
+    /* heaviest first: declared (100), hot (5 lookups + 5 wasted), cold (1) */
+    cr_assert_eq(neg[0].h.hi, hk("declared").hi);
+    cr_assert_eq(neg[1].h.hi, hk("hot").hi);
+    cr_assert_float_eq(neg[1].cost, 10.0, 1e-9);
+    cr_assert_eq(neg[2].h.hi, hk("cold").hi);
+    free(neg);
+    akvi_misslog_destroy(ml);
+}
+
+Test(misslog, budget_is_respected_and_heavy_hitters_survive)
+{
+    akvi_misslog *ml = akvi_misslog_create(8192);
+    char k[32];
+    for (int round = 0; round < 50; round++) {
+        for (int h = 0; h < 5; h++) {
+            snprintf(k, sizeof k, "heavy%d", h);
+            rec(ml, k, 1);
+        }
+        for (int i = 0; i < 20; i++) {
+            snprintf(k, sizeof k, "noise%d-%d", round, i);
+            rec(ml, k, 0);
+        }
+    }
+    cr_assert_leq(akvi_misslog_count(ml), 8192 / 64);
+    akv_negative *neg;
+    size_t n = akvi_misslog_collect(ml, NULL, NULL, 5, &neg);
+    cr_assert_eq(n, 5);
+    for (int h = 0; h < 5; h++) {
+        snprintf(k, sizeof k, "heavy%d", h);
+        bool found = false;
+        for (size_t i = 0; i < n; i++)
+            found |= neg[i].h.hi == hk(k).hi;
+        cr_assert(found, "%s was evicted", k);
+    }
+    free(neg);
+    akvi_misslog_destroy(ml);
+}
+
+static bool starts_with_a(void *arg, akv_hash h, const void *key, size_t klen)
+{
+    (void)arg;
+    (void)h;
+    return klen > 0 && ((const char *)key)[0] == 'a';
+}
+
+Test(misslog, range_selection)
+{
+    akvi_misslog *ml = akvi_misslog_create(1 << 16);
+    rec(ml, "apple", 0);
+    rec(ml, "banana", 0);
+    rec(ml, "avocado", 0);
+    akv_negative *neg;
+    size_t n = akvi_misslog_collect(ml, starts_with_a, NULL, 100, &neg);
+    cr_assert_eq(n, 2);
+    free(neg);
+    akvi_misslog_destroy(ml);
+}
+
+Test(misslog, persistence_round_trip_and_damage)
+{
+    akvi_misslog *ml = akvi_misslog_create(1 << 16);
+    char k[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(k, sizeof k, "key%d", i);
+        for (int j = 0; j <= i % 3; j++)
+            rec(ml, k, 0.5);
+    }
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akvi_misslog_encode(ml, &buf, &len), AKV_OK);
+    akvi_misslog *m2 = akvi_misslog_create(1 << 16);
+    cr_assert_eq(akvi_misslog_decode(m2, buf, len), AKV_OK);
+    cr_assert_eq(akvi_misslog_count(m2), 100);
+    akv_negative *a, *b;
+    size_t na = akvi_misslog_collect(ml, NULL, NULL, 1000, &a),
+           nb = akvi_misslog_collect(m2, NULL, NULL, 1000, &b);
+    cr_assert_eq(na, nb);
+    double sa = 0, sb = 0;
+    for (size_t i = 0; i < na; i++) {
+        sa += a[i].cost;
+        sb += b[i].cost;
+    }
+    cr_assert_float_eq(sa, sb, 1e-9);
+    free(a);
+    free(b);
+    buf[len / 2] ^= 0x40;
+    akvi_misslog *m3 = akvi_misslog_create(1 << 16);
+    cr_assert_eq(akvi_misslog_decode(m3, buf, len), AKV_ECORRUPT);
+    cr_assert_neq(akvi_misslog_decode(m3, buf, 10), AKV_OK);
+    free(buf);
+    akvi_misslog_destroy(ml);
+    akvi_misslog_destroy(m2);
+    akvi_misslog_destroy(m3);
+}

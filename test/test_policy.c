@@ -1,0 +1,84 @@
+/*
+ * test_policy.c — slot policy parsing: strict errors with messages, the
+ * default and its fallbacks, level inheritance.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "engine/internal.h"
+
+static const akv_filter_kind *K(const char *n)
+{
+    return akv_filter_kind_by_name(n);
+}
+
+Test(policy, explicit_levels)
+{
+    akvi_policy p;
+    cr_assert_eq(akvi_policy_parse("l0=bloom,l1+=blocked,l3=bloom", &p, NULL, 0), AKV_OK);
+    cr_assert_eq(p.level[0], K("bloom"));
+    cr_assert_eq(p.level[1], K("blocked"));
+    cr_assert_eq(p.level[2], K("blocked"));
+    cr_assert_eq(p.level[3], K("bloom"));
+    cr_assert_eq(p.level[4], K("blocked"));
+    cr_assert_eq(p.level[AKV_MAX_LEVELS - 1], K("blocked"));
+}
+
+Test(policy, deeper_levels_inherit)
+{
+    akvi_policy p;
+    cr_assert_eq(akvi_policy_parse("l0=bloom", &p, NULL, 0), AKV_OK);
+    for (int l = 0; l < AKV_MAX_LEVELS; l++)
+        cr_assert_eq(p.level[l], K("bloom"));
+}
+
+Test(policy, default_prefers_aqf_then_blocked_then_bloom)
+{
+    akvi_policy p;
+    char note[256];
+    cr_assert_eq(akvi_policy_parse(NULL, &p, note, sizeof note), AKV_OK);
+    const akv_filter_kind *want = K("aqf") ? K("aqf") : K("blocked") ? K("blocked") : K("bloom");
+    cr_assert_eq(p.level[0], want);
+    cr_assert_eq(p.level[5], want);
+    cr_assert(strstr(note, want->name) != NULL, "note: %s", note);
+    if (K("sscf"))
+        cr_assert_eq(p.mem, K("sscf"));
+    cr_assert_eq(akvi_policy_parse("", &p, NULL, 0), AKV_OK);
+}
+
+Test(policy, mem_none_and_static_mem_kind)
+{
+    akvi_policy p;
+    cr_assert_eq(akvi_policy_parse("mem=none,l0=bloom", &p, NULL, 0), AKV_OK);
+    cr_assert_null(p.mem);
+    cr_assert_eq(akvi_policy_parse("mem=bloom", &p, NULL, 0), AKV_EINVAL);
+    cr_assert(strstr(akv_errmsg(), "bloom") != NULL);
+}
+
+Test(policy, strict_errors)
+{
+    akvi_policy p;
+    cr_assert_eq(akvi_policy_parse("l0=nosuchkind", &p, NULL, 0), AKV_EINVAL);
+    cr_assert_str_eq(akv_errmsg(), "unknown filter kind 'nosuchkind'");
+    cr_assert_eq(akvi_policy_parse("l9=bloom", &p, NULL, 0), AKV_EINVAL);
+    cr_assert(strstr(akv_errmsg(), "unknown level 'l9'") != NULL, "%s", akv_errmsg());
+    cr_assert_eq(akvi_policy_parse("disk=bloom", &p, NULL, 0), AKV_EINVAL);
+    cr_assert(strstr(akv_errmsg(), "unknown level 'disk'") != NULL);
+    cr_assert_eq(akvi_policy_parse("l0=bloom,,l1=bloom", &p, NULL, 0), AKV_EINVAL);
+    cr_assert_eq(akvi_policy_parse("l0=bloom,l0=blocked", &p, NULL, 0), AKV_EINVAL);
+    cr_assert_eq(akvi_policy_parse("l0", &p, NULL, 0), AKV_EINVAL);
+    cr_assert_eq(akvi_policy_parse("l0=", &p, NULL, 0), AKV_EINVAL);
+    cr_assert_eq(akvi_policy_parse("l1+x=bloom", &p, NULL, 0), AKV_EINVAL);
+    cr_assert_eq(akvi_policy_parse("l0=bloom,", &p, NULL, 0), AKV_EINVAL);
+}
+
+Test(policy, open_refuses_bad_policy)
+{
+    akv_options o;
+    akv_options_init(&o);
+    o.slot_policy = "mem=sscf,l0=x";
+    akv_db *db = (akv_db *)1;
+    cr_assert_eq(akv_open("/nonexistent-dir-for-policy-test/db", &o, &db), AKV_EINVAL);
+    cr_assert_null(db);
+    cr_assert_str_eq(akv_errmsg(), "unknown filter kind 'x'");
+}

@@ -52,8 +52,11 @@ int akv_aqf_merge_exact(const akv_filter *a, akv_revmap *rm_a, const akv_filter 
                         uint32_t out_q, uint32_t out_r, akv_filter **out);
 
 /* Resize into a new filter with 2^new_q slots and new_r-bit remainders (0 =
- * same r), reading every key once from the reverse map. Fingerprints keep
- * at least their bits: no adaptation is lost, the reverse map is unchanged. */
+ * same r), reading every key once from the reverse map (one sorted pass).
+ * Extended fingerprints keep at least their bits and growing gives every
+ * fingerprint more, so growing loses no adaptation; shrinking keeps bare
+ * fingerprints bare (the smaller filter's FPR), so a fixed false positive
+ * that differed from a bare one only in the dropped bits can return. */
 int akv_aqf_resize(const akv_filter *f, uint32_t new_q, uint32_t new_r, akv_revmap *rm, akv_filter **out);
 
 /* Remove key h by its exact rank (the reverse map must still hold h). With

@@ -1145,11 +1145,14 @@ static int all_owners(const akv_qf *f, akv_revmap *rm, owners *o)
     return rc == AKV_OK ? rm->scan(rm, 1ULL << 63, 1, owners_push, o) : rc;
 }
 
-/* New fingerprint for an owner: at least the bits the old one had. */
+/* New fingerprint for an owner. An extended one keeps at least the bits it
+ * had, so no adaptation is lost in either direction; a bare one stays bare:
+ * growing gives it more bits for free, shrinking drops some — that is what
+ * a smaller filter means (one extension slot per key would defeat it). */
 static akv_qf_fp regrow(const akv_qf *out, const akv_qf *in, akv_qf_fp old, akv_u128 own)
 {
     unsigned bits = fp_len(in, old.k), base = out->q + out->r;
-    uint32_t k = bits <= base ? 0 : (bits - base + out->r - 1) / out->r;
+    uint32_t k = old.k == 0 || bits <= base ? 0 : (bits - base + out->r - 1) / out->r;
     return make_fp(out, own, k < out->max_ext ? k : out->max_ext);
 }
 

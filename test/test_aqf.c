@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "filters/aqf.h"
+#include "filters/qf_core.h"
 #include "revmap/revmap.h"
 #include "support/filter_props.h"
 
@@ -167,6 +168,397 @@ Test(aqf, random_ops_against_model_uniform)
     cr_assert_eq(s.adaptations, adapted);
     cr_assert_gt(s.adapt_bits, 0);
     free(m.v);
+    akv_memrevmap_destroy(rm);
+    akv_filter_destroy(f);
+}
+
+/* Spec §3.2/§7.2 regression: two keys in one minirun with identical
+ * unextended fingerprints, queried in both orders, then a false positive
+ * on that minirun adapted, then a third key whose hash matches the first
+ * key's extended fingerprint, then removals. No step may lose a key, and
+ * adapt must extend each record with its own key's bits. */
+Test(aqf, shadowing_hazard_regression)
+{
+    akv_filter *f = empty_aqf(1000, 7);
+    akv_aqf_info info;
+    akv_aqf_info_get(f, &info);
+    unsigned mb = info.q + info.r; /* minirun bits at the top of h.hi */
+    uint64_t mid = 0x5a5a5a5a5a5a5a5aULL & ~(~0ULL >> mb);
+    akv_hash k1 = {mid | 1, 1ULL << 40}, k2 = {mid | 1, 2ULL << 40}; /* differ only in lo */
+    akv_hash k3 = {mid | (1ULL << (63 - mb)), 0}; /* shares the minirun, differs in ext_1 */
+    akv_memrevmap *rm = NULL;
+    cr_assert_eq(akv_memrevmap_create(NULL, 0, &rm), AKV_OK);
+    cr_assert_eq(akv_filter_insert(f, k2), AKV_OK);
+    cr_assert_eq(akv_filter_insert(f, k1), AKV_OK);
+    akv_memrevmap_insert(rm, k1);
+    akv_memrevmap_insert(rm, k2);
+    cr_assert(akv_filter_may_contain(f, k2));
+    cr_assert(akv_filter_may_contain(f, k1));
+    /* A stored key is never "adapted away". */
+    cr_assert_eq(akv_filter_adapt(f, k1, akv_memrevmap_revmap(rm)), AKV_NOTFOUND);
+    /* A false positive sharing ~100 bits with k1 and k2. */
+    akv_hash y = {mid | 1, 3ULL << 40};
+    cr_assert(akv_filter_may_contain(f, y));
+    cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+    cr_assert_not(akv_filter_may_contain(f, y));
+    cr_assert(akv_filter_may_contain(f, k1));
+    cr_assert(akv_filter_may_contain(f, k2));
+    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    /* k3 lands in the now-extended minirun: placed by its own bits. */
+    cr_assert_eq(akv_filter_insert(f, k3), AKV_OK);
+    akv_memrevmap_insert(rm, k3);
+    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    akv_hash ks[3] = {k1, k2, k3};
+    for (int i = 0; i < 3; i++)
+        cr_assert(akv_filter_may_contain(f, ks[i]));
+    /* Another FP matching the group: every matching record is adapted with its owner's bits. */
+    akv_hash y2 = {mid | 1, 4ULL << 40};
+    if (akv_filter_may_contain(f, y2))
+        cr_assert_eq(akv_filter_adapt(f, y2, akv_memrevmap_revmap(rm)), AKV_OK);
+    cr_assert_not(akv_filter_may_contain(f, y2));
+    /* A reverse map that disagrees with the filter is refused, filter unchanged. */
+    akv_memrevmap_remove(rm, k2);
+    akv_hash y3 = {mid | 1, 5ULL << 40};
+    if (akv_filter_may_contain(f, y3))
+        cr_assert_eq(akv_filter_adapt(f, y3, akv_memrevmap_revmap(rm)), AKV_ECORRUPT);
+    akv_memrevmap_insert(rm, k2);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(akv_filter_remove(f, ks[i]), AKV_OK);
+        for (int j = i + 1; j < 3; j++)
+            cr_assert(akv_filter_may_contain(f, ks[j]), "removing %d lost %d", i, j);
+        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    }
+    akv_memrevmap_destroy(rm);
+    akv_filter_destroy(f);
+}
+
+/* Identical hashes (duplicates) are separate records; removing one keeps the other. */
+Test(aqf, duplicates)
+{
+    akv_filter *f = empty_aqf(100, 8);
+    akv_hash h = {0x1234567890abcdefULL, 77};
+    cr_assert_eq(akv_filter_insert(f, h), AKV_OK);
+    cr_assert_eq(akv_filter_insert(f, h), AKV_OK);
+    cr_assert_eq(akv_filter_remove(f, h), AKV_OK);
+    cr_assert(akv_filter_may_contain(f, h));
+    cr_assert_eq(akv_filter_remove(f, h), AKV_OK);
+    cr_assert_not(akv_filter_may_contain(f, h));
+    cr_assert_eq(akv_filter_remove(f, h), AKV_NOTFOUND);
+    akv_filter_destroy(f);
+}
+
+static akv_filter *build_aqf(uint64_t seed, size_t n, uint32_t r, akv_hash **keys, akv_memrevmap **rm)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.remainder_bits = r;
+    akv_filter *f = akvt_build("aqf", &p, seed, n);
+    *keys = akvt_keys(seed, n);
+    cr_assert_eq(akv_memrevmap_create(*keys, n, rm), AKV_OK);
+    return f;
+}
+
+/* Fix a stream of false positives; none of them ever comes back. */
+Test(aqf, adapt_fixes_and_is_monotonic)
+{
+    akv_hash *keys;
+    akv_memrevmap *rm;
+    akv_filter *f = build_aqf(3, 50000, 6, &keys, &rm);
+    akv_hash *fixed = malloc(20000 * sizeof *fixed);
+    size_t nf = 0;
+    for (uint64_t i = 0; i < 400000 && nf < 20000; i++) {
+        akv_hash y = akvt_key(999, i);
+        if (!akv_filter_may_contain(f, y))
+            continue;
+        cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+        cr_assert_not(akv_filter_may_contain(f, y));
+        fixed[nf++] = y;
+        if (nf % 1000 == 0)
+            for (size_t j = 0; j < nf; j++)
+                cr_assert_not(akv_filter_may_contain(f, fixed[j]), "fixed FP %zu came back", j);
+    }
+    cr_assert_gt(nf, 1000);
+    for (size_t j = 0; j < nf; j++)
+        cr_assert_not(akv_filter_may_contain(f, fixed[j]));
+    akvt_check_no_false_negatives(f, 3, 50000);
+    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    /* ~1 + 1/(2^r - 1) extension slots per adaptation (spec §8.3) */
+    akv_aqf_info info;
+    akv_aqf_info_get(f, &info);
+    double per = (double)info.ext_slots / (double)info.adaptations;
+    cr_assert(per >= 1.0 && per < 1.1, "%.3f extension slots per adaptation", per);
+    free(fixed);
+    free(keys);
+    akv_memrevmap_destroy(rm);
+    akv_filter_destroy(f);
+}
+
+Test(aqf, fpr_matches_exact_formula)
+{
+    for (uint32_t r = 4; r <= 10; r += 3) {
+        akv_filter_params p;
+        akv_filter_params_init(&p);
+        p.remainder_bits = r;
+        akv_filter *f = akvt_build("aqf", &p, r, 100000);
+        akvt_check_no_false_negatives(f, r, 100000);
+        akvt_check_fpr_theory(f, r, 400000, 0.05);
+        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        akv_filter_destroy(f);
+    }
+}
+
+/* Bulk load of sorted hashes = incremental inserts in any order, byte for byte. */
+static void serialized(const akv_filter *f, uint8_t **buf, size_t *len)
+{
+    cr_assert_eq(akv_filter_serialize(f, buf, len), AKV_OK);
+}
+
+Test(aqf, bulk_load_equals_incremental)
+{
+    const char *kinds[2] = {"qf", "aqf"};
+    for (int kk = 0; kk < 2; kk++) {
+        size_t n = 30000;
+        akv_hash *keys = akvt_keys(5, n);
+        akv_filter_params p;
+        akv_filter_params_init(&p);
+        p.expected_keys = n;
+        p.remainder_bits = 4; /* small r: many shared miniruns */
+        akv_filter *inc = NULL, *bulk = NULL;
+        cr_assert_eq(akv_filter_create(K(kinds[kk]), &p, NULL, 0, &inc), AKV_OK);
+        cr_assert_eq(akv_filter_finish(inc), AKV_OK);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(akv_filter_insert(inc, keys[i]), AKV_OK);
+        cr_assert_eq(akv_aqf_bulk_load(K(kinds[kk]), &p, keys, n, &bulk), AKV_EINVAL); /* unsorted */
+        akv_qf_sort(keys, n);
+        cr_assert_eq(akv_aqf_bulk_load(K(kinds[kk]), &p, keys, n, &bulk), AKV_OK);
+        cr_assert_eq(akv_aqf_validate(bulk), AKV_OK);
+        uint8_t *a, *b;
+        size_t la, lb;
+        serialized(inc, &a, &la);
+        serialized(bulk, &b, &lb);
+        cr_assert_eq(la, lb);
+        cr_assert(memcmp(a, b, la) == 0, "%s: bulk load differs from inserts", kinds[kk]);
+        free(a), free(b);
+        akv_filter_destroy(bulk);
+        akv_filter_destroy(inc);
+        free(keys);
+    }
+}
+
+/* Merge without keys answers like a build from the union (members), keeps
+ * invariants; the exact merge also keeps every adaptation. */
+Test(aqf, merge_answers_like_union)
+{
+    size_t n = 20000;
+    akv_hash *ka, *kb;
+    akv_memrevmap *ra, *rb;
+    akv_filter *a = build_aqf(11, n, 6, &ka, &ra), *b = build_aqf(12, n, 6, &kb, &rb);
+    akv_hash fixed[64];
+    size_t nf = 0;
+    for (uint64_t i = 0; nf < 64; i++) {
+        akv_hash y = akvt_key(77, i);
+        akv_filter *t = (i & 1) ? a : b;
+        akv_memrevmap *rt = (i & 1) ? ra : rb;
+        if (akv_filter_may_contain(a, y) || akv_filter_may_contain(b, y)) {
+            if (akv_filter_may_contain(t, y) && akv_filter_adapt(t, y, akv_memrevmap_revmap(rt)) == AKV_OK &&
+                !akv_filter_may_contain(a, y) && !akv_filter_may_contain(b, y))
+                fixed[nf++] = y;
+        }
+    }
+    akv_aqf_info ia;
+    akv_aqf_info_get(a, &ia);
+    cr_assert_eq(akv_aqf_merge(a, b, ia.q, &(akv_filter *){NULL}), AKV_EFULL); /* 2n > 2^q slots */
+    for (uint32_t d = 1; d <= 2; d++) {
+        akv_filter *m = NULL;
+        cr_assert_eq(akv_aqf_merge(a, b, ia.q + d, &m), AKV_OK);
+        cr_assert_eq(akv_aqf_validate(m), AKV_OK);
+        akvt_check_no_false_negatives(m, 11, n);
+        akvt_check_no_false_negatives(m, 12, n);
+        cr_assert_eq(m->n_keys, 2 * n);
+        akv_filter_destroy(m);
+    }
+    akv_filter *m = NULL;
+    cr_assert_eq(akv_aqf_merge_exact(a, akv_memrevmap_revmap(ra), b, akv_memrevmap_revmap(rb), 0, 0, &m),
+                 AKV_OK);
+    cr_assert_eq(akv_aqf_validate(m), AKV_OK);
+    akvt_check_no_false_negatives(m, 11, n);
+    akvt_check_no_false_negatives(m, 12, n);
+    for (size_t j = 0; j < nf; j++)
+        cr_assert_not(akv_filter_may_contain(m, fixed[j]), "exact merge forgot adaptation %zu", j);
+    /* Resize the merged filter back down and up: still exact. */
+    akv_hash *both = malloc(2 * n * sizeof *both);
+    memcpy(both, ka, n * sizeof *both);
+    memcpy(both + n, kb, n * sizeof *both);
+    akv_memrevmap *rboth;
+    akv_memrevmap_create(both, 2 * n, &rboth);
+    akv_aqf_info im;
+    akv_aqf_info_get(m, &im);
+    /* grow by one quotient bit, then shrink back: both directions */
+    akv_filter *cur = m;
+    uint32_t qs[2] = {im.q + 1, im.q};
+    for (int t = 0; t < 2; t++) {
+        akv_filter *z = NULL;
+        int rc = akv_aqf_resize(cur, qs[t], 0, akv_memrevmap_revmap(rboth), &z);
+        cr_assert_eq(rc, AKV_OK, "resize to q=%u: %s", qs[t], akv_strerror(rc));
+        cr_assert_eq(akv_aqf_validate(z), AKV_OK);
+        akvt_check_no_false_negatives(z, 11, n);
+        akvt_check_no_false_negatives(z, 12, n);
+        for (size_t j = 0; t == 0 && j < nf; j++) /* growing is exact */
+            cr_assert_not(akv_filter_may_contain(z, fixed[j]), "resize forgot adaptation %zu", j);
+        if (cur != m)
+            akv_filter_destroy(cur);
+        cur = z;
+    }
+    akv_filter_destroy(cur);
+    akv_memrevmap_destroy(rboth);
+    free(both);
+    akv_filter_destroy(m);
+    free(ka), free(kb);
+    akv_memrevmap_destroy(ra), akv_memrevmap_destroy(rb);
+    akv_filter_destroy(a), akv_filter_destroy(b);
+}
+
+/* Static YES/NO (paper §4.3): every listed negative is filtered. */
+Test(aqf, yes_no_build_filters_every_negative)
+{
+    size_t ny = 50000, nn = 200000;
+    akv_hash *yes = akvt_keys(21, ny), *no = akvt_keys(22, nn);
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.remainder_bits = 5;
+    akv_filter *f = NULL;
+    size_t unfixable = 99;
+    cr_assert_eq(akv_aqf_build_yesno(&p, yes, ny, no, nn, &f, &unfixable), AKV_OK);
+    cr_assert_eq(unfixable, 0);
+    for (size_t i = 0; i < ny; i++)
+        cr_assert(akv_filter_may_contain(f, yes[i]));
+    for (size_t i = 0; i < nn; i++)
+        cr_assert_not(akv_filter_may_contain(f, no[i]), "negative %zu still positive", i);
+    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    /* random other keys still see about the built FPR */
+    double fpr = akvt_measure_fpr(f, 23, 200000);
+    cr_assert_lt(fpr, 0.05);
+    akv_filter_destroy(f);
+    /* a NO hash equal to a YES hash cannot be filtered and is reported */
+    cr_assert_eq(akv_aqf_build_yesno(&p, yes, ny, yes, 10, &f, &unfixable), AKV_OK);
+    cr_assert_eq(unfixable, 10);
+    akv_filter_destroy(f);
+    free(yes), free(no);
+}
+
+Test(aqf, serialization_round_trip_and_corruption)
+{
+    akv_hash *keys;
+    akv_memrevmap *rm;
+    akv_filter *f = build_aqf(4, 5000, 7, &keys, &rm);
+    for (uint64_t i = 0; i < 200000; i++) {
+        akv_hash y = akvt_key(31, i);
+        if (akv_filter_may_contain(f, y))
+            akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+    }
+    akvt_check_serialization(f, 4, 5000, 20000, 300);
+    akv_filter_destroy(f);
+    free(keys);
+    akv_memrevmap_destroy(rm);
+}
+
+/* Exact delete with shortening: no false negatives, deleted key filtered. */
+Test(aqf, remove_exact_shortens)
+{
+    akv_filter *f = empty_aqf(200, 3);
+    akv_memrevmap *rm;
+    akv_memrevmap_create(NULL, 0, &rm);
+    uint64_t st = 5;
+    model m = {calloc(200, sizeof(akv_hash)), 0, 150};
+    akv_aqf_info info;
+    akv_aqf_info_get(f, &info);
+    for (int i = 0; i < 3000; i++) {
+        if (m.n < m.cap && (akvt_rand(&st) & 1)) {
+            akv_hash h = crowded(&st, info.q + info.r);
+            if (model_has(&m, h) || akv_filter_insert(f, h) != AKV_OK)
+                continue;
+            akv_memrevmap_insert(rm, h);
+            m.v[m.n++] = h;
+        } else if (m.n && (akvt_rand(&st) & 1)) {
+            size_t j = akvt_rand(&st) % m.n;
+            cr_assert_eq(akv_aqf_remove_exact(f, m.v[j], akv_memrevmap_revmap(rm), true), AKV_OK);
+            akv_memrevmap_remove(rm, m.v[j]);
+            m.v[j] = m.v[--m.n];
+        } else {
+            akv_hash y = crowded(&st, info.q + info.r);
+            if (!model_has(&m, y) && akv_filter_may_contain(f, y))
+                akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+        }
+        check_members(f, &m);
+        if (i % 100 == 0)
+            cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    }
+    free(m.v);
+    akv_memrevmap_destroy(rm);
+    akv_filter_destroy(f);
+}
+
+/* Queries race a writer that inserts, adapts and removes: the stable keys
+ * must answer "maybe" on every single query (run under ThreadSanitizer by
+ * `make tsan`). */
+typedef struct race {
+    akv_filter *f;
+    akv_hash *stable;
+    size_t n;
+    int stop;
+    uint64_t misses;
+} race;
+
+static void *reader(void *arg)
+{
+    race *r = arg;
+    uint64_t st = (uint64_t)(uintptr_t)arg, miss = 0;
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE))
+        for (int i = 0; i < 1000; i++)
+            miss += !akv_filter_may_contain(r->f, r->stable[akvt_rand(&st) % r->n]);
+    __atomic_fetch_add(&r->misses, miss, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+Test(aqf, concurrent_queries_never_false_negative)
+{
+    size_t n = 20000;
+    akv_hash *keys;
+    akv_memrevmap *rm;
+    akv_filter *f = build_aqf(8, n, 5, &keys, &rm);
+    race r = {f, keys, n, 0, 0};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, reader, &r);
+    uint64_t st = 17;
+    akv_hash *dyn = malloc(4000 * sizeof *dyn);
+    size_t nd = 0;
+    for (int i = 0; i < 20000; i++) {
+        uint64_t op = akvt_rand(&st) % 3;
+        if (op == 0 && nd < 4000) {
+            akv_hash h = {akvt_rand(&st), akvt_rand(&st)};
+            if (akv_filter_insert(f, h) == AKV_OK) {
+                akv_memrevmap_insert(rm, h);
+                dyn[nd++] = h;
+            }
+        } else if (op == 1 && nd) {
+            size_t j = akvt_rand(&st) % nd;
+            cr_assert_eq(akv_filter_remove(f, dyn[j]), AKV_OK);
+            akv_memrevmap_remove(rm, dyn[j]);
+            dyn[j] = dyn[--nd];
+        } else {
+            akv_hash y = {akvt_rand(&st), akvt_rand(&st)};
+            if (akv_filter_may_contain(f, y))
+                cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+        }
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    cr_assert_eq(r.misses, 0, "%llu false negatives under concurrency", (unsigned long long)r.misses);
+    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    free(dyn);
+    free(keys);
     akv_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }

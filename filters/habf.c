@@ -34,6 +34,7 @@
 #define NIL            UINT32_MAX
 #define HABF_DEFAULT_K 3
 #define HABF_HE_SHARE  0.2 /* Δ = HE/BF = 0.25, i.e. 1/5 of the total */
+#define BUILD_PREFETCH 16  /* keys ahead when prefetching V */
 
 typedef struct habf {
     akv_filter base;
@@ -405,7 +406,13 @@ static int build_init(build *b)
     if (!b->keyid || !b->shared || !b->phi || !b->npos || !b->ing)
         return AKV_ENOMEM;
     memset(b->keyid, 0xff, m * sizeof *b->keyid);
+    /* V and the negatives' lookups are random accesses into an array far
+     * larger than the caches: prefetch a few keys ahead. */
     for (uint32_t e = 0; e < b->n; e++) {
+        if (e + BUILD_PREFETCH < b->n)
+            for (uint32_t j = 0; j < b->k; j++)
+                __builtin_prefetch(&b->keyid[akv_hfam_bit(f->fam, f->keys[e + BUILD_PREFETCH], f->h0[j], m)],
+                                   1);
         memcpy(&b->phi[(size_t)e * b->k], f->h0, b->k);
         for (uint32_t j = 0; j < b->k; j++)
             v_insert(b, akv_hfam_bit(f->fam, f->keys[e], f->h0[j], m), e);
@@ -416,6 +423,9 @@ static int build_init(build *b)
     if (!f->fam.fast && build_gamma(b, m) != AKV_OK)
         return AKV_ENOMEM;
     for (uint32_t e = 0; e < b->nn; e++) {
+        if (e + BUILD_PREFETCH < b->nn)
+            for (uint32_t j = 0; j < b->k; j++)
+                __builtin_prefetch(&b->keyid[b->npos[(size_t)(e + BUILD_PREFETCH) * b->k + j]]);
         if (!neg_is_fp(b, e))
             b->ing[e] = 1;
         else if (cq_push(b, e) != AKV_OK)

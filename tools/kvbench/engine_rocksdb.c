@@ -209,6 +209,7 @@ static int r_stats(akv_kb_engine *e, akv_kb_estats *s)
     s->keys = (uint64_t)entries;
     s->filter_bytes = (uint64_t)fbytes;
     s->filter_bits_per_key = entries > 0 ? fbytes * 8 / entries : 0;
+    s->sst_filter_bits_per_key = s->filter_bits_per_key; /* no memtable filter by default */
     return 0;
 }
 

@@ -161,7 +161,8 @@ typedef struct akv_kb_cost {
 
 typedef struct akv_kb_estats {
     uint64_t adaptations, filter_bytes, keys;
-    double filter_bits_per_key;
+    double filter_bits_per_key;     /* all filter memory (memtable guard too) per key */
+    double sst_filter_bits_per_key; /* SST filters only: what RocksDB's figure measures */
 } akv_kb_estats;
 
 enum { AKV_KB_FOUND = 0, AKV_KB_NOTFOUND = 1, AKV_KB_ENOTSUP = -4 };

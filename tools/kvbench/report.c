@@ -45,6 +45,7 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
                 (unsigned long long)r->adversary_reads, per(r->adversary_wasted, r->adversary_reads));
     fprintf(out, "[IO], BlockReadsPerOp, %.4f\n", per(r->block_reads, r->ops));
     fprintf(out, "[FILTER], BitsPerKey, %.2f\n", r->es.filter_bits_per_key);
+    fprintf(out, "[FILTER], SstBitsPerKey, %.2f\n", r->es.sst_filter_bits_per_key);
     fprintf(out, "[FILTER], Adaptations, %llu\n", (unsigned long long)r->adaptations);
     if (r->errors)
         fprintf(out, "[OVERALL], Errors, %llu\n", (unsigned long long)r->errors);
@@ -119,6 +120,7 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_u64(out, "block_reads", r->block_reads);
     json_f64(out, "block_reads_per_op", per(r->block_reads, r->ops));
     json_f64(out, "filter_bits_per_key", r->es.filter_bits_per_key);
+    json_f64(out, "sst_filter_bits_per_key", r->es.sst_filter_bits_per_key);
     json_u64(out, "filter_bytes", r->es.filter_bytes);
     json_u64(out, "adaptations", r->adaptations);
     json_u64(out, "adversary_reads", r->adversary_reads);
@@ -136,7 +138,9 @@ int akv_kb_report_csv(const akv_kb_result *r, FILE *out, bool header)
 {
     if (header) {
         fputs("engine,label,workload,threads,records,ops,seconds,throughput_ops,negative_lookups,"
-              "wasted_probes_per_negative_lookup,block_reads_per_op,filter_bits_per_key,adaptations,"
+              "wasted_probes_per_negative_lookup,block_reads_per_op,filter_bits_per_key,sst_filter_bits_per_"
+              "key,"
+              "adaptations,"
               "adversary_wasted_probes_per_read",
               out);
         for (int i = 0; i < 5; i++)
@@ -144,11 +148,16 @@ int akv_kb_report_csv(const akv_kb_result *r, FILE *out, bool header)
                     csv_ops[i]);
         fputc('\n', out);
     }
-    fprintf(out, "%s,\"%s\",%s,%u,%llu,%llu,%.3f,%.1f,%llu,%.4f,%.4f,%.2f,%llu,%.4f", r->engine, r->label,
+    char label[128];
+    snprintf(label, sizeof label, "%s", r->label);
+    for (char *c = label; *c; c++) /* slot policies contain commas */
+        if (*c == ',' || *c == '"')
+            *c = ';';
+    fprintf(out, "%s,%s,%s,%u,%llu,%llu,%.3f,%.1f,%llu,%.4f,%.4f,%.2f,%.2f,%llu,%.4f", r->engine, label,
             r->workload, r->threads, (unsigned long long)r->records, (unsigned long long)r->ops, r->seconds,
             throughput(r), (unsigned long long)r->negative_lookups,
             per(r->negative_wasted, r->negative_lookups), per(r->block_reads, r->ops),
-            r->es.filter_bits_per_key, (unsigned long long)r->adaptations,
+            r->es.filter_bits_per_key, r->es.sst_filter_bits_per_key, (unsigned long long)r->adaptations,
             per(r->adversary_wasted, r->adversary_reads));
     for (int i = 0; i < 5; i++) {
         const akv_kb_hist *h = &r->hist[i];

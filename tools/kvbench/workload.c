@@ -198,16 +198,18 @@ void akv_kb_client_init(akv_kb_client *c, const akv_kb_workload *w, akv_kb_share
         c->cum[i] = (sum += w->prop[i]);
 }
 
-static uint64_t draw(akv_kb_client *c, akv_kb_gen *g, uint64_t last)
+/* Scan and field lengths: YCSB draws them from a plain (unscrambled)
+ * Zipfian, so short lengths are the popular ones. */
+static uint64_t draw_length(akv_kb_client *c, akv_kb_gen *g)
 {
-    if (g->dist == AKV_KB_ZIPFIAN && g != &c->keys)
-        return akv_kb_zipf_next(&g->z, &c->rng); /* scan and field lengths: unscrambled */
-    return akv_kb_gen_next(g, &c->rng, last);
+    if (g->dist == AKV_KB_ZIPFIAN)
+        return akv_kb_zipf_next(&g->z, &c->rng);
+    return akv_kb_gen_next(g, &c->rng, 0);
 }
 
 uint64_t akv_kb_value_len(akv_kb_client *c)
 {
-    uint64_t per = c->w->fieldlendist == AKV_KB_CONSTANT ? c->w->fieldlength : draw(c, &c->fieldlen, 0);
+    uint64_t per = c->w->fieldlendist == AKV_KB_CONSTANT ? c->w->fieldlength : draw_length(c, &c->fieldlen);
     return per * c->w->fieldcount;
 }
 
@@ -256,7 +258,7 @@ static void read_key(akv_kb_client *c, akv_kb_req *r)
     r->kind = AKV_KB_REQ_NORMAL;
     if (u < c->w->negative) {
         r->kind = AKV_KB_REQ_NEGATIVE;
-        r->keynum = AKV_KB_NEG_BASE + draw(c, &c->neg, 0);
+        r->keynum = AKV_KB_NEG_BASE + akv_kb_gen_next(&c->neg, &c->rng, 0);
     } else if (u < c->w->negative + c->w->adversary) {
         adversary_key(c, r);
     } else {
@@ -288,7 +290,7 @@ void akv_kb_client_next(akv_kb_client *c, akv_kb_req *r)
     else
         r->keynum = existing_key(c);
     if (r->op == AKV_KB_SCAN)
-        r->scan = (uint32_t)draw(c, &c->scanlen, 0);
+        r->scan = (uint32_t)draw_length(c, &c->scanlen);
     if (r->op == AKV_KB_UPDATE || r->op == AKV_KB_INSERT || r->op == AKV_KB_RMW)
         r->vlen = akv_kb_value_len(c);
     bool hashed = c->w->hashed_inserts || r->kind != AKV_KB_REQ_NORMAL;

@@ -1,0 +1,195 @@
+/*
+ * test_qf.c — the plain quotient filter `qf` (the AQF paper's baseline) and
+ * the shared core's layout: no false negatives, FPR against the exact
+ * formula, random insert/delete against a model, bulk load, merge,
+ * serialization, and the per-slot space of both kinds.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "filters/aqf.h"
+#include "filters/qf_core.h"
+#include "support/filter_props.h"
+
+static const size_t sizes[] = {1, 100, 10000, 200000};
+
+Test(qf, no_false_negatives_fpr_matches_theory)
+{
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (uint32_t r = 3; r <= 9; r += 3) {
+            akv_filter_params p;
+            akv_filter_params_init(&p);
+            p.remainder_bits = r;
+            akv_filter *f = akvt_build("qf", &p, r + s, sizes[s]);
+            akvt_check_no_false_negatives(f, r + s, sizes[s]);
+            if (sizes[s] >= 10000)
+                akvt_check_fpr_theory(f, r + s, 300000, 0.05);
+            cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+            akv_filter_destroy(f);
+        }
+}
+
+/* Remainder bits derived from bits/key at the target fill. */
+Test(qf, derived_remainder_bits)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.bits_per_key = 13;
+    akv_filter *f = akvt_build("qf", &p, 1, 1000), *g = akvt_build("aqf", &p, 1, 1000);
+    akv_aqf_info a, b;
+    akv_aqf_info_get(f, &a);
+    akv_aqf_info_get(g, &b);
+    cr_assert_eq(a.r, 8); /* floor(13 * 0.9) - 3 metadata bits */
+    cr_assert_eq(b.r, 7); /* - 4 with the extension bit */
+    akv_filter_destroy(f);
+    akv_filter_destroy(g);
+}
+
+/* Space per slot: qf r + 3 bits (occupied, runend, 1/64 offset word), aqf
+ * r + 4 (plus extension): at r = 9 the AQF is 13/12 = 8.3% larger, the
+ * paper's "~8–9%" (spec §8.1). */
+Test(qf, layout_bits_per_slot)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.remainder_bits = 9;
+    p.expected_keys = 1u << 20;
+    akv_filter *f = NULL, *g = NULL;
+    cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("qf"), &p, NULL, 0, &f), AKV_OK);
+    cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("aqf"), &p, NULL, 0, &g), AKV_OK);
+    akv_aqf_info a;
+    akv_aqf_info_get(f, &a);
+    double slots = (double)akv_filter_memory(f) * 8 / 12; /* physical slots incl. overflow */
+    cr_assert_float_eq((double)akv_filter_memory(f) * 8 / slots, 12.0, 1e-9);
+    cr_assert_float_eq((double)akv_filter_memory(g) / (double)akv_filter_memory(f), 13.0 / 12.0, 1e-9);
+    cr_assert_lt(slots, (double)a.slots * 1.02); /* overflow tail ~10*sqrt(slots) */
+    akv_filter_destroy(f);
+    akv_filter_destroy(g);
+}
+
+Test(qf, random_insert_delete_against_model)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        akv_filter_params p;
+        akv_filter_params_init(&p);
+        p.expected_keys = 5000;
+        p.remainder_bits = 2 + (uint32_t)seed; /* tiny remainders: long runs, many repeats */
+        akv_filter *f = NULL;
+        cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("qf"), &p, NULL, 0, &f), AKV_OK);
+        cr_assert_eq(akv_filter_finish(f), AKV_OK);
+        akv_hash *v = malloc(6000 * sizeof *v);
+        size_t n = 0;
+        uint64_t st = seed;
+        for (int i = 0; i < 30000; i++) {
+            if ((akvt_rand(&st) % 10 < 6) && n < 5200) {
+                akv_hash h = {akvt_rand(&st), akvt_rand(&st)};
+                int rc = akv_filter_insert(f, h);
+                cr_assert(rc == AKV_OK || rc == AKV_EFULL);
+                if (rc == AKV_OK)
+                    v[n++] = h;
+            } else if (n) {
+                size_t j = akvt_rand(&st) % n;
+                cr_assert_eq(akv_filter_remove(f, v[j]), AKV_OK);
+                v[j] = v[--n];
+            }
+            if (i % 1000 == 0) {
+                cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+                for (size_t j = 0; j < n; j++)
+                    cr_assert(akv_filter_may_contain(f, v[j]));
+            }
+        }
+        for (size_t j = 0; j < n; j++)
+            cr_assert(akv_filter_may_contain(f, v[j]));
+        cr_assert_eq(f->n_keys, n);
+        free(v);
+        akv_filter_destroy(f);
+    }
+}
+
+/* Fill to 95%: inserts succeed up to the limit, then EFULL, never a false negative. */
+Test(qf, fill_to_capacity)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.expected_keys = 60000;
+    p.remainder_bits = 8;
+    akv_filter *f = NULL;
+    cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("qf"), &p, NULL, 0, &f), AKV_OK);
+    cr_assert_eq(akv_filter_finish(f), AKV_OK);
+    akv_filter_stats st;
+    akv_filter_get_stats(f, &st);
+    size_t i = 0;
+    while (akv_filter_insert(f, akvt_key(6, i)) == AKV_OK)
+        i++;
+    cr_assert_eq(i, st.capacity);
+    akvt_check_no_false_negatives(f, 6, i);
+    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    akv_filter_destroy(f);
+}
+
+Test(qf, merge_answers_like_union_build)
+{
+    size_t n = 40000;
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.remainder_bits = 9;
+    akv_filter *a = akvt_build("qf", &p, 1, n), *b = akvt_build("qf", &p, 2, n), *m = NULL;
+    akv_aqf_info ia;
+    akv_aqf_info_get(a, &ia);
+    cr_assert_eq(akv_aqf_merge(a, b, ia.q + 1, &m), AKV_OK);
+    cr_assert_eq(akv_aqf_validate(m), AKV_OK);
+    /* the union built directly with the merged geometry is the same filter */
+    akv_hash *u = malloc(2 * n * sizeof *u);
+    for (size_t i = 0; i < n; i++)
+        u[i] = akvt_key(1, i), u[n + i] = akvt_key(2, i);
+    akv_qf_sort(u, 2 * n);
+    akv_filter_params pu = p;
+    pu.remainder_bits = 8;
+    pu.expected_keys = (uint64_t)(0.9 * (double)(1ULL << (ia.q + 1)));
+    akv_filter *ub = NULL;
+    cr_assert_eq(akv_aqf_bulk_load(akv_filter_kind_by_name("qf"), &pu, u, 2 * n, &ub), AKV_OK);
+    uint8_t *x, *y;
+    size_t lx, ly;
+    cr_assert_eq(akv_filter_serialize(m, &x, &lx), AKV_OK);
+    cr_assert_eq(akv_filter_serialize(ub, &y, &ly), AKV_OK);
+    cr_assert_eq(lx, ly);
+    cr_assert(memcmp(x, y, lx) == 0, "merge differs from the union build");
+    free(x), free(y), free(u);
+    akv_filter_destroy(ub);
+    akv_filter_destroy(m), akv_filter_destroy(a), akv_filter_destroy(b);
+}
+
+Test(qf, serialization_and_corruption)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    akv_filter *f = akvt_build("qf", &p, 4, 5000);
+    akvt_check_serialization(f, 4, 5000, 20000, 300);
+    akv_filter_destroy(f);
+}
+
+Test(qf, shard_prefix_bits)
+{
+    /* keys of one shard share their top 3 bits; the quotient starts below them */
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.prefix_bits = 3;
+    p.remainder_bits = 8;
+    p.expected_keys = 10000;
+    akv_hash *k = malloc(10000 * sizeof *k);
+    uint64_t st = 3;
+    for (size_t i = 0; i < 10000; i++)
+        k[i] = (akv_hash){(5ULL << 61) | (akvt_rand(&st) >> 3), akvt_rand(&st)};
+    akv_filter *f = NULL;
+    cr_assert_eq(akv_filter_build(akv_filter_kind_by_name("aqf"), &p, k, 10000, NULL, 0, &f), AKV_OK);
+    for (size_t i = 0; i < 10000; i++)
+        cr_assert(akv_filter_may_contain(f, k[i]));
+    akv_aqf_info in;
+    akv_aqf_info_get(f, &in);
+    cr_assert_eq(in.prefix_bits, 3);
+    cr_assert_lt((double)in.used / (double)in.slots, 0.95);
+    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    akv_filter_destroy(f);
+    free(k);
+}

@@ -165,12 +165,15 @@ static int open_rocks(akv_db *db, bool exists, cf_set *s)
     return AKV_OK;
 }
 
-static void free_cf_set(akv_db *db, cf_set *s)
+/* `drop`: only after a successful recovery may unclaimed families go (a
+ * refused open must leave the database exactly as it was). */
+static void free_cf_set(akv_db *db, cf_set *s, bool drop)
 {
     for (size_t i = 0; i < s->n; i++) {
         if (!s->used[i] && s->h && s->h[i]) {
             /* Unclaimed after recovery: not named by the catalog. */
-            akvi_cf_drop(db, s->h[i]);
+            if (drop)
+                akvi_cf_drop(db, s->h[i]);
             rocksdb_column_family_handle_destroy(s->h[i]);
         }
         free(s->names[i]);
@@ -225,12 +228,6 @@ static int load_slot(akv_db *db, akvi_run *r, size_t j)
     const akvi_cat_sst *s = &r->info.ssts[j];
     akv_filter *f = NULL;
     int rc = akvi_slot_read_file(db->fdir, r->info.id, s->id, &f);
-    if (rc == AKV_OK && strcmp(f->kind->name, s->kind) != 0) {
-        /* a file of another kind than the catalog says: do not trust it */
-        akv_filter_destroy(f);
-        f = NULL;
-        rc = akvi_err(AKV_ECORRUPT, "filter kind differs from the catalog");
-    }
     if (rc != AKV_OK) {
         akvi_log(db, "warning: filter slot %llu-%llu unusable (%s); rebuilding it from its SST",
                  (unsigned long long)r->info.id, (unsigned long long)s->id, akv_errmsg());
@@ -547,7 +544,8 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
         memcpy(db->cur->mems, mems, n_mem * sizeof *mems);
         memcpy(db->cur->runs, runs, n_run * sizeof *runs);
         n_mem = n_run = 0;
-        clean_files(db, db->cur);
+        if (rc == AKV_OK)
+            clean_files(db, db->cur);
     }
     for (size_t i = 0; i < n_mem; i++)
         akvi_mem_unref(mems[i]);
@@ -556,7 +554,7 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     free(mems);
     free(runs);
     if (db->rdb)
-        free_cf_set(db, &cfs);
+        free_cf_set(db, &cfs, rc == AKV_OK);
     if (rc == AKV_OK)
         rc = akvi_bg_start(db);
     if (rc != AKV_OK) {

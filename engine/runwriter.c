@@ -148,6 +148,36 @@ static size_t negatives_for(akv_db *db, const akvi_cat_run *run, const akvi_cat_
     return j;
 }
 
+/*
+ * A slot must exist for every SST, so a kind that cannot be built (a
+ * quotient filter that runs out of room pre-adapting to negatives, say) is
+ * retried without negatives, then with twice the capacity, and finally
+ * replaced by a plain Bloom filter, with a warning. A flush never fails
+ * because of a filter.
+ */
+static int build_with_fallback(akv_db *db, const akv_filter_kind *k, akv_filter_params *p,
+                               const akv_hash *hashes, size_t n, const akv_negative *neg, size_t n_neg,
+                               akv_filter **out)
+{
+    int rc = akv_filter_build(k, p, hashes, n, neg, n_neg, out);
+    if (rc == AKV_OK)
+        return rc;
+    int first = rc;
+    if (n_neg)
+        rc = akv_filter_build(k, p, hashes, n, NULL, 0, out);
+    if (rc != AKV_OK) {
+        p->expected_keys = 2 * n + 64;
+        rc = akv_filter_build(k, p, hashes, n, NULL, 0, out);
+        p->expected_keys = n;
+    }
+    const akv_filter_kind *bloom = akv_filter_kind_by_name("bloom");
+    if (rc != AKV_OK && bloom && bloom != k)
+        rc = akv_filter_build(bloom, p, hashes, n, NULL, 0, out);
+    akvi_log(db, "warning: building a %s filter over %zu keys failed (%s); %s", k->name, n,
+             akv_strerror(first), rc == AKV_OK ? (*out)->kind->name : "no fallback worked");
+    return rc;
+}
+
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
                       akv_hash *hashes, size_t n, akv_filter **out)
 {
@@ -167,7 +197,7 @@ int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi
     p.seed = db->seed;
     akv_negative *neg = NULL;
     size_t n_neg = negatives_for(db, run, sst, hashes, n, &neg);
-    int rc = akv_filter_build(k, &p, hashes, n, neg, n_neg, out);
+    int rc = build_with_fallback(db, k, &p, hashes, n, neg, n_neg, out);
     free(neg);
     if (rc != AKV_OK)
         return akvi_err(rc, "building a %s filter over %zu keys: %s", k->name, n, akv_strerror(rc));
@@ -233,6 +263,8 @@ static int finish_sst(akvi_runwriter *w)
     w->raw_bytes += w->cur_bytes;
     akvi_cat_run run = {.id = w->run_id, .level = (uint32_t)w->level, .prefix_bits = w->prefix_bits};
     int rc = akvi_build_filter(w->db, w->level, &run, s, w->hashes, w->n, &w->filters[w->n_sst - 1]);
+    if (rc == AKV_OK) /* the kind actually built (after any fallback) */
+        snprintf(s->kind, sizeof s->kind, "%s", w->filters[w->n_sst - 1]->kind->name);
     if (rc == AKV_OK)
         rc = akvi_slot_write_file(w->db->fdir, w->run_id, s->id, w->filters[w->n_sst - 1]);
     return rc;

@@ -13,7 +13,8 @@
  *     acknowledged value (or stay absent after an acknowledged delete);
  *   - the in-flight operation is applied entirely or not at all.
  * The database carries over to the next iteration, so recovery of recovered
- * databases is exercised too. AKV_CRASH_ITER=N sets the iterations per layout.
+ * databases is exercised too. AKV_CRASH_ITER=N sets the iterations per layout;
+ * AKV_CRASH_POLICY sets the slot policy (default: the engine's).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -69,12 +70,15 @@ static void crash_options(akv_options *o, akv_layout layout)
 {
     akv_options_init(o);
     o->layout = layout;
-    o->memtable_bytes = 32u << 10;
-    o->sst_target_bytes = 32u << 10;
+    o->memtable_bytes = 16u << 10; /* a flush every ~50 operations */
+    o->sst_target_bytes = 16u << 10;
     o->l0_compaction_trigger = 2;
     o->level_multiplier = 4;
     o->sync = 1;
     o->seed = 77;
+    /* AKV_CRASH_POLICY=... runs the test under another slot policy. */
+    const char *policy = getenv("AKV_CRASH_POLICY");
+    o->slot_policy = policy && *policy ? policy : NULL;
 }
 
 /* ---- the child ----------------------------------------------------------- */
@@ -100,7 +104,7 @@ static void plan_op(rec *r, uint64_t *rng, int64_t *seq)
     uint64_t x = akvt_rand(rng) % 100;
     r->type = REC_INTENT;
     r->pad = 0;
-    r->op = x < 60 ? OP_PUT : x < 80 ? OP_DEL : x < 95 ? OP_BATCH : x < 98 ? OP_FLUSH : OP_COMPACT;
+    r->op = x < 62 ? OP_PUT : x < 82 ? OP_DEL : x < 97 ? OP_BATCH : x < 99 ? OP_FLUSH : OP_COMPACT;
     r->n = r->op == OP_BATCH ? 2 + (uint32_t)(akvt_rand(rng) % (MAX_ITEMS - 1)) : r->op <= OP_DEL ? 1 : 0;
     for (uint32_t i = 0; i < r->n; i++) {
         r->items[i].op = r->op == OP_BATCH ? (akvt_rand(rng) % 4 ? OP_PUT : OP_DEL) : r->op;
@@ -175,6 +179,7 @@ typedef struct crash_state {
     rec pending; /* the intent not yet acknowledged; type 0 if none */
     uint64_t rng;
     unsigned acks;
+    unsigned in_maintenance; /* kills that hit an explicit flush or compaction */
 } crash_state;
 
 static void apply(int64_t *state, const rec *r)
@@ -250,8 +255,8 @@ static void run_child(crash_state *s)
     int p[2];
     cr_assert_eq(pipe(p), 0);
     uint64_t child_rng = akvt_rand(&s->rng);
-    unsigned target = 1 + (unsigned)(akvt_rand(&s->rng) % 300);
-    bool at_maintenance = akvt_rand(&s->rng) % 3 == 0; /* then kill inside a flush/compaction */
+    unsigned target = 1 + (unsigned)(akvt_rand(&s->rng) % 100); /* each op fsyncs: keep iterations short */
+    bool at_maintenance = akvt_rand(&s->rng) % 3 == 0;          /* then kill inside a flush/compaction */
     long delay_us = (long)(akvt_rand(&s->rng) % 3000);
     fflush(NULL);
     pid_t pid = fork();
@@ -357,6 +362,7 @@ static void verify(crash_state *s, int iter)
         check_ordered_count(db, actual);
     cr_assert_eq(akv_close(db), AKV_OK);
     memcpy(s->cur, actual, CK * sizeof *actual);
+    s->in_maintenance += s->pending.type == REC_INTENT && s->pending.op >= OP_FLUSH;
     s->pending.type = 0;
     free(actual);
     free(after);
@@ -383,8 +389,8 @@ static void crash_test(akv_layout layout, uint64_t seed)
         run_child(s);
         verify(s, i);
     }
-    cr_log_info("crash %s: %d iterations, %u acknowledged operations",
-                layout == AKV_LAYOUT_HASH ? "hash" : "ordered", n, s->acks);
+    cr_log_info("crash %s: %d iterations, %u acknowledged operations, %u kills inside flush/compact",
+                layout == AKV_LAYOUT_HASH ? "hash" : "ordered", n, s->acks, s->in_maintenance);
     akvt_rmrf(s->dir);
     free(s);
 }

@@ -235,9 +235,7 @@ int main(int argc, char **argv)
     }
     akv_hash *keys = random_hashes(c.keys, 1), *neg = random_hashes(c.queries, 2);
     const akv_filter_kind *kq = akv_filter_kind_by_name("qf"), *ka = akv_filter_kind_by_name("aqf");
-    res rq, ra;
-    for (res *r = &rq; r; r = r == &rq ? &ra : NULL)
-        *r = (res){1e30, 1e30, 1e30, 1e30, 1e30, 1e30, 1e30, 0, 0, 0};
+    res rq = {1e30, 1e30, 1e30, 1e30, 1e30, 1e30, 1e30, 0, 0, 0}, ra = rq;
     for (int t = 0; t < c.trials; t++) {
         trial(kq, &c, keys, neg, &rq);
         trial(ka, &c, keys, neg, &ra);

@@ -272,7 +272,7 @@ static void *bg_main(void *arg)
     akv_db *db = arg;
     pthread_mutex_lock(&db->bgmu);
     for (;;) {
-        int what;
+        int what = 0;
         while (!db->shutdown && (what = pending(db)) == 0)
             pthread_cond_wait(&db->bg_cv, &db->bgmu);
         if (db->shutdown)

@@ -214,6 +214,7 @@ struct akv_db {
     int bg_error;                          /* sticky: first background failure */
     uint64_t next_run_id, flushed_mem_gen; /* bg thread (and open) only */
 
+    _Atomic uint64_t build_fallbacks; /* filter builds that needed a fallback */
     pthread_mutex_t catmu; /* serialises catalog + miss-log writes */
     akvi_misslog *ml;
 

@@ -137,7 +137,10 @@ static size_t negatives_for(akv_db *db, const akvi_cat_run *run, const akvi_cat_
                             const akv_hash *keys, size_t n, akv_negative **out)
 {
     range_arg ra = {db, run, sst};
-    size_t k = akvi_misslog_collect(db->ml, in_sst_range, &ra, MAX_NEGATIVES, out);
+    /* At most a quarter as many negatives as keys: pre-adapting costs the
+     * filter room that its keys need. */
+    size_t max = n / 4 < MAX_NEGATIVES ? n / 4 : MAX_NEGATIVES;
+    size_t k = akvi_misslog_collect(db->ml, in_sst_range, &ra, max, out);
     size_t j = 0;
     uint32_t pb = db->layout == AKV_LAYOUT_HASH ? run->prefix_bits : 0;
     for (size_t i = 0; i < k; i++)

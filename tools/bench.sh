@@ -19,11 +19,11 @@ kvbench="$build/kvbench"
 [ -x "$kvbench" ] || { echo "bench: $kvbench is missing; run 'make' first" >&2; exit 1; }
 command -v gnuplot >/dev/null || { echo "bench: gnuplot is missing (tools/install-deps.sh)" >&2; exit 1; }
 
-records=${BENCH_RECORDS:-200000}
+records=${BENCH_RECORDS:-100000}
 ops=${BENCH_OPS:-200000}
 threads=${BENCH_THREADS:-2}
 workloads=(${BENCH_WORKLOADS:-a b c d e f n x})
-work=${BENCH_DIR:-bench-db}
+work=${BENCH_DIR:-$build/bench}
 docs=docs
 plots=$docs/plots
 settings=(-p recordcount="$records" -p operationcount="$ops" -p maxexecutiontime=60

@@ -27,7 +27,7 @@ run() { # name, extra args...
   local name=$1; shift
   printf 'demo: %-16s load %s records, run %s ops of workloadn ...\n' "$name" "$records" "$ops" >&2
   if ! "$kvbench" "${common[@]}" --db "$root/$name" --csv "$root/results.csv" \
-       --json "$root/$name.json" "$@" 2>"$root/$name.log"; then
+       --json "$root/$name.json" --timeline "$root/$name.timeline.csv" "$@" 2>"$root/$name.log"; then
     echo "demo: kvbench failed for $name:" >&2
     cat "$root/$name.log" >&2
     exit 1
@@ -38,8 +38,15 @@ run adaptkv --engine adaptkv
 run rocksdb-bloom --engine rocksdb --filter bloom
 run rocksdb-ribbon --engine rocksdb --filter ribbon
 
+# Wasted probes per negative lookup in the last full timeline interval:
+# where adaptive filters have learned the hot negatives, static ones have not.
+steady() {
+  awk -F, 'NR > 1 { if ($3 - t >= 0.5) v = $7; t = $3 } END { printf "%.4f", v }' "$root/$1.timeline.csv"
+}
+steady_row=$(for n in adaptkv rocksdb-bloom rocksdb-ribbon; do steady "$n"; printf ' '; done)
+
 # Side-by-side table from the CSV (one row per engine, header first).
-awk -F, '
+awk -F, -v steady="$steady_row" '
   NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
   { n++; for (i = 1; i <= NF; i++) v[n, i] = $i; gsub(/"/, "", v[n, 2]) }
   function row(label, name, fmt,   i) {
@@ -57,6 +64,10 @@ awk -F, '
     row("read latency p99.9 (us)", "read_p999_us", "%.1f")
     row("negative lookups", "negative_lookups", "%d")
     row("wasted probes / negative lookup", "wasted_probes_per_negative_lookup", "%.4f")
+    split(steady, st, " ")
+    printf "%-36s", "  ... in the last second of the run"
+    for (i = 1; i <= n; i++) printf " %18s", st[i]
+    printf "\n"
     row("RocksDB block reads / op", "block_reads_per_op", "%.4f")
     row("SST filter memory (bits/key)", "sst_filter_bits_per_key", "%.2f")
     row("all filter memory (bits/key)", "filter_bits_per_key", "%.2f")

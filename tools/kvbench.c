@@ -203,7 +203,8 @@ static void *worker_main(void *arg)
     bench *b = w->b;
     w->etls = b->e->thread_begin ? b->e->thread_begin(b->e) : NULL;
     akv_kb_req r;
-    uint64_t i, limit_ns = b->w ? b->w->maxexecutiontime * 1000000000ull : 0, t_start = now_ns();
+    /* maxexecutiontime bounds the run phase; a load always inserts every record. */
+    uint64_t i, limit_ns = b->w && !b->load ? b->w->maxexecutiontime * 1000000000ull : 0, t_start = now_ns();
     while (next_req(w, &r, &i)) {
         akv_kb_cost c = {0};
         uint64_t t0 = now_ns();
@@ -652,7 +653,10 @@ static int do_phase(bench *b, akv_kb_result *r, bool load)
     b->load = load;
     if (w && akv_kb_shared_init(&b->sh, w, load))
         return die("%s", "out of memory");
-    b->total = b->trace ? b->trace->n : load ? w->insertcount : w->operationcount;
+    if (b->trace)
+        b->total = b->trace->n;
+    else if (w)
+        b->total = load ? w->insertcount : w->operationcount;
     int rc = run_phase(b, r);
     if (w)
         akv_kb_shared_free(&b->sh);

@@ -212,7 +212,7 @@ typedef struct akv_kb_workload {
     double prop[AKV_KB_NOPS]; /* proportion per op type */
     akv_kb_dist reqdist, fieldlendist, scanlendist, negdist;
     double theta, hot_data, hot_opn, exp_percentile, exp_frac;
-    uint64_t fieldcount, fieldlength, minscan, maxscan, zeropadding;
+    uint64_t fieldcount, fieldlength, minfieldlength, minscan, maxscan, zeropadding;
     bool hashed_inserts;
     double negative, adversary, adv_explore;
     uint64_t negative_keys, adv_pool, maxexecutiontime;

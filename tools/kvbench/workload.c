@@ -69,6 +69,7 @@ static int load_counts(akv_kb_workload *w, akv_kb_props *p)
         akv_kb_props_u64(p, "insertstart", 0, &w->insertstart) ||
         akv_kb_props_u64(p, "fieldcount", 10, &w->fieldcount) ||
         akv_kb_props_u64(p, "fieldlength", 100, &w->fieldlength) ||
+        akv_kb_props_u64(p, "minfieldlength", 1, &w->minfieldlength) ||
         akv_kb_props_u64(p, "minscanlength", 1, &w->minscan) ||
         akv_kb_props_u64(p, "maxscanlength", 1000, &w->maxscan) ||
         akv_kb_props_u64(p, "zeropadding", 1, &w->zeropadding) ||
@@ -84,10 +85,11 @@ static int load_counts(akv_kb_workload *w, akv_kb_props *p)
         akv_kb_props_u64(p, "adversarypoolsize", 1024, &w->adv_pool))
         return -1;
     if (w->insertcount == 0 || w->fieldcount == 0 || w->fieldlength == 0 || w->negative_keys == 0 ||
-        w->minscan == 0 || w->maxscan < w->minscan || w->zeropadding > 30 ||
-        w->fieldcount * w->fieldlength > (64u << 20)) {
+        w->minfieldlength == 0 || w->minfieldlength > w->fieldlength || w->minscan == 0 ||
+        w->maxscan < w->minscan || w->zeropadding > 30 || w->fieldcount * w->fieldlength > (64u << 20)) {
         snprintf(p->err, sizeof p->err,
                  "need insertcount, fieldcount, fieldlength, negativekeycount, minscanlength >= 1, "
+                 "minfieldlength in [1, fieldlength], "
                  "maxscanlength >= minscanlength, zeropadding <= 30, records <= 64 MiB");
         return -1;
     }
@@ -189,9 +191,9 @@ void akv_kb_client_init(akv_kb_client *c, const akv_kb_workload *w, akv_kb_share
     akv_kb_gen_init(&c->scanlen, w->scanlendist, w->minscan, w->maxscan, AKV_KB_ZIPF_THETA);
     if (w->scanlendist == AKV_KB_ZIPFIAN) /* YCSB: plain Zipfian over [min, max] */
         akv_kb_zipf_init(&c->scanlen.z, w->minscan, w->maxscan, AKV_KB_ZIPF_THETA);
-    akv_kb_gen_init(&c->fieldlen, w->fieldlendist, 1, w->fieldlength, AKV_KB_ZIPF_THETA);
+    akv_kb_gen_init(&c->fieldlen, w->fieldlendist, w->minfieldlength, w->fieldlength, AKV_KB_ZIPF_THETA);
     if (w->fieldlendist == AKV_KB_ZIPFIAN)
-        akv_kb_zipf_init(&c->fieldlen.z, 1, w->fieldlength, AKV_KB_ZIPF_THETA);
+        akv_kb_zipf_init(&c->fieldlen.z, w->minfieldlength, w->fieldlength, AKV_KB_ZIPF_THETA);
     akv_kb_gen_init(&c->neg, w->negdist, 0, w->negative_keys - 1, w->theta);
     double sum = 0;
     for (int i = 0; i < AKV_KB_NOPS; i++)

@@ -348,6 +348,36 @@ static int cmp_neg(const void *a, const void *b)
     return (x->h.lo > y->h.lo) - (x->h.lo < y->h.lo);
 }
 
+static void swap_rank(neg_rank *a, neg_rank *b)
+{
+    neg_rank t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Move the `top` first elements in cmp_neg order to r[0..top) (in any
+ * order): quickselect, linear on average, instead of sorting every
+ * negative when only a few percent are sealed. cmp_neg is a total order,
+ * so the selected set does not depend on the input order. */
+static void select_top(neg_rank *r, size_t n, size_t top)
+{
+    size_t lo = 0, hi = n;
+    uint64_t rng = 0x5eed;
+    while (top > lo && top < hi && hi - lo > 1) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        swap_rank(&r[lo + (size_t)(rng >> 33) % (hi - lo)], &r[hi - 1]);
+        size_t store = lo;
+        for (size_t i = lo; i + 1 < hi; i++)
+            if (cmp_neg(&r[i], &r[hi - 1]) < 0)
+                swap_rank(&r[i], &r[store++]);
+        swap_rank(&r[store], &r[hi - 1]); /* pivot at its final rank */
+        if (store < top)
+            lo = store + 1;
+        else
+            hi = store;
+    }
+}
+
 /* Algorithm 1 on the costliest negatives, before any insert. */
 static int encode_vulnerable(sscf *s, const akv_negative *neg, size_t n_neg, uint64_t limit)
 {
@@ -358,7 +388,7 @@ static int encode_vulnerable(sscf *s, const akv_negative *neg, size_t n_neg, uin
     for (size_t i = 0; i < n_neg; i++)
         if (neg[i].cost > 0 && isfinite(neg[i].cost))
             r[n++] = (neg_rank){neg[i].cost, neg[i].h};
-    qsort(r, n, sizeof *r, cmp_neg);
+    select_top(r, n, limit);
     for (size_t i = 0; i < n && i < limit; i++)
         do_absorb(s, r[i].h);
     s->encoded = n < limit ? n : limit;

@@ -466,34 +466,48 @@ static void defaults(args *a)
     a->flush_after_load = true;
 }
 
-/* Options that take a number; -1 on a bad one, 0 when handled, 1 otherwise. */
+/* Options that take a number: bounds and the unit they are given in. */
+static const struct num_opt {
+    int id;
+    const char *name;
+    double lo, hi, scale;
+} num_opts[] = {{O_THREADS, "--threads", 1, 256, 1},
+                {O_BPK, "--bits-per-key", 1, 64, 1},
+                {O_MEMTABLE, "--memtable-mb", 1, 1e6, 1048576},
+                {O_CACHE, "--cache-mb", 1, 1e6, 1048576},
+                {O_SEED, "--seed", 0, 1e18, 1},
+                {O_INTERVAL, "--interval", 10, 1e6, 1}};
+
+static void set_num(args *a, int id, double v)
+{
+    if (id == O_THREADS)
+        a->threads = (unsigned)v;
+    else if (id == O_BPK)
+        a->cfg.bits_per_key = v;
+    else if (id == O_MEMTABLE)
+        a->cfg.memtable_bytes = (uint64_t)v;
+    else if (id == O_CACHE)
+        a->cfg.cache_bytes = (uint64_t)v;
+    else if (id == O_SEED)
+        a->seed = (uint64_t)v;
+    else
+        a->interval_ms = (unsigned)v;
+}
+
+/* -1 on a bad number, 0 when handled, 1 when c is not a numeric option. */
 static int numeric_opt(args *a, int c, const char *v)
 {
-    double d;
-    const char *name = c == O_THREADS    ? "--threads"
-                       : c == O_BPK      ? "--bits-per-key"
-                       : c == O_MEMTABLE ? "--memtable-mb"
-                       : c == O_CACHE    ? "--cache-mb"
-                       : c == O_SEED     ? "--seed"
-                                         : "--interval";
-    if (c != O_THREADS && c != O_BPK && c != O_MEMTABLE && c != O_CACHE && c != O_SEED && c != O_INTERVAL)
-        return 1;
-    double hi = c == O_THREADS ? 256 : c == O_BPK ? 64 : c == O_SEED ? 1e18 : 1e6;
-    if (parse_num(name, v, c == O_SEED ? 0 : c == O_BPK ? 1 : 1, hi, &d))
-        return -1;
-    if (c == O_THREADS)
-        a->threads = (unsigned)d;
-    else if (c == O_BPK)
-        a->cfg.bits_per_key = d;
-    else if (c == O_MEMTABLE)
-        a->cfg.memtable_bytes = (uint64_t)(d * 1048576.0);
-    else if (c == O_CACHE)
-        a->cfg.cache_bytes = (uint64_t)(d * 1048576.0);
-    else if (c == O_SEED)
-        a->seed = (uint64_t)d;
-    else
-        a->interval_ms = (unsigned)d;
-    return 0;
+    for (size_t i = 0; i < sizeof num_opts / sizeof *num_opts; i++) {
+        const struct num_opt *o = &num_opts[i];
+        double d;
+        if (o->id != c)
+            continue;
+        if (parse_num(o->name, v, o->lo, o->hi, &d))
+            return -1;
+        set_num(a, c, d * o->scale);
+        return 0;
+    }
+    return 1;
 }
 
 static int other_opt(args *a, int c, const char *v)

@@ -87,9 +87,10 @@ int akv_stats_json(akv_db *db, char **json)
     if (rc != AKV_OK)
         return rc;
     size_t cap = 4096;
-    char *buf = malloc(cap), *p = buf, *end = buf + cap;
+    char *buf = malloc(cap);
     if (!buf)
         return akvi_err(AKV_ENOMEM, "out of memory");
+    char *p = buf, *end = buf + cap;
 #define U64(name)                                                                                            \
     p += snprintf(p, (size_t)(end - p), "%s\"" #name "\":%llu", p == buf + 1 ? "" : ",",                     \
                   (unsigned long long)s.name)

@@ -348,7 +348,8 @@ int akv_qf_lookup(const akv_qf *f, akv_hash h)
         if (i >= f->xnslots)
             return -1;
         uint64_t v = slot_get(f, i);
-        uint64_t e = (uint64_t)rec_end(f, i);
+        /* most records have no extension: one bit test instead of rec_end */
+        uint64_t e = i + 1 < f->xnslots && bit_get(f, W_EXT, i + 1) ? (uint64_t)rec_end(f, i) : i;
         if (e - i > f->max_ext)
             return -1;
         if (v == rem) {

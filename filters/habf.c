@@ -19,7 +19,9 @@
  * by a commit go back on the queue (Q2); a queued negative already fixed is
  * re-registered as optimized (Q3); a candidate mapping back to the vacated
  * bit is skipped (Q5); Γ tracks exactly the negatives that currently pass
- * round 1 as negative, including ones fixed as a side effect of a commit.
+ * round 1 as negative, including ones fixed as a side effect of a commit;
+ * among equally cheap moves HABF takes the one whose expressor chain reuses
+ * the most written cells (the paper's tie-break), f-HABF the first free one.
  */
 #include <math.h>
 #include <stdio.h>
@@ -284,6 +286,7 @@ static double detect_conflict(const build *b, uint64_t u2, uint64_t u, double li
 
 typedef struct move {
     uint32_t pk;
+    unsigned overlap; /* chain cells already holding the needed index */
     uint64_t u, u2;
     uint8_t seq[AKV_HE_MAX_K];
 } move;
@@ -352,20 +355,30 @@ static int fix_collision(build *b, uint32_t ck, bool *fixed)
             cand[slot] = c;
             if (!akv_he_find_seq(&f->he, f->fam, hk, cand, b->k, mv.seq))
                 continue;
-            if (b->keyid[mv.u2] != NIL) {
-                *fixed = true;
-                return commit(b, &mv);
+            double cost = 0;
+            if (b->keyid[mv.u2] == NIL) {
+                if (f->fam.fast)
+                    continue; /* f-HABF: no Γ, only collision-free moves */
+                /* stop early only once it is surely worse than the best (ties count) */
+                cost = detect_conflict(b, mv.u2, mv.u, fmin(theta, nextafter(best_cost, INFINITY)));
+                if (!(cost < theta))
+                    continue;
             }
-            if (f->fam.fast)
-                continue; /* f-HABF: no Γ, only collision-free moves */
-            double cost = detect_conflict(b, mv.u2, mv.u, fmin(theta, best_cost));
-            if (cost < theta && cost < best_cost) {
+            /* Cheapest first; among equals the chain that reuses the most
+             * written cells, which keeps the expressor sparse (spec A.3.4). */
+            mv.overlap = f->fam.fast ? 0 : akv_he_overlap(&f->he, f->fam, hk, mv.seq, b->k);
+            if (cost < best_cost || (cost == best_cost && mv.overlap > best.overlap)) {
                 best = mv;
                 best_cost = cost;
                 have = true;
+                /* Nothing beats a free move on existing cells; f-HABF takes
+                 * the first free move that fits, as the paper's fast variant. */
+                if (cost == 0 && (mv.overlap == b->k || f->fam.fast))
+                    goto done;
             }
         }
     }
+done:
     if (!have)
         return AKV_OK;
     *fixed = true;

@@ -81,3 +81,14 @@ void akv_he_write(akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *seq, unsi
     }
     he_or(he, c, ((unsigned)seq[k - 1] << 1) | 1u);
 }
+
+unsigned akv_he_overlap(const akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *seq, unsigned k)
+{
+    uint64_t c = akv_hfam_cell(fam, h, 0, he->omega);
+    unsigned n = 0;
+    for (unsigned j = 0; j < k; j++) {
+        n += akv_he_get(he, c) >= 2;
+        c = akv_hfam_cell(fam, h, seq[j], he->omega);
+    }
+    return n;
+}

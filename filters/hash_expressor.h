@@ -80,6 +80,10 @@ static inline unsigned akv_he_get(const akv_he *he, uint64_t c)
 bool akv_he_find_seq(const akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *phi, unsigned k,
                      uint8_t *seq);
 
+/* Cells of the chain of seq that are already written (and so need no new
+ * cell): the paper's overlap tie-break. */
+unsigned akv_he_overlap(const akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *seq, unsigned k);
+
 /* Store a sequence found by akv_he_find_seq (HE_WRITE). */
 void akv_he_write(akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *seq, unsigned k);
 

@@ -1,0 +1,267 @@
+/*
+ * test_recovery.c — engine internals around open: leftovers of interrupted
+ * flushes/compactions are removed, memtables come back from the WAL, the
+ * catalog is the truth, and adaptation in multi-shard runs never produces a
+ * false negative.
+ */
+#include <criterion/criterion.h>
+#include <rocksdb/c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/adaptkv.h"
+#include "engine/internal.h"
+
+static void tmpdir(char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/akvrec-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert_not_null(mkdtemp(out));
+}
+
+static void rmrf(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+}
+
+static void opts(akv_options *o, akv_layout layout)
+{
+    akv_options_init(o);
+    o->layout = layout;
+    o->memtable_bytes = 64 << 10;
+    o->sst_target_bytes = 16 << 10;
+    o->block_cache_bytes = 1 << 20;
+    o->log = quiet;
+}
+
+static size_t key(char *buf, unsigned i)
+{
+    return (size_t)snprintf(buf, 32, "key-%07u", i);
+}
+
+static void load(akv_db *db, unsigned n)
+{
+    char k[32], v[64];
+    for (unsigned i = 0; i < n; i++) {
+        size_t kl = key(k, i);
+        int vl = snprintf(v, sizeof v, "value-%u", i);
+        cr_assert_eq(akv_put(db, k, kl, v, (size_t)vl), AKV_OK, "%s", akv_errmsg());
+    }
+}
+
+static void check_all(akv_db *db, unsigned n)
+{
+    char k[32], v[64];
+    for (unsigned i = 0; i < n; i++) {
+        size_t kl = key(k, i);
+        int vl = snprintf(v, sizeof v, "value-%u", i);
+        void *got = NULL;
+        size_t gl = 0;
+        cr_assert_eq(akv_get(db, k, kl, &got, &gl), AKV_OK, "key %u lost: %s", i, akv_errmsg());
+        cr_assert(gl == (size_t)vl && memcmp(got, v, gl) == 0, "key %u has a wrong value", i);
+        akv_free(got);
+    }
+}
+
+static bool has_cf(const char *dir, const char *name)
+{
+    char rdir[600];
+    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+    rocksdb_options_t *o = rocksdb_options_create();
+    char *err = NULL;
+    size_t n = 0;
+    char **names = rocksdb_list_column_families(o, rdir, &n, &err);
+    cr_assert_null(err);
+    bool found = false;
+    for (size_t i = 0; i < n; i++)
+        found |= strcmp(names[i], name) == 0;
+    rocksdb_list_column_families_destroy(names, n);
+    rocksdb_options_destroy(o);
+    return found;
+}
+
+/* Open the bare RocksDB instance and add families an interrupted flush or
+ * compaction could have left behind. */
+static void plant_leftovers(const char *dir)
+{
+    char rdir[600];
+    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+    rocksdb_options_t *o = rocksdb_options_create();
+    char *err = NULL;
+    size_t n = 0;
+    char **names = rocksdb_list_column_families(o, rdir, &n, &err);
+    cr_assert_null(err);
+    const rocksdb_options_t **cfo = calloc(n, sizeof *cfo);
+    rocksdb_column_family_handle_t **h = calloc(n, sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        cfo[i] = o;
+    rocksdb_t *db = rocksdb_open_column_families(o, rdir, (int)n, (const char *const *)names, cfo, h, &err);
+    cr_assert_null(err, "%s", err);
+    const char *extra[] = {"run.999", "rmap.999", "mem.1"};
+    for (size_t i = 0; i < 3; i++) {
+        bool exists = false;
+        for (size_t j = 0; j < n; j++)
+            exists |= strcmp(names[j], extra[i]) == 0;
+        if (exists)
+            continue;
+        rocksdb_column_family_handle_t *c = rocksdb_create_column_family(db, o, extra[i], &err);
+        cr_assert_null(err);
+        rocksdb_column_family_handle_destroy(c);
+    }
+    for (size_t i = 0; i < n; i++)
+        rocksdb_column_family_handle_destroy(h[i]);
+    rocksdb_close(db);
+    rocksdb_list_column_families_destroy(names, n);
+    free(cfo);
+    free(h);
+    rocksdb_options_destroy(o);
+    char path[700];
+    snprintf(path, sizeof path, "%s/filters/999-0.akf", dir);
+    FILE *f = fopen(path, "w");
+    fputs("junk", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/tmp/999-0.sst", dir);
+    f = fopen(path, "w");
+    fputs("junk", f);
+    fclose(f);
+}
+
+static void leftovers_test(akv_layout layout)
+{
+    char dir[512], path[700];
+    tmpdir(dir, sizeof dir);
+    akv_options o;
+    opts(&o, layout);
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    load(db, 3000);
+    cr_assert_eq(akv_flush(db), AKV_OK);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    plant_leftovers(dir);
+    cr_assert(has_cf(dir, "run.999"));
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    check_all(db, 3000);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    cr_assert_not(has_cf(dir, "run.999"), "unnamed run family survived");
+    cr_assert_not(has_cf(dir, "rmap.999"), "unnamed rmap family survived");
+    cr_assert_not(has_cf(dir, "mem.1"), "flushed memtable family survived");
+    struct stat st;
+    snprintf(path, sizeof path, "%s/filters/999-0.akf", dir);
+    cr_assert_neq(stat(path, &st), 0, "unnamed filter file survived");
+    snprintf(path, sizeof path, "%s/tmp/999-0.sst", dir);
+    cr_assert_neq(stat(path, &st), 0, "temp file survived");
+    rmrf(dir);
+}
+
+Test(recovery, leftovers_removed_hash)
+{
+    leftovers_test(AKV_LAYOUT_HASH);
+}
+Test(recovery, leftovers_removed_ordered)
+{
+    leftovers_test(AKV_LAYOUT_ORDERED);
+}
+
+Test(recovery, memtables_come_back_from_the_wal)
+{
+    char dir[512];
+    tmpdir(dir, sizeof dir);
+    akv_options o;
+    opts(&o, AKV_LAYOUT_HASH);
+    o.memtable_bytes = 1 << 20; /* nothing flushed */
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    load(db, 2000);
+    cr_assert_eq(akv_delete(db, "key-0000007", 11), AKV_OK);
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_eq(st.levels, 0);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_get(db, "key-0000007", 11, NULL, NULL), AKV_NOTFOUND);
+    cr_assert_eq(akv_put(db, "key-0000007", 11, "value-7", 7), AKV_OK);
+    check_all(db, 2000);
+    /* the guard was rebuilt from the recovered memtable: absent keys skip it */
+    akv_get_info gi;
+    unsigned probed = 0;
+    for (unsigned i = 0; i < 1000; i++) {
+        char k[32];
+        size_t kl = (size_t)snprintf(k, sizeof k, "absent-%u", i);
+        cr_assert_eq(akv_get_ex(db, k, kl, NULL, NULL, &gi), AKV_NOTFOUND);
+        probed += gi.probes;
+    }
+    if (akv_filter_kind_by_name("sscf") || akv_filter_kind_by_name("cbf"))
+        cr_assert_lt(probed, 200, "guard let %u of 1000 absent lookups through", probed);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    rmrf(dir);
+}
+
+/* Many small shards, adaptive slots, a storm of absent lookups: every
+ * adaptation must leave every stored key findable. */
+static void adapt_test(akv_layout layout)
+{
+    if (!akv_filter_kind_by_name("aqf"))
+        return;
+    char dir[512];
+    tmpdir(dir, sizeof dir);
+    akv_options o;
+    opts(&o, layout);
+    o.slot_policy = "l0=aqf";
+    o.bits_per_key = 6; /* many false positives to adapt to */
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    load(db, 20000);
+    cr_assert_eq(akv_compact(db), AKV_OK);
+    for (int round = 0; round < 2; round++)
+        for (unsigned i = 0; i < 20000; i++) {
+            char k[32];
+            size_t kl = (size_t)snprintf(k, sizeof k, "key-%07ux", i);
+            cr_assert_eq(akv_get(db, k, kl, NULL, NULL), AKV_NOTFOUND);
+        }
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_gt(st.false_positives, 0);
+    cr_assert_gt(st.adaptations, 0, "no adaptation out of %llu false positives",
+                 (unsigned long long)st.false_positives);
+    check_all(db, 20000);
+    /* the second pass over the same absent keys probes much less */
+    uint64_t fp1 = st.false_positives;
+    for (unsigned i = 0; i < 20000; i++) {
+        char k[32];
+        size_t kl = (size_t)snprintf(k, sizeof k, "key-%07ux", i);
+        cr_assert_eq(akv_get(db, k, kl, NULL, NULL), AKV_NOTFOUND);
+    }
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_lt(st.false_positives - fp1, fp1 / 4 + 10, "adapted keys keep fooling the filters");
+    cr_assert_eq(akv_close(db), AKV_OK);
+    rmrf(dir);
+}
+
+Test(adapt, multi_shard_hash_layout_no_false_negatives, .timeout = 120)
+{
+    adapt_test(AKV_LAYOUT_HASH);
+}
+Test(adapt, split_reverse_map_ordered_layout_no_false_negatives, .timeout = 120)
+{
+    adapt_test(AKV_LAYOUT_ORDERED);
+}
+
+Test(recovery, slot_hash_moves_the_shard_prefix_out)
+{
+    akv_hash h = {0xC123456789abcdefULL, 0x0fedcba987654321ULL};
+    akv_hash s = akvi_slot_hash(h, 0);
+    cr_assert(s.hi == h.hi && s.lo == h.lo);
+    s = akvi_slot_hash(h, 2);
+    cr_assert_eq(s.hi >> 2, (h.hi << 2) >> 2);
+    cr_assert_eq(s.lo, h.lo);
+}

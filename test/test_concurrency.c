@@ -1,0 +1,149 @@
+/*
+ * test_concurrency.c — readers, a writer and the background thread at once.
+ *
+ * Stable keys are written before the threads start and never touched again:
+ * every reader must find every one of them at every moment, whatever flush,
+ * compaction, memtable rotation, guard removal or adaptation is running.
+ * Readers also look up absent keys (driving adaptation) and, in the ordered
+ * layout, scan. Meant to run under ThreadSanitizer too.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/adaptkv.h"
+
+#define STABLE  4000u
+#define READERS 3
+
+typedef struct world {
+    akv_db *db;
+    akv_layout layout;
+    atomic_bool stop;
+    atomic_uint errors;
+    char msg[256];
+} world;
+
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+}
+
+static size_t stable_key(char *b, unsigned i)
+{
+    return (size_t)snprintf(b, 32, "stable-%06u", i);
+}
+
+static void fail(world *w, const char *what, unsigned i)
+{
+    if (atomic_fetch_add(&w->errors, 1) == 0)
+        snprintf(w->msg, sizeof w->msg, "%s %u: %s", what, i, akv_errmsg());
+}
+
+static void *reader(void *arg)
+{
+    world *w = arg;
+    uint64_t x = (uint64_t)pthread_self() | 1;
+    while (!atomic_load(&w->stop)) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        unsigned i = (unsigned)(x % STABLE);
+        char k[32], v[32];
+        size_t kl = stable_key(k, i);
+        int vl = snprintf(v, sizeof v, "v%u", i);
+        void *got = NULL;
+        size_t gl = 0;
+        int rc = akv_get(w->db, k, kl, &got, &gl);
+        if (rc != AKV_OK || gl != (size_t)vl || memcmp(got, v, gl) != 0)
+            fail(w, "stable key lost or wrong", i);
+        akv_free(got);
+        kl = (size_t)snprintf(k, sizeof k, "stable-%06ux", i); /* absent, inside the range */
+        if (akv_get(w->db, k, kl, NULL, NULL) != AKV_NOTFOUND)
+            fail(w, "absent key found", i);
+        if (w->layout == AKV_LAYOUT_ORDERED && i % 64 == 0) {
+            akv_iter *it;
+            if (akv_iter_create(w->db, &it) != AKV_OK) {
+                fail(w, "iter_create", i);
+                continue;
+            }
+            unsigned seen = 0;
+            for (akv_iter_seek(it, "stable-", 7); akv_iter_valid(it) && seen < STABLE; akv_iter_next(it)) {
+                size_t l;
+                const char *key = akv_iter_key(it, &l);
+                if (l < 7 || memcmp(key, "stable-", 7) != 0)
+                    break;
+                seen++;
+            }
+            if (akv_iter_status(it) != AKV_OK || seen != STABLE)
+                fail(w, "scan saw a wrong number of stable keys", seen);
+            akv_iter_destroy(it);
+        }
+    }
+    return NULL;
+}
+
+static void *writer(void *arg)
+{
+    world *w = arg;
+    char k[32], v[128];
+    memset(v, 'x', sizeof v);
+    for (unsigned i = 0; i < 8000 && atomic_load(&w->errors) == 0; i++) {
+        size_t kl = (size_t)snprintf(k, sizeof k, "churn-%06u", i % 3000);
+        int rc = (i % 5 == 4) ? akv_delete(w->db, k, kl) : akv_put(w->db, k, kl, v, sizeof v);
+        if (rc != AKV_OK)
+            fail(w, "write", i);
+        if (i % 3000 == 2999 && akv_compact(w->db) != AKV_OK)
+            fail(w, "compact", i);
+    }
+    atomic_store(&w->stop, true);
+    return NULL;
+}
+
+static void run(akv_layout layout)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/akvconc-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert_not_null(mkdtemp(dir));
+    akv_options o;
+    akv_options_init(&o);
+    o.layout = layout;
+    o.memtable_bytes = 48 << 10;
+    o.sst_target_bytes = 16 << 10;
+    o.bits_per_key = 6;
+    o.log = quiet;
+    world w = {.layout = layout};
+    cr_assert_eq(akv_open(dir, &o, &w.db), AKV_OK, "%s", akv_errmsg());
+    for (unsigned i = 0; i < STABLE; i++) {
+        char k[32], v[32];
+        size_t kl = stable_key(k, i);
+        int vl = snprintf(v, sizeof v, "v%u", i);
+        cr_assert_eq(akv_put(w.db, k, kl, v, (size_t)vl), AKV_OK);
+    }
+    pthread_t r[READERS], wr;
+    for (int i = 0; i < READERS; i++)
+        pthread_create(&r[i], NULL, reader, &w);
+    pthread_create(&wr, NULL, writer, &w);
+    pthread_join(wr, NULL);
+    for (int i = 0; i < READERS; i++)
+        pthread_join(r[i], NULL);
+    cr_assert_eq(atomic_load(&w.errors), 0, "%u errors, first: %s", atomic_load(&w.errors), w.msg);
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(w.db, &st), AKV_OK);
+    cr_assert_gt(st.flushes, 0);
+    cr_assert_eq(akv_close(w.db), AKV_OK);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(concurrency, readers_writer_background_hash, .timeout = 300)
+{
+    run(AKV_LAYOUT_HASH);
+}
+Test(concurrency, readers_writer_background_ordered, .timeout = 300)
+{
+    run(AKV_LAYOUT_ORDERED);
+}

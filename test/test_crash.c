@@ -13,7 +13,8 @@
  *     acknowledged value (or stay absent after an acknowledged delete);
  *   - the in-flight operation is applied entirely or not at all.
  * The database carries over to the next iteration, so recovery of recovered
- * databases is exercised too. AKV_CRASH_ITER=N sets the iterations per layout;
+ * databases is exercised too. AKV_CRASH_ITER=N (default 20) sets the number of
+ * iterations, split between the two layouts;
  * AKV_CRASH_POLICY sets the slot policy (default: the engine's).
  */
 #include <criterion/criterion.h>
@@ -169,6 +170,38 @@ static _Noreturn void child_main(const char *dir, akv_layout layout, int fd, uin
     _exit(0);
 }
 
+/* The child re-executes this binary rather than running on after fork():
+ * the parent has RocksDB's background threads, and a multi-threaded process
+ * may not start threads after fork (ThreadSanitizer refuses outright). The
+ * fresh process finds its orders in AKV_CRASH_CHILD and becomes the writer
+ * before the test runner's main() starts. */
+static _Noreturn void exec_child(const char *dir, akv_layout layout, int fd, uint64_t rng, int64_t seq)
+{
+    char env[700];
+    snprintf(env, sizeof env, "%d %d %llu %lld %s", (int)layout, fd, (unsigned long long)rng, (long long)seq,
+             dir);
+    if (setenv("AKV_CRASH_CHILD", env, 1) == 0) {
+        char *const argv[] = {"test_crash", NULL};
+        execv("/proc/self/exe", argv);
+    }
+    fprintf(stderr, "crash child: cannot re-execute the test binary: %s\n", strerror(errno));
+    _exit(6);
+}
+
+__attribute__((constructor)) static void crash_child_entry(void)
+{
+    const char *e = getenv("AKV_CRASH_CHILD");
+    if (!e)
+        return;
+    int layout, fd;
+    unsigned long long rng;
+    long long seq;
+    char dir[512];
+    if (sscanf(e, "%d %d %llu %lld %511[^\n]", &layout, &fd, &rng, &seq, dir) != 5)
+        _exit(5);
+    child_main(dir, (akv_layout)layout, fd, rng, seq);
+}
+
 /* ---- the parent ------------------------------------------------------------ */
 
 typedef struct crash_state {
@@ -263,7 +296,7 @@ static void run_child(crash_state *s)
     cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
     if (pid == 0) {
         close(p[0]);
-        child_main(s->dir, s->layout, p[1], child_rng, s->next_seq);
+        exec_child(s->dir, s->layout, p[1], child_rng, s->next_seq);
     }
     close(p[1]);
     reader *rd = calloc(1, sizeof *rd);
@@ -384,7 +417,7 @@ static void crash_test(akv_layout layout, uint64_t seed)
     s->rng = seed;
     for (uint32_t k = 0; k < CK; k++)
         s->cur[k] = ABSENT;
-    int n = iterations();
+    int n = (iterations() + 1) / 2; /* half of the iterations per layout */
     for (int i = 0; i < n; i++) {
         run_child(s);
         verify(s, i);

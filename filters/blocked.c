@@ -144,13 +144,42 @@ static double block_fpr(uint32_t k, double j)
     return pow(1.0 - zero, k);
 }
 
+/*
+ * Both mixtures sum over block loads j within 14 standard deviations of the
+ * mean. The range is walked in at most MAX_TERMS steps: exact term by term
+ * for every realistic filter (at 512/bits-per-key keys per block, a few
+ * hundred terms), a Riemann sum of the smooth pmf for absurd ones (a huge
+ * key count read from a damaged payload), so the cost stays bounded.
+ */
+#define MAX_TERMS 20000.0
+
+typedef struct load_range {
+    double lo, hi, step;
+} load_range;
+
+static load_range range_around(double mean, double sd, double max)
+{
+    load_range r = {floor(mean - 14 * sd - 10), ceil(mean + 14 * sd + 10), 1};
+    if (r.lo < 0)
+        r.lo = 0;
+    if (r.hi > max)
+        r.hi = max;
+    if (r.hi - r.lo > MAX_TERMS)
+        r.step = ceil((r.hi - r.lo) / MAX_TERMS);
+    return r;
+}
+
 /* Σ_j P(load = j) · block_fpr(k, j); load ~ Poisson(lambda). */
 static double poisson_mixture(uint32_t k, double lambda)
 {
-    double sd = sqrt(lambda), sum = 0;
-    double lo = floor(lambda - 14 * sd - 10), hi = ceil(lambda + 14 * sd + 10);
-    for (double j = lo < 0 ? 0 : lo; j <= hi; j++)
-        sum += exp(j * log(lambda) - lambda - lgamma(j + 1)) * block_fpr(k, j);
+    load_range r = range_around(lambda, sqrt(lambda), INFINITY);
+    double sum = 0;
+    for (int t = 0; t <= (int)MAX_TERMS; t++) {
+        double j = r.lo + t * r.step;
+        if (j > r.hi)
+            break;
+        sum += r.step * exp(j * log(lambda) - lambda - lgamma(j + 1)) * block_fpr(k, j);
+    }
     return sum;
 }
 
@@ -163,16 +192,14 @@ static double binomial_mixture(uint32_t k, uint64_t n, uint64_t nb)
     if (nb == 1)
         return block_fpr(k, (double)n);
     double p = 1.0 / (double)nb, dn = (double)n;
-    double mean = dn * p, sd = sqrt(dn * p * (1 - p));
-    double lo = floor(mean - 14 * sd - 10), hi = ceil(mean + 14 * sd + 10);
-    if (lo < 0)
-        lo = 0;
-    if (hi > dn)
-        hi = dn;
+    load_range r = range_around(dn * p, sqrt(dn * p * (1 - p)), dn);
     double sum = 0, lcn = lgamma(dn + 1);
-    for (double j = lo; j <= hi; j++) {
+    for (int t = 0; t <= (int)MAX_TERMS; t++) {
+        double j = r.lo + t * r.step;
+        if (j > r.hi)
+            break;
         double lp = lcn - lgamma(j + 1) - lgamma(dn - j + 1) + j * log(p) + (dn - j) * log1p(-p);
-        sum += exp(lp) * block_fpr(k, j);
+        sum += r.step * exp(lp) * block_fpr(k, j);
     }
     return sum;
 }

@@ -305,6 +305,8 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
             atomic_fetch_add(&db->st.false_positives, 1);
         }
     }
+    if (g->info.wasted_probes > 0)
+        akvi_guard_absorb(db, h); /* no memtable holds the key */
     for (size_t i = 0; i < v->n_run; i++) {
         akvi_run *r = v->runs[i];
         long j = akvi_find_sst(db, r, h, ik, iklen);

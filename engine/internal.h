@@ -215,7 +215,7 @@ struct akv_db {
     uint64_t next_run_id, flushed_mem_gen; /* bg thread (and open) only */
 
     _Atomic uint64_t build_fallbacks; /* filter builds that needed a fallback */
-    pthread_mutex_t catmu; /* serialises catalog + miss-log writes */
+    pthread_mutex_t catmu;            /* serialises catalog + miss-log writes */
     akvi_misslog *ml;
 
     struct {
@@ -290,6 +290,9 @@ int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf
 int akvi_guard_insert(akv_db *db, akvi_mem *m, akv_hash h);
 /* Reader side: false only when the key is certainly not in memtable m. */
 bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h);
+/* A lookup the guard let through found nothing in any memtable: let an
+ * absorbing kind (ada-SSCF) learn the negative. */
+void akvi_guard_absorb(akv_db *db, akv_hash h);
 /* After m's run is installed: take m's keys out of the guard. */
 void akvi_guard_remove_mem(akv_db *db, akvi_mem *m);
 int akvi_guard_init(akv_db *db);

@@ -41,8 +41,14 @@ static uint64_t guard_capacity(const akv_db *db, size_t needed)
     return cap;
 }
 
+/* The heaviest miss-log negatives, for a guard to encode before its first
+ * insert (ada-SSCF); kinds without negatives ignore them. */
+#define GUARD_NEGATIVES 1024
+
 static int guard_new(akv_db *db, uint64_t cap, akv_filter **out)
 {
+    akv_negative *neg = NULL;
+    size_t n_neg = db->ml ? akvi_misslog_collect(db->ml, NULL, NULL, GUARD_NEGATIVES, &neg) : 0;
     akv_filter_params p;
     akv_filter_params_init(&p);
     p.expected_keys = cap;
@@ -52,7 +58,10 @@ static int guard_new(akv_db *db, uint64_t cap, akv_filter **out)
     p.bits_per_key = db->opt.bits_per_key * 6;
     p.seed = db->seed;
     akv_filter *f = NULL;
-    int rc = akv_filter_create(db->policy.mem, &p, NULL, 0, &f);
+    int rc = akv_filter_create(db->policy.mem, &p, neg, n_neg, &f);
+    if (rc != AKV_OK && n_neg) /* never fail for the sake of a hint */
+        rc = akv_filter_create(db->policy.mem, &p, NULL, 0, &f);
+    free(neg);
     if (rc == AKV_OK)
         rc = akv_filter_finish(f);
     if (rc != AKV_OK) {
@@ -65,7 +74,6 @@ static int guard_new(akv_db *db, uint64_t cap, akv_filter **out)
 
 int akvi_guard_init(akv_db *db)
 {
-    pthread_rwlock_init(&db->guard_lock, NULL);
     akvi_slot_init(&db->guard_stats, NULL);
     if (!db->policy.mem)
         return AKV_OK;
@@ -126,6 +134,15 @@ bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h)
         return true;
     atomic_fetch_add_explicit(&db->guard_stats.filtered, 1, memory_order_relaxed);
     return false;
+}
+
+void akvi_guard_absorb(akv_db *db, akv_hash h)
+{
+    if (!db->policy.mem || !db->policy.mem->absorb || atomic_load(&db->guard_broken))
+        return;
+    guard_lock_mut(db);
+    (void)akv_filter_absorb(db->guard, h);
+    pthread_rwlock_unlock(&db->guard_lock);
 }
 
 /* Under wmu: a fresh guard over every memtable of the current version. */

@@ -473,7 +473,7 @@ static int setup(akv_db *db, const char *dir, const akv_options *opt)
     db->ml = akvi_misslog_create(opt->miss_log_bytes);
     if (!db->dir || !db->rdir || !db->fdir || !db->tdir || !db->ml)
         return akvi_err(AKV_ENOMEM, "out of memory");
-    return akvi_guard_init(db);
+    return AKV_OK;
 }
 
 static int open_dirs(akv_db *db, bool *exists)
@@ -517,6 +517,7 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     pthread_cond_init(&db->stall_cv, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);
+    pthread_rwlock_init(&db->guard_lock, NULL);
     bool exists = false;
     cf_set cfs = {0};
     akvi_run **runs = NULL;
@@ -531,6 +532,8 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
         rc = open_rocks(db, exists, &cfs);
     if (rc == AKV_OK)
         rc = load_state(db, exists, &cfs);
+    if (rc == AKV_OK) /* after the miss log is loaded: the guard encodes its negatives */
+        rc = akvi_guard_init(db);
     if (rc == AKV_OK)
         rc = load_catalog(db, &cfs, &runs, &n_run);
     if (rc == AKV_OK)

@@ -17,6 +17,8 @@
  *
  * sscf-static is the paper's plain SSCF (5-bit counters, no absorb); the
  * static experiment passes the ratio to the filter as its vulnerable share.
+ * The dataset generators are filterbench's (tools/costbench/datasets.c is a
+ * link to them, so the build links them into this tool too).
  * Costs are assigned as filterbench does (Zipf weights of ranks 1..M over a
  * seeded shuffle), so the two tools agree on a dataset and seed. Output: one
  * JSON object per round on stdout.
@@ -29,10 +31,6 @@
 #include "filters/filter.h"
 #include "filters/sscf.h"
 #include "tools/filterbench/datasets.h"
-
-/* The dataset generators are linked into filterbench; this tool is one
- * translation unit by the build's convention, so it compiles them in. */
-#include "tools/filterbench/datasets.c"
 
 typedef struct opts {
     const char *dataset, *filter, *experiment;

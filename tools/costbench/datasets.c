@@ -1,0 +1,1 @@
+../filterbench/datasets.c

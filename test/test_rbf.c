@@ -89,6 +89,9 @@ Test(rbf, rational_k_sweep_matches_corrected_formula)
         cr_assert(fabs(th - spec[i]) < 0.002, "k=%u theory %.4f vs spec %.4f", ks[i], th, spec[i]);
         akvt_check_no_false_negatives(f, 11, 60000);
         fpr[i] = akvt_measure_fpr(f, 11, 1000000);
+        double p0 = exp(-(double)ks[i] / 1000.0 * 60000 / 131072);
+        cr_log_info("rbf m=131072 n=60000 k=%.3f: fpr %.4f, q^a(1-f p0) %.4f, paper (1-p0)^k %.4f",
+                    ks[i] / 1000.0, fpr[i], th, pow(1 - p0, ks[i] / 1000.0));
         cr_assert(fabs(fpr[i] - th) < 0.01 * th + 5 * sqrt(th * (1 - th) / 1e6), "k=%u fpr %.4f vs %.4f",
                   ks[i], fpr[i], th);
         akv_filter_destroy(f);

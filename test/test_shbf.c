@@ -67,6 +67,8 @@ Test(shbf, paper_setup_matches_eq1)
         cr_assert(fabs(th - eq1[i]) < 0.02 * eq1[i], "n=%zu eq1 %g vs spec %g", ns[i], th, eq1[i]);
         akvt_check_no_false_negatives(f, 40 + i, ns[i]);
         akvt_check_fpr_theory(f, 40 + i, 3000000, 0.10);
+        cr_log_info("shbf k=8 m=22008 n=%zu: fpr %.3g, eq.1 %.3g", ns[i],
+                    akvt_measure_fpr(f, 40 + i, 3000000), th);
         akv_filter_destroy(f);
     }
 }
@@ -212,6 +214,7 @@ Test(shbfa, clear_answers_and_no_wrong_answers)
         }
         double p = (double)clear / A_ALL, th = pow(1 - pow(0.5, k), 2);
         cr_assert(fabs(p - th) < 0.01 + 5 * sqrt(th * (1 - th) / A_ALL), "k=%u clear %f vs %f", k, p, th);
+        cr_log_info("shbfa k=%u: clear answers %.4f, theory %.4f, wrong 0", k, p, th);
         /* Non-members: mostly "neither", which is always right. */
         size_t neither = 0;
         for (size_t i = 0; i < 50000; i++)
@@ -281,6 +284,8 @@ Test(shbfx, never_under_reports_and_cr_matches_theory)
             zero += akv_shbfx_query(f, akvt_key(71, i), NULL) == 0;
         double cr = (double)zero / q, th = pow(1 - f0, X_C);
         cr_assert(fabs(cr - th) < 0.05 * th + 5 * sqrt(th * (1 - th) / q), "k=%u CR %f vs %f", k, cr, th);
+        cr_log_info("shbfx k=%u: non-member CR %.4f vs (1-f0)^c %.4f; members exact %.4f vs %.4f", k, cr, th,
+                    exact / X_N, exact_th / X_N);
         akv_shbfx_destroy(f);
     }
     free(it);

@@ -92,7 +92,8 @@ tsan: check-deps
 
 .PHONY: test-run
 test-run: tests
-	@AKV_SANITIZER=$(SAN) tools/run-tests.sh $(BUILD) $(TEST_BINS)
+	@AKV_SANITIZER=$(SAN) AKV_BUILD=$(BUILD) TSAN_OPTIONS="suppressions=$(CURDIR)/test/tsan.supp die_after_fork=0 $(TSAN_OPTIONS)" \
+	  tools/run-tests.sh $(BUILD) $(TEST_BINS)
 
 crashtest: check-deps
 	@$(MAKE) --no-print-directory tests

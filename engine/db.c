@@ -293,8 +293,10 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         akvi_mem *m = v->mems[i];
         if (db->policy.mem)
             g->info.slots_checked++;
-        if (!akvi_guard_may_contain(db, m, h))
+        if (!akvi_guard_may_contain(db, m, h)) {
+            atomic_fetch_add_explicit(&db->st.slot_filtered, 1, memory_order_relaxed);
             continue;
+        }
         g->info.probes++;
         int rc = lookup(db, m->cf, ik, iklen, g->val, g->vlen);
         if (rc != LK_MISSING)
@@ -315,8 +317,10 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         akvi_slot *s = &r->slots[j];
         akv_hash sh = akvi_slot_hash(h, db->layout == AKV_LAYOUT_HASH ? r->info.prefix_bits : 0);
         g->info.slots_checked++;
-        if (!akvi_slot_may_contain(s, sh))
+        if (!akvi_slot_may_contain(s, sh)) {
+            atomic_fetch_add_explicit(&db->st.slot_filtered, 1, memory_order_relaxed);
             continue;
+        }
         g->info.probes++;
         atomic_fetch_add_explicit(&s->probes, 1, memory_order_relaxed);
         int rc = lookup(db, r->cf, ik, iklen, g->val, g->vlen);

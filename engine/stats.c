@@ -49,7 +49,7 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     st->write_stalls = atomic_load(&db->st.write_stalls);
     st->bytes_written_user = atomic_load(&db->st.bytes_written_user);
     st->bytes_written_disk = atomic_load(&db->st.bytes_written_disk);
-    st->slot_filtered = atomic_load(&db->guard_stats.filtered);
+    st->slot_filtered = atomic_load(&db->st.slot_filtered);
     st->filter_bytes = guard_memory(db);
     akvi_version *v = akvi_current(db);
     st->memtables = (uint32_t)v->n_mem;
@@ -61,10 +61,8 @@ int akv_get_stats(akv_db *db, akv_stats *st)
         st->ssts_per_level[l] += (uint32_t)r->info.n_sst;
         st->keys_per_level[l] += r->info.keys;
         st->live_keys_estimate += r->info.keys;
-        for (size_t j = 0; j < r->info.n_sst; j++) {
-            st->slot_filtered += atomic_load(&r->slots[j].filtered);
+        for (size_t j = 0; j < r->info.n_sst; j++)
             st->filter_bytes += slot_memory(&r->slots[j]);
-        }
     }
     akvi_version_unref(v);
     return AKV_OK;

@@ -229,7 +229,8 @@ static int lookup(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t 
             *val = malloc(len > 1 ? len - 1 : 1);
             if (*val) {
                 memcpy(*val, v + 1, len - 1);
-                *vlen = len - 1;
+                if (vlen)
+                    *vlen = len - 1;
             } else {
                 rc = akvi_err(AKV_ENOMEM, "out of memory copying a value");
             }

@@ -495,8 +495,8 @@ static int habf_finish(akv_filter *base)
             f->k = HABF_DEFAULT_K;
     }
     if (!f->k) {
-        long k = lround(f->bpk * M_LN2);
-        f->k = (uint32_t)(k < 1 ? 1 : k > (long)f->nfunc ? (long)f->nfunc : k);
+        long k = lround(f->bpk * M_LN2), kmax = f->nfunc < AKV_HE_MAX_K ? (long)f->nfunc : AKV_HE_MAX_K;
+        f->k = (uint32_t)(k < 1 ? 1 : k > kmax ? kmax : k);
     }
     double mb = total - (double)(omega * f->he.alpha);
     f->m = mb < 64 ? 64 : (uint64_t)mb;

@@ -12,6 +12,35 @@
 #include "filters/codec.h"
 #include "support/filter_props.h"
 
+/* kind->load on damaged payloads (the envelope checksum bypassed): it must
+ * answer AKV_OK or AKV_ECORRUPT and never crash; a loaded filter must
+ * answer queries. */
+static void damage_payload(const akv_filter *f, uint64_t seed, size_t trials)
+{
+    size_t len = 0;
+    cr_assert_eq(f->kind->save(f, NULL, &len), AKV_OK);
+    uint8_t *buf = malloc(len + 1), *copy = malloc(len + 1);
+    cr_assert_eq(f->kind->save(f, buf, &len), AKV_OK);
+    uint64_t st = seed;
+    for (size_t t = 0; t < trials; t++) {
+        memcpy(copy, buf, len);
+        size_t flips = 1 + akvt_rand(&st) % 4;
+        for (size_t i = 0; i < flips; i++) {
+            /* mostly the header, where the parameters are */
+            size_t pos = akvt_rand(&st) % 2 ? akvt_rand(&st) % (len < 96 ? len : 96) : akvt_rand(&st) % len;
+            copy[pos] ^= (uint8_t)(akvt_rand(&st) | 1);
+        }
+        akv_filter *g = NULL;
+        int rc = f->kind->load(copy, len, f->kind->payload_version, &g);
+        cr_assert(rc == AKV_OK || rc == AKV_ECORRUPT, "%s: load returned %d", f->kind->name, rc);
+        for (size_t i = 0; g && i < 200; i++)
+            (void)akv_filter_may_contain(g, akvt_key(seed, i));
+        akv_filter_destroy(g);
+    }
+    free(buf);
+    free(copy);
+}
+
 static const char *const kinds[] = {"habf", "fhabf"};
 
 /* Negatives from their own key space, costs uniform (s = 0) or Zipf(s)
@@ -114,6 +143,19 @@ Test(habf, without_negatives_is_a_sound_bloom_filter)
             cr_assert_eq(st.adapt_bits, 0, "no negatives: no HashExpressor");
             akv_filter_destroy(f);
         }
+}
+
+Test(habf, large_budget_caps_k)
+{
+    for (size_t t = 0; t < 2; t++) {
+        akv_filter_params p;
+        akv_filter_params_init(&p);
+        p.bits_per_key = 40; /* Bloom optimum k = 28: more than the family */
+        akv_filter *f = akvt_build(kinds[t], &p, 3, 2000);
+        akvt_check_no_false_negatives(f, 3, 2000);
+        akvt_check_serialization(f, 3, 2000, 5000, 50);
+        akv_filter_destroy(f);
+    }
 }
 
 Test(habf, tiny_and_empty_builds)
@@ -241,4 +283,15 @@ Test(habf, rejects_bad_params)
     cr_assert_null(f);
     p.num_hashes = 9;
     cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("fhabf"), &p, NULL, 0, &f), AKV_EINVAL);
+}
+
+Test(habf, load_survives_payload_damage)
+{
+    akv_negative *neg = make_negatives(9, 3000, 1.0);
+    for (size_t t = 0; t < 2; t++) {
+        akv_filter *f = build_costed(kinds[t], 8, 9, 2000, neg, 3000);
+        damage_payload(f, 9, 2000);
+        akv_filter_destroy(f);
+    }
+    free(neg);
 }

@@ -140,7 +140,7 @@ Test(aqf, random_ops_against_model_uniform)
     cr_assert_eq(akv_memrevmap_create(NULL, 0, &rm), AKV_OK);
     model m = {calloc(20000, sizeof(akv_hash)), 0, 18000};
     uint64_t adapted = 0;
-    for (int i = 0; i < 60000; i++) {
+    for (int i = 0; i < 40000; i++) {
         uint64_t op = akvt_rand(&st) % 10;
         if (op < 5 && m.n < m.cap) {
             akv_hash h = {akvt_rand(&st), akvt_rand(&st)};

@@ -10,6 +10,7 @@
 
 #include "filters/aqf.h"
 #include "filters/qf_core.h"
+#include "revmap/revmap.h"
 #include "support/filter_props.h"
 
 static const size_t sizes[] = {1, 100, 10000, 200000};
@@ -190,6 +191,42 @@ Test(qf, shard_prefix_bits)
     cr_assert_eq(in.prefix_bits, 3);
     cr_assert_lt((double)in.used / (double)in.slots, 0.95);
     cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    /* adaptation and resize read the shard's keys through the prefix too */
+    akv_memrevmap *rm;
+    cr_assert_eq(akv_memrevmap_create(k, 10000, &rm), AKV_OK);
+    size_t fixed = 0;
+    for (uint64_t i = 0; i < 100000; i++) {
+        akv_hash y = {(5ULL << 61) | (akvt_rand(&st) >> 3), akvt_rand(&st)};
+        if (akv_filter_may_contain(f, y)) {
+            cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+            cr_assert_not(akv_filter_may_contain(f, y));
+            fixed++;
+        }
+    }
+    cr_assert_gt(fixed, 10);
+    akv_filter *g = NULL;
+    cr_assert_eq(akv_aqf_resize(f, in.q + 1, 0, akv_memrevmap_revmap(rm), &g), AKV_OK);
+    for (size_t i = 0; i < 10000; i++)
+        cr_assert(akv_filter_may_contain(g, k[i]));
+    cr_assert_eq(akv_aqf_validate(g), AKV_OK);
+    akv_filter_destroy(g);
+    akv_memrevmap_destroy(rm);
     akv_filter_destroy(f);
     free(k);
+}
+
+/* More keys than expected_keys: finish() sizes the table for what it got. */
+Test(qf, build_beyond_expected_keys)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.expected_keys = 100;
+    const char *kinds[2] = {"qf", "aqf"};
+    for (int i = 0; i < 2; i++) {
+        akv_filter *f = akvt_build(kinds[i], &p, 7, 20000);
+        akvt_check_no_false_negatives(f, 7, 20000);
+        cr_assert_eq(f->n_keys, 20000);
+        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        akv_filter_destroy(f);
+    }
 }

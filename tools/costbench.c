@@ -6,12 +6,17 @@
  *                        are encoded at create, then every positive is
  *                        inserted; one line with the weighted FPR over all
  *                        negatives, the encoded ones and the others.
+ *   --experiment time    build, query (1,000,000 absent keys), and for
+ *                        dynamic kinds remove + insert of 1,000,000 keys, in
+ *                        ns per key, best of --rounds runs interleaved over
+ *                        the kinds in --filter (comma-separated), costs
+ *                        given to every build.
  *   --experiment ada     (§4.5, default) the filter starts with positives
  *                        only, absorbs the costliest negatives at runtime,
  *                        then rounds of churn delete r% of the live keys and
  *                        insert r% new ones; one line per round.
  *
- *   costbench [--experiment static|ada] [--filter sscf|sscf-static]
+ *   costbench [--experiment static|ada|time] [--filter sscf|sscf-static]
  *             [--dataset shalla|ycsb] [--bits-per-key B] [--costs uniform|zipf:S]
  *             [--ratio F] [--rounds R] [--churn-pct P] [--seed S]
  *
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "filters/filter.h"
 #include "filters/sscf.h"
@@ -142,6 +148,77 @@ static int churn_round(const opts *o, akv_filter *f, akv_filter *cbf, akv_hash *
     return 0;
 }
 
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static volatile size_t g_sink;
+
+typedef struct timing {
+    double build, query, insert, remove;
+} timing;
+
+/* One timed pass of `kind`; keeps the minimum of each figure in *t. */
+static void time_once(const char *kind, const opts *o, const akv_hash *pos, size_t np,
+                      const akv_negative *neg, size_t nn, const akv_hash *q, size_t nq, timing *t)
+{
+    double t0 = now_ns();
+    akv_filter *f = make(kind, o, np, pos, neg, nn);
+    double t1 = now_ns();
+    size_t yes = 0;
+    for (size_t i = 0; i < nq; i++)
+        yes += akv_filter_may_contain(f, q[i]);
+    double t2 = now_ns();
+    t->build = fmin(t->build, (t1 - t0) / (double)np);
+    t->query = fmin(t->query, (t2 - t1) / (double)nq);
+    g_sink += yes; /* keeps the query loop from being optimised away */
+    if (f->kind->remove) {
+        size_t n = np < nq ? np : nq;
+        for (size_t i = 0; i < n; i++)
+            akv_filter_remove(f, pos[i]);
+        double t3 = now_ns();
+        for (size_t i = 0; i < n; i++)
+            akv_filter_insert(f, pos[i]);
+        double t4 = now_ns();
+        t->remove = fmin(t->remove, (t3 - t2) / (double)n);
+        t->insert = fmin(t->insert, (t4 - t3) / (double)n);
+    }
+    akv_filter_destroy(f);
+}
+
+static int run_time(const opts *o, const akv_hash *pos, size_t np, const akv_negative *neg, size_t nn)
+{
+    char list[256];
+    snprintf(list, sizeof list, "%s", o->filter);
+    const char *kinds[16];
+    size_t nk = 0;
+    for (char *save = NULL, *k = strtok_r(list, ",", &save); k && nk < 16; k = strtok_r(NULL, ",", &save))
+        kinds[nk++] = k;
+    size_t nq = 1000000;
+    akv_hash *q = malloc(nq * sizeof *q);
+    for (size_t i = 0; i < nq; i++) {
+        uint64_t k[2] = {o->seed ^ 0xab5e47ULL, i};
+        q[i] = akv_hash_key(k, sizeof k, o->seed);
+    }
+    timing t[16];
+    for (size_t i = 0; i < nk; i++)
+        t[i] = (timing){INFINITY, INFINITY, INFINITY, INFINITY};
+    for (unsigned r = 0; r < (o->rounds ? o->rounds : 1); r++)
+        for (size_t i = 0; i < nk; i++)
+            time_once(kinds[i], o, pos, np, neg, nn, q, nq, &t[i]);
+    for (size_t i = 0; i < nk; i++)
+        printf(
+            "{\"filter\":\"%s\",\"bits_per_key\":%g,\"build_ns\":%.1f,\"query_ns\":%.1f,\"insert_ns\":%.1f,"
+            "\"remove_ns\":%.1f}\n",
+            kinds[i], o->bpk, t[i].build, t[i].query, isinf(t[i].insert) ? 0 : t[i].insert,
+            isinf(t[i].remove) ? 0 : t[i].remove);
+    free(q);
+    return 0;
+}
+
 static int run(const opts *o)
 {
     akv_hash *pos, *negh;
@@ -157,6 +234,12 @@ static int run(const opts *o)
     size_t top = (size_t)ceil(o->ratio * (double)np);
     top = top > nn ? nn : top;
 
+    if (!strcmp(o->experiment, "time")) {
+        int rc = run_time(o, pos, np, neg, nn);
+        free(pos);
+        free(neg);
+        return rc;
+    }
     bool stat = !strcmp(o->experiment, "static");
     akv_filter *f = make(o->filter, o, np, pos, neg, stat ? nn : 0), *cbf = make("cbf", o, np, pos, NULL, 0);
     printf("{\"experiment\":\"%s\",\"filter\":\"%s\",\"dataset\":\"%s\",\"keys\":%zu,\"negatives\":%zu,"
@@ -218,7 +301,7 @@ int main(int argc, char **argv)
                    2;
     }
     if (argc % 2 == 0 || !(o.bpk > 0) || o.ratio < 0 || o.ratio > 1 || o.churn_pct < 0 || o.churn_pct > 100 ||
-        (strcmp(o.experiment, "static") && strcmp(o.experiment, "ada")))
+        (strcmp(o.experiment, "static") && strcmp(o.experiment, "ada") && strcmp(o.experiment, "time")))
         return fprintf(stderr, "costbench: bad arguments\n"), 2;
     return run(&o);
 }

@@ -1076,6 +1076,21 @@ static int emit_all(akv_qf *out, const akv_qf_fp *v, size_t n)
     return rc;
 }
 
+/* The records of one home from both inputs, in fingerprint order. */
+static int merge_sorted(fpvec *all, const fpvec *x, const fpvec *y, bool *ext)
+{
+    size_t i = 0, j = 0, nx = x ? x->n : 0, ny = y ? y->n : 0;
+    int rc = AKV_OK;
+    all->n = 0;
+    while (rc == AKV_OK && (i < nx || j < ny)) {
+        bool tx = j >= ny || (i < nx && cmp_fp(&x->v[i], &y->v[j]) <= 0);
+        akv_qf_fp fp = tx ? x->v[i++] : y->v[j++];
+        *ext |= fp.k > 0;
+        rc = fv_push(all, fp);
+    }
+    return rc;
+}
+
 int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out)
 {
     if (a->q != b->q || a->r != b->r || a->pbits != b->pbits || out->pbits != a->pbits || out->nitems ||
@@ -1089,19 +1104,19 @@ int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out)
     while (rc == AKV_OK && (rca == AKV_OK || rcb == AKV_OK)) {
         /* One home of the inputs at a time; its records go out in order. */
         uint64_t h = rca != AKV_OK ? hb : rcb != AKV_OK ? ha : (ha < hb ? ha : hb);
-        all.n = 0;
-        for (size_t i = 0; rca == AKV_OK && ha == h && i < va.n && rc == AKV_OK; i++)
-            rc = fv_push(&all, va.v[i]);
-        for (size_t i = 0; rcb == AKV_OK && hb == h && i < vb.n && rc == AKV_OK; i++)
-            rc = fv_push(&all, vb.v[i]);
+        bool ext = false;
+        rc = merge_sorted(&all, rca == AKV_OK && ha == h ? &va : NULL, rcb == AKV_OK && hb == h ? &vb : NULL,
+                          &ext);
         if (rca == AKV_OK && ha == h)
             rca = read_next_run(&ra, &ha, &va);
         if (rcb == AKV_OK && hb == h)
             rcb = read_next_run(&rb, &hb, &vb);
-        if (rc == AKV_OK) {
+        /* Bare records are already canonical (identical or incomparable):
+         * only runs holding extensions need the cut-back pass. */
+        if (rc == AKV_OK && ext)
             canon_no_owners(out, all.v, all.n, a);
+        if (rc == AKV_OK)
             rc = emit_all(out, all.v, all.n);
-        }
     }
     if (rc == AKV_OK && ((rca != AKV_OK && rca != AKV_NOTFOUND) || (rcb != AKV_OK && rcb != AKV_NOTFOUND)))
         rc = AKV_ECORRUPT;

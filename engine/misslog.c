@@ -29,7 +29,7 @@ typedef struct ml_entry {
     uint32_t klen;
 } ml_entry;
 
-struct akvi_misslog {
+typedef struct ml_shard {
     pthread_mutex_t mu;
     uint64_t budget, used;
     ml_entry *e;
@@ -37,14 +37,25 @@ struct akvi_misslog {
     int32_t *index; /* open addressing on h.hi; -1 = empty */
     size_t index_mask;
     uint64_t rng;
+} ml_shard;
+
+/* Negative lookups come from every reader thread: the table is split into
+ * shards by hash, each with its own lock and an equal share of the budget
+ * (one shard when the budget is small, so tiny budgets stay exact). */
+#define MAX_SHARDS      16
+#define MIN_SHARD_BYTES (64u << 10)
+
+struct akvi_misslog {
+    size_t n;
+    ml_shard *s[MAX_SHARDS];
 };
 
-static size_t slot_of(const akvi_misslog *ml, akv_hash h)
+static size_t slot_of(const ml_shard *ml, akv_hash h)
 {
     return (size_t)(akv_mix64(h.hi) & ml->index_mask);
 }
 
-static long find(const akvi_misslog *ml, akv_hash h, const void *key, size_t klen)
+static long find(const ml_shard *ml, akv_hash h, const void *key, size_t klen)
 {
     for (size_t i = slot_of(ml, h);; i = (i + 1) & ml->index_mask) {
         int32_t x = ml->index[i];
@@ -57,7 +68,7 @@ static long find(const akvi_misslog *ml, akv_hash h, const void *key, size_t kle
 }
 
 /* Backward-shift deletion keeps probe chains intact without tombstones. */
-static void index_delete(akvi_misslog *ml, size_t i)
+static void index_delete(ml_shard *ml, size_t i)
 {
     size_t j = i;
     for (;;) {
@@ -74,9 +85,9 @@ static void index_delete(akvi_misslog *ml, size_t i)
     ml->index[i] = -1;
 }
 
-akvi_misslog *akvi_misslog_create(uint64_t budget)
+static ml_shard *shard_create(uint64_t budget)
 {
-    akvi_misslog *ml = calloc(1, sizeof *ml);
+    ml_shard *ml = calloc(1, sizeof *ml);
     if (!ml)
         return NULL;
     ml->budget = budget < 4096 ? 4096 : budget;
@@ -99,7 +110,7 @@ akvi_misslog *akvi_misslog_create(uint64_t budget)
     return ml;
 }
 
-void akvi_misslog_destroy(akvi_misslog *ml)
+static void shard_destroy(ml_shard *ml)
 {
     if (!ml)
         return;
@@ -116,7 +127,7 @@ static double weight(const ml_entry *e)
     return (double)e->count + e->cost;
 }
 
-static size_t pick_victim(akvi_misslog *ml)
+static size_t pick_victim(ml_shard *ml)
 {
     size_t best = 0;
     double bw = 0;
@@ -132,7 +143,7 @@ static size_t pick_victim(akvi_misslog *ml)
 }
 
 /* Remove entry x (swap the last entry into its place). */
-static void remove_entry(akvi_misslog *ml, size_t x)
+static void remove_entry(ml_shard *ml, size_t x)
 {
     ml_entry *e = &ml->e[x];
     long pos = find(ml, e->h, e->key, e->klen);
@@ -148,8 +159,7 @@ static void remove_entry(akvi_misslog *ml, size_t x)
     ml->n--;
 }
 
-static void add_locked(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, uint64_t count,
-                       double cost)
+static void add_locked(ml_shard *ml, akv_hash h, const void *key, size_t klen, uint64_t count, double cost)
 {
     if (klen > ml->budget / 4)
         return; /* a single huge key would evict everything */
@@ -178,25 +188,61 @@ static void add_locked(akvi_misslog *ml, akv_hash h, const void *key, size_t kle
     ml->used += ENTRY_OVERHEAD + klen;
 }
 
-void akvi_misslog_record(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, double wasted)
+/* ---- the sharded summary -------------------------------------------------- */
+
+static ml_shard *shard_of(akvi_misslog *m, akv_hash h)
 {
+    return m->s[akv_reduce(h.lo, m->n)];
+}
+
+akvi_misslog *akvi_misslog_create(uint64_t budget)
+{
+    akvi_misslog *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->n = (size_t)(budget / MIN_SHARD_BYTES);
+    m->n = m->n < 1 ? 1 : m->n > MAX_SHARDS ? MAX_SHARDS : m->n;
+    for (size_t i = 0; i < m->n; i++)
+        if (!(m->s[i] = shard_create(budget / m->n))) {
+            akvi_misslog_destroy(m);
+            return NULL;
+        }
+    return m;
+}
+
+void akvi_misslog_destroy(akvi_misslog *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n; i++)
+        shard_destroy(m->s[i]);
+    free(m);
+}
+
+void akvi_misslog_record(akvi_misslog *m, akv_hash h, const void *key, size_t klen, double wasted)
+{
+    ml_shard *ml = shard_of(m, h);
     pthread_mutex_lock(&ml->mu);
     add_locked(ml, h, key, klen, 1, wasted);
     pthread_mutex_unlock(&ml->mu);
 }
 
-void akvi_misslog_hint(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, double cost)
+void akvi_misslog_hint(akvi_misslog *m, akv_hash h, const void *key, size_t klen, double cost)
 {
+    ml_shard *ml = shard_of(m, h);
     pthread_mutex_lock(&ml->mu);
     add_locked(ml, h, key, klen, 0, cost);
     pthread_mutex_unlock(&ml->mu);
 }
 
-size_t akvi_misslog_count(akvi_misslog *ml)
+size_t akvi_misslog_count(akvi_misslog *m)
 {
-    pthread_mutex_lock(&ml->mu);
-    size_t n = ml->n;
-    pthread_mutex_unlock(&ml->mu);
+    size_t n = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        pthread_mutex_lock(&m->s[i]->mu);
+        n += m->s[i]->n;
+        pthread_mutex_unlock(&m->s[i]->mu);
+    }
     return n;
 }
 
@@ -206,20 +252,32 @@ static int by_cost_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-size_t akvi_misslog_collect(akvi_misslog *ml, akvi_range_fn in_range, void *arg, size_t max,
+size_t akvi_misslog_collect(akvi_misslog *m, akvi_range_fn in_range, void *arg, size_t max,
                             akv_negative **out)
 {
     *out = NULL;
-    pthread_mutex_lock(&ml->mu);
-    akv_negative *neg = ml->n ? malloc(ml->n * sizeof *neg) : NULL;
-    size_t k = 0;
-    for (size_t i = 0; neg && i < ml->n; i++) {
-        const ml_entry *e = &ml->e[i];
-        if (!in_range || in_range(arg, e->h, e->key, e->klen))
-            neg[k++] = (akv_negative){e->h, weight(e)};
+    akv_negative *neg = NULL;
+    size_t k = 0, cap = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        ml_shard *ml = m->s[i];
+        pthread_mutex_lock(&ml->mu);
+        if (k + ml->n > cap) {
+            akv_negative *p = realloc(neg, (k + ml->n) * sizeof *p);
+            if (!p) {
+                pthread_mutex_unlock(&ml->mu);
+                break;
+            }
+            neg = p;
+            cap = k + ml->n;
+        }
+        for (size_t j = 0; j < ml->n; j++) {
+            const ml_entry *e = &ml->e[j];
+            if (!in_range || in_range(arg, e->h, e->key, e->klen))
+                neg[k++] = (akv_negative){e->h, weight(e)};
+        }
+        pthread_mutex_unlock(&ml->mu);
     }
-    pthread_mutex_unlock(&ml->mu);
-    if (k == 0) {
+    if (k == 0 || max == 0) {
         free(neg);
         return 0;
     }
@@ -228,43 +286,50 @@ size_t akvi_misslog_collect(akvi_misslog *ml, akvi_range_fn in_range, void *arg,
     return k < max ? k : max;
 }
 
-/* Two passes: size with p == NULL, then fill. */
-static void encode_into(const akvi_misslog *ml, akv_wbuf *w)
+/* Entries of every shard; the caller holds all shard locks. Two passes:
+ * size with w->p == NULL, then fill. */
+static void encode_into(const akvi_misslog *m, size_t total, akv_wbuf *w)
 {
     akv_w_bytes(w, ML_MAGIC, 4);
     akv_w_u32(w, ML_VERSION);
-    akv_w_u32(w, (uint32_t)ml->n);
-    for (size_t i = 0; i < ml->n; i++) {
-        const ml_entry *e = &ml->e[i];
-        akv_w_u64(w, e->h.hi);
-        akv_w_u64(w, e->h.lo);
-        akv_w_u64(w, e->count);
-        akv_w_f64(w, e->cost);
-        akv_w_u32(w, e->klen);
-        akv_w_bytes(w, e->key, e->klen);
-    }
+    akv_w_u32(w, (uint32_t)total);
+    for (size_t s = 0; s < m->n; s++)
+        for (size_t i = 0; i < m->s[s]->n; i++) {
+            const ml_entry *e = &m->s[s]->e[i];
+            akv_w_u64(w, e->h.hi);
+            akv_w_u64(w, e->h.lo);
+            akv_w_u64(w, e->count);
+            akv_w_f64(w, e->cost);
+            akv_w_u32(w, e->klen);
+            akv_w_bytes(w, e->key, e->klen);
+        }
 }
 
-int akvi_misslog_encode(akvi_misslog *ml, uint8_t **buf, size_t *len)
+int akvi_misslog_encode(akvi_misslog *m, uint8_t **buf, size_t *len)
 {
-    pthread_mutex_lock(&ml->mu);
-    akv_wbuf w = {NULL, 0};
-    encode_into(ml, &w);
-    uint8_t *p = malloc(w.len + 8);
-    if (!p) {
-        pthread_mutex_unlock(&ml->mu);
-        return akvi_err(AKV_ENOMEM, "out of memory encoding the miss log");
+    size_t total = 0;
+    for (size_t s = 0; s < m->n; s++) {
+        pthread_mutex_lock(&m->s[s]->mu);
+        total += m->s[s]->n;
     }
-    w = (akv_wbuf){p, 0};
-    encode_into(ml, &w);
-    pthread_mutex_unlock(&ml->mu);
+    akv_wbuf w = {NULL, 0};
+    encode_into(m, total, &w);
+    uint8_t *p = malloc(w.len + 8);
+    if (p) {
+        w = (akv_wbuf){p, 0};
+        encode_into(m, total, &w);
+    }
+    for (size_t s = 0; s < m->n; s++)
+        pthread_mutex_unlock(&m->s[s]->mu);
+    if (!p)
+        return akvi_err(AKV_ENOMEM, "out of memory encoding the miss log");
     akv_w_u64(&w, XXH64(p, w.len, 0));
     *buf = p;
     *len = w.len;
     return AKV_OK;
 }
 
-int akvi_misslog_decode(akvi_misslog *ml, const uint8_t *buf, size_t len)
+int akvi_misslog_decode(akvi_misslog *m, const uint8_t *buf, size_t len)
 {
     if (len < 20 || memcmp(buf, ML_MAGIC, 4) != 0)
         return akvi_err(AKV_ECORRUPT, "miss log record: bad magic or size");
@@ -275,7 +340,6 @@ int akvi_misslog_decode(akvi_misslog *ml, const uint8_t *buf, size_t len)
     if (akv_r_u32(&r) != ML_VERSION)
         return akvi_err(AKV_ENOTSUP, "miss log record: unknown version");
     uint32_t n = akv_r_u32(&r);
-    pthread_mutex_lock(&ml->mu);
     for (uint32_t i = 0; i < n && !r.err; i++) {
         akv_hash h;
         h.hi = akv_r_u64(&r);
@@ -284,9 +348,12 @@ int akvi_misslog_decode(akvi_misslog *ml, const uint8_t *buf, size_t len)
         double cost = akv_r_f64(&r);
         uint32_t klen = akv_r_u32(&r);
         const uint8_t *key = akv_r_take(&r, klen);
-        if (key && cost >= 0)
-            add_locked(ml, h, key, klen, count, cost);
+        if (!key || !(cost >= 0))
+            continue;
+        ml_shard *ml = shard_of(m, h);
+        pthread_mutex_lock(&ml->mu);
+        add_locked(ml, h, key, klen, count, cost);
+        pthread_mutex_unlock(&ml->mu);
     }
-    pthread_mutex_unlock(&ml->mu);
     return r.err ? akvi_err(AKV_ECORRUPT, "miss log record: truncated") : AKV_OK;
 }

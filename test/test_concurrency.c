@@ -139,11 +139,11 @@ static void run(akv_layout layout)
     cr_assert_eq(system(cmd), 0);
 }
 
-Test(concurrency, readers_writer_background_hash, .timeout = 300)
+Test(concurrency, readers_writer_background_hash)
 {
     run(AKV_LAYOUT_HASH);
 }
-Test(concurrency, readers_writer_background_ordered, .timeout = 300)
+Test(concurrency, readers_writer_background_ordered)
 {
     run(AKV_LAYOUT_ORDERED);
 }

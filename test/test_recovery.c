@@ -247,11 +247,11 @@ static void adapt_test(akv_layout layout)
     rmrf(dir);
 }
 
-Test(adapt, multi_shard_hash_layout_no_false_negatives, .timeout = 120)
+Test(adapt, multi_shard_hash_layout_no_false_negatives)
 {
     adapt_test(AKV_LAYOUT_HASH);
 }
-Test(adapt, split_reverse_map_ordered_layout_no_false_negatives, .timeout = 120)
+Test(adapt, split_reverse_map_ordered_layout_no_false_negatives)
 {
     adapt_test(AKV_LAYOUT_ORDERED);
 }

@@ -191,7 +191,7 @@ struct akv_db {
     rocksdb_column_family_handle_t *default_cf;
     rocksdb_envoptions_t *envopt;
 
-    pthread_mutex_t vmu; /* guards `cur` */
+    pthread_rwlock_t vmu; /* guards `cur`: readers share it to pin, edits take it exclusively */
     akvi_version *cur;
 
     pthread_mutex_t wmu; /* serialises writers, rotation and guard rebuild */

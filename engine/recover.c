@@ -440,7 +440,7 @@ static void db_free(akv_db *db)
         akv_filter_destroy(db->guard);
     akvi_rocks_teardown(db);
     akvi_misslog_destroy(db->ml);
-    pthread_mutex_destroy(&db->vmu);
+    pthread_rwlock_destroy(&db->vmu);
     pthread_mutex_destroy(&db->wmu);
     pthread_mutex_destroy(&db->bgmu);
     pthread_mutex_destroy(&db->catmu);
@@ -510,7 +510,13 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     akv_db *db = calloc(1, sizeof *db);
     if (!db)
         return akvi_err(AKV_ENOMEM, "out of memory");
-    pthread_mutex_init(&db->vmu, NULL);
+    /* Writer-preferring: a stream of readers pinning versions must not
+     * starve the background thread's installs. */
+    pthread_rwlockattr_t va;
+    pthread_rwlockattr_init(&va);
+    pthread_rwlockattr_setkind_np(&va, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&db->vmu, &va);
+    pthread_rwlockattr_destroy(&va);
     pthread_mutex_init(&db->wmu, NULL);
     pthread_mutex_init(&db->bgmu, NULL);
     pthread_mutex_init(&db->catmu, NULL);

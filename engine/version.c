@@ -109,19 +109,19 @@ void akvi_mem_unref(akvi_mem *m)
 
 akvi_version *akvi_current(akv_db *db)
 {
-    pthread_mutex_lock(&db->vmu);
+    pthread_rwlock_rdlock(&db->vmu);
     akvi_version *v = db->cur;
     akvi_version_ref(v);
-    pthread_mutex_unlock(&db->vmu);
+    pthread_rwlock_unlock(&db->vmu);
     return v;
 }
 
 void akvi_install(akv_db *db, akvi_version *v)
 {
-    pthread_mutex_lock(&db->vmu);
+    pthread_rwlock_wrlock(&db->vmu);
     akvi_version *old = db->cur;
     db->cur = v;
-    pthread_mutex_unlock(&db->vmu);
+    pthread_rwlock_unlock(&db->vmu);
     akvi_version_unref(old);
 }
 
@@ -159,13 +159,13 @@ static bool in_list(akvi_run *r, akvi_run *const *list, size_t n)
 int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs,
                size_t n_drop, akvi_run *add_run)
 {
-    pthread_mutex_lock(&db->vmu);
+    pthread_rwlock_wrlock(&db->vmu);
     akvi_version *old = db->cur;
     size_t n_mem = old->n_mem + (add_mem != NULL) - (drop_mem != NULL);
     size_t n_run = old->n_run + (add_run != NULL) - n_drop;
     akvi_version *v = akvi_version_new(n_mem, n_run);
     if (!v) {
-        pthread_mutex_unlock(&db->vmu);
+        pthread_rwlock_unlock(&db->vmu);
         return akvi_err(AKV_ENOMEM, "out of memory installing a version");
     }
     size_t k = 0;
@@ -192,7 +192,7 @@ int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run
     if (!placed)
         v->runs[k++] = add_run;
     db->cur = v;
-    pthread_mutex_unlock(&db->vmu);
+    pthread_rwlock_unlock(&db->vmu);
     akvi_version_unref(old);
     return AKV_OK;
 }

@@ -103,7 +103,9 @@ static void w_begin(aqf *a)
 static void w_end(aqf *a)
 {
     __atomic_store_n(&a->seq, __atomic_load_n(&a->seq, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
-    a->h.base.n_keys = a->h.qf.nitems;
+    /* n_keys is a plain field others may read: write it only when it changes */
+    if (a->h.base.n_keys != a->h.qf.nitems)
+        a->h.base.n_keys = a->h.qf.nitems;
     pthread_mutex_unlock(&a->wlock);
 }
 

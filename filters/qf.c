@@ -30,7 +30,7 @@ akv_filter *akv_qf_kind_wrap(akv_qf *core, double lf)
     k->h.qf = *core;
     k->lf = lf;
     k->sealed = true;
-    return &k->h.base; // cppcheck-suppress memleak ; the head is the first member: same pointer
+    return (akv_filter *)k; /* the head is the first member */
 }
 
 static int qfk_create(const akv_filter_params *p, const akv_negative *neg, size_t n_neg, akv_filter **out)

@@ -265,3 +265,53 @@ Test(recovery, slot_hash_moves_the_shard_prefix_out)
     cr_assert_eq(s.hi >> 2, (h.hi << 2) >> 2);
     cr_assert_eq(s.lo, h.lo);
 }
+
+/* Costly negatives declared up front reach the filters built by the next
+ * compaction: cost-aware and pre-adapting kinds then reject them. */
+static void hint_test(const char *policy)
+{
+    char dir[512];
+    tmpdir(dir, sizeof dir);
+    akv_options o;
+    opts(&o, AKV_LAYOUT_HASH);
+    o.slot_policy = policy;
+    o.bits_per_key = 5;
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    load(db, 20000);
+    for (unsigned i = 0; i < 2000; i++) {
+        char k[32];
+        size_t kl = (size_t)snprintf(k, sizeof k, "hinted-%u", i);
+        cr_assert_eq(akv_hint_negative(db, k, kl, 50.0), AKV_OK);
+    }
+    cr_assert_eq(akv_hint_negative(db, "x", 1, -1), AKV_EINVAL);
+    cr_assert_eq(akv_compact(db), AKV_OK);
+    unsigned hinted = 0, plain = 0;
+    for (unsigned i = 0; i < 2000; i++) {
+        char k[32];
+        akv_get_info gi;
+        size_t kl = (size_t)snprintf(k, sizeof k, "hinted-%u", i);
+        cr_assert_eq(akv_get_ex(db, k, kl, NULL, NULL, &gi), AKV_NOTFOUND);
+        hinted += gi.wasted_probes;
+        kl = (size_t)snprintf(k, sizeof k, "plain-%u", i);
+        cr_assert_eq(akv_get_ex(db, k, kl, NULL, NULL, &gi), AKV_NOTFOUND);
+        plain += gi.wasted_probes;
+    }
+    cr_log_info("%s: wasted probes for 2000 hinted negatives %u, for 2000 other negatives %u", policy, hinted,
+                plain);
+    cr_assert_lt(hinted, plain / 2 + 5, "%s: hinted %u vs plain %u", policy, hinted, plain);
+    check_all(db, 20000);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    rmrf(dir);
+}
+
+Test(adapt, hinted_negatives_pre_adapt_aqf)
+{
+    if (akv_filter_kind_by_name("aqf"))
+        hint_test("l0=aqf");
+}
+Test(adapt, hinted_negatives_shape_habf)
+{
+    if (akv_filter_kind_by_name("habf"))
+        hint_test("l0=habf");
+}

@@ -3,8 +3,8 @@
  * rbf-vsbbf-shbf, B2–B3), as a slot kind.
  *
  * Each key sets k bits as k/2 pairs (p_i, p_i + o): p_i = (h.hi + i·(h.lo|1))
- * reduced to [0, m), and one offset o ∈ [1, w̄-1] per key from an independent
- * mix of the hash. With w̄ = 57 both bits of a pair lie in one 64-bit window
+ * reduced to [0, m), and one offset o ∈ [1, w̄-1] per key from bits of the hash
+ * the positions do not use (key_offset). With w̄ = 57 both bits of a pair lie in one 64-bit window
  * (bits.h akv_win64), so a query reads at most k/2 words instead of k. The
  * array holds m + w̄ - 1 bits (offsets never wrap) plus load padding.
  *

@@ -384,9 +384,11 @@ static int load_state(akv_db *db, bool exists, cf_set *cfs)
         while (db->seed == 0 && getrandom(&db->seed, sizeof db->seed, 0) != sizeof db->seed)
             ;
         db->next_run_id = 1;
-        rc = write_identity(db);
+        /* Catalog first: a crash before the identity is written leaves a
+         * directory that still opens as fresh. */
+        rc = akvi_commit(db, NULL, 0, 0);
         if (rc == AKV_OK)
-            rc = akvi_commit(db, NULL, 0, 0);
+            rc = write_identity(db);
     } else if (rc == AKV_OK) {
         rc = check_identity(db, buf, len);
     }

@@ -197,19 +197,31 @@ static int aqf_finish(akv_filter *f)
     return rc;
 }
 
-static bool aqf_may_contain(const akv_filter *f, akv_hash h)
+/* Slow path: a writer was active; wait it out (yielding after a while). */
+static bool retry_query(const aqf *a, akv_hash h)
 {
-    const aqf *a = (const aqf *)f;
     for (unsigned spins = 0;; spins++) {
         uint64_t s1 = __atomic_load_n(&a->seq, __ATOMIC_ACQUIRE);
         if (!(s1 & 1)) {
             int r = akv_qf_lookup(&a->h.qf, h);
             if (seq_recheck(&a->seq) == s1)
-                return r != 0; /* r < 0 on a stable table cannot happen; "maybe" is safe */
+                return r != 0;
         }
         if (spins > 64)
             sched_yield();
     }
+}
+
+static bool aqf_may_contain(const akv_filter *f, akv_hash h)
+{
+    const aqf *a = (const aqf *)f;
+    uint64_t s1 = __atomic_load_n(&a->seq, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(!(s1 & 1), 1)) {
+        int r = akv_qf_lookup(&a->h.qf, h);
+        if (__builtin_expect(seq_recheck(&a->seq) == s1, 1))
+            return r != 0; /* r < 0 on a stable table cannot happen; "maybe" is safe */
+    }
+    return retry_query(a, h);
 }
 
 static size_t aqf_memory(const akv_filter *f)

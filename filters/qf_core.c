@@ -243,6 +243,20 @@ size_t akv_qf_memory(const akv_qf *f)
 
 /* ---- rank/select navigation -------------------------------------------- */
 
+/* Population count without a libgcc call (the build does not assume the
+ * POPCNT instruction). */
+static inline uint64_t pop64(uint64_t x)
+{
+#ifdef __POPCNT__
+    return (uint64_t)__builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    return (x * 0x0101010101010101ULL) >> 56;
+#endif
+}
+
 static inline uint64_t select64(uint64_t w, uint64_t k)
 {
     for (; k; k--)
@@ -276,9 +290,12 @@ static int64_t select_end(const akv_qf *f, uint64_t pos, uint64_t rank)
     while (b < f->nblocks) {
         uint64_t w = rendw(f, b) & ~extw(f, b);
         w &= ~0ULL << sh;
-        uint64_t c = (uint64_t)__builtin_popcountll(w);
-        if (c >= rank)
-            return rec_end(f, b * 64 + select64(w, rank - 1));
+        uint64_t c = pop64(w);
+        if (c >= rank) {
+            uint64_t e = b * 64 + select64(w, rank - 1);
+            /* usually the run's last record has no extension: skip the search */
+            return e + 1 < f->xnslots && bit_get(f, W_EXT, e + 1) ? rec_end(f, e) : (int64_t)e;
+        }
         rank -= c;
         b++;
         sh = 0;
@@ -292,7 +309,7 @@ static int64_t last_used(const akv_qf *f, uint64_t i)
 {
     uint64_t b = i >> 6, bi = i & 63;
     uint64_t m = bi == 63 ? ~0ULL : (2ULL << bi) - 1;
-    uint64_t rank = (uint64_t)__builtin_popcountll(occw(f, b) & m);
+    uint64_t rank = pop64(occw(f, b) & m);
     uint64_t off = offw(f, b);
     if (off > f->xnslots)
         return QF_BAD;

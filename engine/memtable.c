@@ -128,12 +128,19 @@ bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h)
     atomic_fetch_add_explicit(&db->guard_stats.queries, 1, memory_order_relaxed);
     pthread_rwlock_rdlock(&db->guard_lock);
     bool yes = akv_filter_may_contain(db->guard, h);
+    /* A "no" is trusted only if, read after the query, the guard was not
+     * broken (read under the lock: a rebuild swaps guard and flag together)
+     * and the memtable not flushed (its keys may be leaving the guard). The
+     * fence pairs with the one in akvi_guard_remove_mem: kinds that mutate
+     * with relaxed atomics give no ordering of their own. */
+    if (!yes) {
+        atomic_thread_fence(memory_order_seq_cst);
+        yes = atomic_load(&db->guard_broken) || atomic_load(&m->flushed);
+    }
     pthread_rwlock_unlock(&db->guard_lock);
-    /* Read the flags after the query: see the file comment. */
-    if (yes || atomic_load(&db->guard_broken) || atomic_load(&m->flushed))
-        return true;
-    atomic_fetch_add_explicit(&db->guard_stats.filtered, 1, memory_order_relaxed);
-    return false;
+    if (!yes)
+        atomic_fetch_add_explicit(&db->guard_stats.filtered, 1, memory_order_relaxed);
+    return yes;
 }
 
 void akvi_guard_absorb(akv_db *db, akv_hash h)
@@ -174,6 +181,7 @@ static void guard_rebuild(akv_db *db)
 void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
 {
     atomic_store(&m->flushed, true);
+    atomic_thread_fence(memory_order_seq_cst); /* see akvi_guard_may_contain */
     if (!db->policy.mem)
         return;
     if (!atomic_load(&db->guard_broken)) {

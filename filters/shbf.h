@@ -64,6 +64,11 @@ int akv_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2
 /* `words` (optional) receives the number of 64-bit windows read. */
 akv_shbfa_answer akv_shbfa_query(const akv_shbfa *f, akv_hash h, unsigned *words);
 void akv_shbfa_info(const akv_shbfa *f, akv_shbf_info *out);
+/* Serialized form: "AKSA", u16 version, u16 0, u64 payload length, payload
+ * (u64 m, u32 k, u64 n, bits), u64 xxh64 of all preceding bytes. The buffer
+ * is malloc'd (caller frees). Load returns AKV_ECORRUPT on any damage. */
+int akv_shbfa_serialize(const akv_shbfa *f, uint8_t **buf, size_t *len);
+int akv_shbfa_deserialize(const uint8_t *buf, size_t len, akv_shbfa **out);
 void akv_shbfa_destroy(akv_shbfa *f);
 
 /* ---- ShBF_X: multiplicity --------------------------------------------- */
@@ -96,6 +101,11 @@ int akv_shbfx_remove(akv_shbfx *f, akv_hash h);
  * a non-member is reported 0 with probability (1 - f0)^c. */
 double akv_shbfx_f0(const akv_shbfx *f);
 void akv_shbfx_info(const akv_shbfx *f, akv_shbf_info *out);
+/* Serialized form as for ShBF_A with magic "AKSX" and payload (u64 m, u32 k,
+ * u32 c, u64 n, bits). Only the bits are kept: a loaded filter answers
+ * queries but is not updatable (insert/remove return AKV_ENOTSUP). */
+int akv_shbfx_serialize(const akv_shbfx *f, uint8_t **buf, size_t *len);
+int akv_shbfx_deserialize(const uint8_t *buf, size_t len, akv_shbfx **out);
 void akv_shbfx_destroy(akv_shbfx *f);
 
 #endif

@@ -369,3 +369,98 @@ Test(shbfx, params_and_edge_cases)
     cr_assert_eq(akv_shbfx_query(f, h, NULL), 3);
     akv_shbfx_destroy(f);
 }
+
+/* ---- ShBF_A / ShBF_X serialized forms ------------------------------------- */
+
+/* Every truncation and `flips` random byte changes are rejected. */
+static void check_damage(const uint8_t *buf, size_t len, int (*load)(const uint8_t *, size_t, void **),
+                         size_t flips)
+{
+    for (size_t cut = 0; cut<len; cut += len> 4096 ? len / 512 : 1) {
+        void *g = NULL;
+        cr_assert_eq(load(buf, cut, &g), AKV_ECORRUPT, "truncation to %zu accepted", cut);
+        cr_assert_null(g);
+    }
+    uint8_t *c = malloc(len);
+    uint64_t st = len;
+    for (size_t t = 0; t < flips; t++) {
+        memcpy(c, buf, len);
+        c[akvt_rand(&st) % len] ^= (uint8_t)(akvt_rand(&st) | 1);
+        void *g = NULL;
+        cr_assert_eq(load(c, len, &g), AKV_ECORRUPT);
+        cr_assert_null(g);
+    }
+    free(c);
+}
+
+static int load_a(const uint8_t *b, size_t l, void **o)
+{
+    return akv_shbfa_deserialize(b, l, (akv_shbfa **)o);
+}
+static int load_x(const uint8_t *b, size_t l, void **o)
+{
+    return akv_shbfx_deserialize(b, l, (akv_shbfx **)o);
+}
+
+/* Payload fields edited under a recomputed checksum (16-byte header). */
+static void check_fields(const uint8_t *buf, size_t len, int (*load)(const uint8_t *, size_t, void **),
+                         const size_t *offs, const uint8_t *vals, size_t n)
+{
+    uint8_t *c = malloc(len);
+    for (size_t e = 0; e < n; e++) {
+        memcpy(c, buf, len);
+        c[offs[e]] = vals[e];
+        reseal(c, len);
+        void *g = NULL;
+        cr_assert_eq(load(c, len, &g), AKV_ECORRUPT, "edit %zu accepted", e);
+        cr_assert_null(g);
+    }
+    free(c);
+}
+
+Test(shbfa, serialization)
+{
+    akv_shbfa *f = build_assoc(6, 0), *g = NULL;
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akv_shbfa_serialize(f, &buf, &len), AKV_OK);
+    cr_assert_eq(akv_shbfa_deserialize(buf, len, &g), AKV_OK);
+    for (size_t i = 0; i < A_ALL + 20000; i++) {
+        akv_hash h = akvt_key(i < A_ALL ? 60 : 61, i);
+        cr_assert_eq(akv_shbfa_query(f, h, NULL), akv_shbfa_query(g, h, NULL));
+    }
+    check_damage(buf, len, load_a, 300);
+    /* u64 m at 16, u32 k at 24, u64 n at 28 */
+    const size_t offs[] = {16, 23, 24, 24, 27};
+    const uint8_t vals[] = {0x01, 0x40, 0, 65, 1};
+    check_fields(buf, len, load_a, offs, vals, 5);
+    free(buf);
+    akv_shbfa_destroy(f);
+    akv_shbfa_destroy(g);
+}
+
+Test(shbfx, serialization)
+{
+    akv_shbfx_item *it = count_items(74, 5000, 3);
+    akv_shbfx_params p = {.k = 8, .bits_per_key = 16, .updatable = true};
+    akv_shbfx *f = NULL, *g = NULL;
+    cr_assert_eq(akv_shbfx_build(it, 5000, &p, &f), AKV_OK);
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akv_shbfx_serialize(f, &buf, &len), AKV_OK);
+    cr_assert_eq(akv_shbfx_deserialize(buf, len, &g), AKV_OK);
+    for (size_t i = 0; i < 5000; i++)
+        cr_assert_eq(akv_shbfx_query(g, it[i].h, NULL), akv_shbfx_query(f, it[i].h, NULL));
+    for (size_t i = 0; i < 20000; i++)
+        cr_assert_eq(akv_shbfx_query(g, akvt_key(75, i), NULL), akv_shbfx_query(f, akvt_key(75, i), NULL));
+    cr_assert_eq(akv_shbfx_insert(g, it[0].h), AKV_ENOTSUP);
+    check_damage(buf, len, load_x, 300);
+    /* u64 m at 16, u32 k at 24, u32 c at 28, u64 n at 32 */
+    const size_t offs[] = {16, 23, 24, 24, 28, 28, 31};
+    const uint8_t vals[] = {0x01, 0x40, 0, 65, 0, 58, 1};
+    check_fields(buf, len, load_x, offs, vals, 7);
+    free(buf);
+    free(it);
+    akv_shbfx_destroy(f);
+    akv_shbfx_destroy(g);
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "engine/internal.h"
 
@@ -170,4 +171,26 @@ Test(misslog, sharded_concurrent_records_and_round_trip)
     free(buf);
     akvi_misslog_destroy(ml);
     akvi_misslog_destroy(m2);
+}
+
+Test(misslog, random_records_never_crash)
+{
+    uint64_t x = 777;
+    akvi_misslog *ml = akvi_misslog_create(1 << 16);
+    for (int iter = 0; iter < 3000; iter++) {
+        size_t len = 20 + (size_t)(iter % 300);
+        uint8_t *buf = malloc(len);
+        for (size_t i = 0; i < len; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            buf[i] = (uint8_t)((x & 3) == 0 ? x >> 8 : (x >> 8) & 3);
+        }
+        memcpy(buf, "AKVM", 4);
+        buf[4] = 1, buf[5] = buf[6] = buf[7] = 0;
+        uint64_t h = XXH64(buf, len - 8, 0);
+        for (int i = 0; i < 8; i++)
+            buf[len - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+        (void)akvi_misslog_decode(ml, buf, len);
+        free(buf);
+    }
+    akvi_misslog_destroy(ml);
 }

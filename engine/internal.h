@@ -112,6 +112,7 @@ typedef struct akvi_slot {
     bool locked;           /* mutable non-concurrent kind: use `lock` */
     pthread_rwlock_t lock; /* readers share, adapt/insert/remove exclusive */
     _Atomic uint64_t queries, filtered, probes, fps, adaptations;
+    _Atomic bool dirty; /* adapted since its file was written */
 } akvi_slot;
 
 void akvi_slot_init(akvi_slot *s, akv_filter *f);
@@ -345,6 +346,8 @@ long akvi_find_sst(const akv_db *db, const akvi_run *r, akv_hash h, const uint8_
 /* ---- reverse maps (revmap_rocks.c) ------------------------------------- */
 
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
+/* Rewrite the files of slots adapted since they were written (at close). */
+void akvi_save_adapted_slots(akv_db *db);
 
 /* ---- open-time recovery (recover.c) ------------------------------------ */
 

@@ -583,6 +583,7 @@ int akv_close(akv_db *db)
     if (!db)
         return AKV_OK;
     akvi_bg_stop(db);
+    akvi_save_adapted_slots(db);
     int rc = AKV_OK;
     uint8_t *buf = NULL;
     size_t len;

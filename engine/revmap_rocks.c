@@ -116,5 +116,34 @@ int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
     int rc = akv_filter_adapt(s->f, h, &c.rm);
     if (s->locked)
         pthread_rwlock_unlock(&s->lock);
+    if (rc == AKV_OK)
+        atomic_store(&s->dirty, true);
     return rc;
+}
+
+/*
+ * Adaptations live in memory; at close the adapted slots are written back
+ * (atomically, like any filter file) so a key that fooled a filter does not
+ * fool it again after a restart. A crash only loses adaptations: the file on
+ * disk is always a complete filter of its SST.
+ */
+void akvi_save_adapted_slots(akv_db *db)
+{
+    akvi_version *v = akvi_current(db);
+    for (size_t i = 0; i < v->n_run; i++) {
+        akvi_run *r = v->runs[i];
+        for (size_t j = 0; j < r->info.n_sst; j++) {
+            akvi_slot *s = &r->slots[j];
+            if (!s->f || !atomic_exchange(&s->dirty, false))
+                continue;
+            if (s->locked)
+                pthread_rwlock_rdlock(&s->lock);
+            int rc = akvi_slot_write_file(db->fdir, r->info.id, r->info.ssts[j].id, s->f);
+            if (s->locked)
+                pthread_rwlock_unlock(&s->lock);
+            if (rc != AKV_OK)
+                akvi_log(db, "warning: could not save an adapted filter: %s", akv_errmsg());
+        }
+    }
+    akvi_version_unref(v);
 }

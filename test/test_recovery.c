@@ -244,6 +244,18 @@ static void adapt_test(akv_layout layout)
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
     cr_assert_lt(st.false_positives - fp1, fp1 / 4 + 10, "adapted keys keep fooling the filters");
     cr_assert_eq(akv_close(db), AKV_OK);
+    /* adaptations were saved at close: still effective after a reopen */
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    for (unsigned i = 0; i < 20000; i++) {
+        char k[32];
+        size_t kl = (size_t)snprintf(k, sizeof k, "key-%07ux", i);
+        cr_assert_eq(akv_get(db, k, kl, NULL, NULL), AKV_NOTFOUND);
+    }
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_lt(st.false_positives, fp1 / 4 + 10, "adaptations lost at reopen: %llu false positives",
+                 (unsigned long long)st.false_positives);
+    check_all(db, 20000);
+    cr_assert_eq(akv_close(db), AKV_OK);
     rmrf(dir);
 }
 

@@ -15,8 +15,7 @@
 set -eu
 build=${1:-build}
 shift || true
-kvbench="$build/kvbench"
-[ -x "$kvbench" ] || { echo "bench: $kvbench is missing; run 'make' first" >&2; exit 1; }
+[ -x "$build/kvbench" ] || { echo "bench: $build/kvbench is missing; run 'make' first" >&2; exit 1; }
 command -v gnuplot >/dev/null || { echo "bench: gnuplot is missing (tools/install-deps.sh)" >&2; exit 1; }
 
 records=${BENCH_RECORDS:-100000}
@@ -43,6 +42,10 @@ configs=(
 
 rm -rf "$work"
 mkdir -p "$work/runs" "$plots"
+# Run a private copy: a rebuild of the tree during the bench must not swap
+# the binary (or the engine linked into it) between cells.
+kvbench="$work/kvbench"
+cp "$build/kvbench" "$kvbench"
 results=$work/results.csv
 : >"$results"
 start=$(date +%s)

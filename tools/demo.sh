@@ -21,6 +21,8 @@ common=(-P workloads/workloadn -p recordcount="$records" -p operationcount="$ops
 
 rm -rf "$root"
 mkdir -p "$root"
+cp "$kvbench" "$root/kvbench" # immune to a rebuild while the demo runs
+kvbench="$root/kvbench"
 start=$(date +%s)
 
 run() { # name, extra args...

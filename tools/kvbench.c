@@ -254,7 +254,9 @@ static double ratio(uint64_t a, uint64_t b)
 static void timeline_row(bench *b, const sample *p, const sample *s)
 {
     double dt = s->t - p->t;
-    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu\n", b->e->label,
+    char label[128];
+    akv_kb_csv_label(label, sizeof label, b->e->label);
+    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu\n", label,
             b->w ? b->w->name : "trace", s->t, (unsigned long long)s->ops,
             dt > 0 ? (double)(s->ops - p->ops) / dt : 0, (unsigned long long)s->neg,
             ratio(s->neg_wasted - p->neg_wasted, s->neg - p->neg), ratio(s->neg_wasted, s->neg),

@@ -308,6 +308,8 @@ typedef struct akv_kb_result {
     akv_kb_hist hist[AKV_KB_NOPS];
 } akv_kb_result;
 
+/* A label fit for one CSV field: the commas of slot policies become ';'. */
+void akv_kb_csv_label(char *out, size_t cap, const char *label);
 void akv_kb_report_text(const akv_kb_result *r, FILE *out);
 int akv_kb_report_json(const akv_kb_result *r, FILE *out);
 int akv_kb_report_csv(const akv_kb_result *r, FILE *out, bool header);

@@ -132,6 +132,14 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     return ferror(out) ? -1 : 0;
 }
 
+void akv_kb_csv_label(char *out, size_t cap, const char *label)
+{
+    snprintf(out, cap, "%s", label);
+    for (char *c = out; *c; c++)
+        if (*c == ',' || *c == '"')
+            *c = ';';
+}
+
 static const char *const csv_ops[] = {"read", "update", "insert", "scan", "rmw"};
 
 int akv_kb_report_csv(const akv_kb_result *r, FILE *out, bool header)
@@ -149,10 +157,7 @@ int akv_kb_report_csv(const akv_kb_result *r, FILE *out, bool header)
         fputc('\n', out);
     }
     char label[128];
-    snprintf(label, sizeof label, "%s", r->label);
-    for (char *c = label; *c; c++) /* slot policies contain commas */
-        if (*c == ',' || *c == '"')
-            *c = ';';
+    akv_kb_csv_label(label, sizeof label, r->label);
     fprintf(out, "%s,%s,%s,%u,%llu,%llu,%.3f,%.1f,%llu,%.4f,%.4f,%.2f,%.2f,%llu,%.4f", r->engine, label,
             r->workload, r->threads, (unsigned long long)r->records, (unsigned long long)r->ops, r->seconds,
             throughput(r), (unsigned long long)r->negative_lookups,

@@ -1,8 +1,9 @@
 /*
  * shbf.h — Shifting Bloom filter library APIs (spec rbf-vsbbf-shbf, B4–B5).
  *
- * The membership variant ShBF_M is the `shbf` slot kind (filters/shbf.c).
- * The two variants below answer other questions than "may contain", so
+ * The membership variant ShBF_M is the `shbf` slot kind (filters/shbf.c);
+ * its one option, the number of shifts t, is requested through the flags
+ * defined below. The two other variants answer other questions than "may contain", so
  * they are plain library objects, not slot kinds:
  *
  *  - ShBF_A (association): built from two sets S1, S2 of key hashes; says
@@ -26,6 +27,28 @@
 #include <stdint.h>
 
 #include "hash.h"
+
+/* ---- ShBF_M: the `shbf` slot kind -------------------------------------- */
+
+/*
+ * Shifts t (spec B3 "Generalization", the paper's §3.6): each key sets its
+ * k bits as k/(t+1) groups of one hashed position plus t shifted copies,
+ * all in one 64-bit window, so a query reads at most k/(t+1) words. The t
+ * offsets are distinct, one from each of t equal sub-ranges of [1, 56].
+ * Asked for in akv_filter_params.flags, bits 8..11:
+ *
+ *     p.flags = AKV_SHBF_SHIFTS(3);
+ *
+ * t ∈ 1..7; 0 (no flag) means t = 1, the paper's ShBF_M with bit pairs.
+ * Any other flag bit, or t > 7, is AKV_EINVAL. For t ≥ 2, num_hashes must be
+ * a multiple of t+1 (else AKV_EINVAL); by default k is the multiple of t+1
+ * minimising the spec's eq. 11 (at 10 bits/key: 8 for t = 1, 6 for t = 2,
+ * 8 for t = 3). fpr_theory is eqs. 10–12 (eq. 1 for t = 1). t is stored in
+ * the payload (payload version 2; version-1 payloads load as t = 1).
+ */
+#define AKV_SHBF_SHIFTS_SHIFT 8
+#define AKV_SHBF_SHIFTS_MASK  (0xfu << AKV_SHBF_SHIFTS_SHIFT)
+#define AKV_SHBF_SHIFTS(t)    (((uint32_t)(t)&0xfu) << AKV_SHBF_SHIFTS_SHIFT)
 
 /* ---- ShBF_A: association ---------------------------------------------- */
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "filters/bits.h"
 #include "filters/shbf.h"
 #include "support/filter_props.h"
 
@@ -26,13 +27,26 @@ static void reseal(uint8_t *buf, size_t len)
         buf[len - 8 + i] = (uint8_t)(x >> (8 * i));
 }
 
+static unsigned describe_field(const akv_filter *f, const char *field)
+{
+    char d[256], key[32];
+    f->kind->describe(f, d, sizeof d);
+    snprintf(key, sizeof key, "\"%s\":", field);
+    const char *s = strstr(d, key);
+    cr_assert_not_null(s, "no %s in %s", field, d);
+    return (unsigned)strtoul(s + strlen(key), NULL, 10);
+}
+
 static unsigned describe_k(const akv_filter *f)
 {
-    char d[256];
-    f->kind->describe(f, d, sizeof d);
-    const char *s = strstr(d, "\"k\":");
-    cr_assert_not_null(s);
-    return (unsigned)atoi(s + 4);
+    return describe_field(f, "k");
+}
+
+static akv_filter_params params_t(double bpk, unsigned t)
+{
+    akv_filter_params p = params(bpk);
+    p.flags = AKV_SHBF_SHIFTS(t);
+    return p;
 }
 
 /* ---- ShBF_M: the `shbf` kind ------------------------------------------- */
@@ -130,7 +144,8 @@ Test(shbf, serialization_and_corruption)
     }
 }
 
-/* Payload: u64 m, u32 k, u32 wbar, u64 keys, bits. */
+/* Payload (version 2): u64 m, u32 k, u32 wbar, u32 t, u64 keys, bits. The
+ * filter has t = 1, k = 8: t = 2 would need k to be a multiple of 3. */
 Test(shbf, load_validates_fields)
 {
     akv_filter_params p = params(10);
@@ -139,8 +154,9 @@ Test(shbf, load_validates_fields)
     size_t len;
     cr_assert_eq(akv_filter_serialize(f, &buf, &len), AKV_OK);
     const size_t pl = AKV_FILTER_HEADER_BYTES;
-    const size_t offs[] = {pl + 0, pl + 7, pl + 8, pl + 8, pl + 12, pl + 12, pl + 15};
-    const uint8_t vals[] = {0x40, 0x01, 0, 65, 58, 1, 1};
+    const size_t offs[] = {pl + 0,  pl + 7,  pl + 8,  pl + 8,  pl + 12, pl + 12,
+                           pl + 15, pl + 16, pl + 16, pl + 16, pl + 19};
+    const uint8_t vals[] = {0x40, 0x01, 0, 65, 58, 1, 1, 0, 8, 2, 1};
     uint8_t *c = malloc(len);
     for (size_t e = 0; e < sizeof offs / sizeof *offs; e++) {
         memcpy(c, buf, len);
@@ -153,6 +169,225 @@ Test(shbf, load_validates_fields)
     free(c);
     free(buf);
     akv_filter_destroy(f);
+}
+
+/* ---- ShBF_M with t shifts (spec B3 "Generalization", eqs. 10–12) ------- */
+
+/* Eq. 1 of the spec, written out here independently of the kind: for
+ * t = 1 the kind's eqs. 11–12 must give the same number. */
+static double eq1_ref(unsigned k, unsigned wbar, uint64_t m, uint64_t n)
+{
+    double zero = exp((double)k * (double)n / 2 * log1p(-2.0 / (double)m));
+    return pow(1 - zero, k / 2 + (k & 1)) * pow(1 - zero + zero * zero / (wbar - 1), k / 2);
+}
+
+Test(shbf, eq11_reduces_to_eq1_for_one_shift)
+{
+    const size_t ns[] = {1, 1000, 50000};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t b = 0; b < 3; b++)
+            for (uint32_t k = 0; k <= 13; k++) {
+                akv_filter_params p = params(bpks[b]);
+                p.num_hashes = k; /* 0: the default even k */
+                akv_filter *f = akvt_build("shbf", &p, 80 + k, ns[i]);
+                cr_assert_eq(describe_field(f, "t"), 1);
+                double got = f->kind->fpr_theory(f);
+                double want =
+                    eq1_ref(describe_k(f), describe_field(f, "wbar"), describe_field(f, "m"), ns[i]);
+                cr_assert(fabs(got - want) <= 1e-12 * want, "n=%zu bpk=%g k=%u: eq.11 %.17g vs eq.1 %.17g",
+                          ns[i], bpks[b], describe_k(f), got, want);
+                akv_filter_destroy(f);
+            }
+}
+
+/* Default k is the multiple of t+1 minimising eq. 11; members read exactly
+ * k/(t+1) windows; a single key sets k distinct bits (t distinct offsets). */
+Test(shbf, shifts_params)
+{
+    for (unsigned t = 1; t <= 7; t++)
+        for (size_t b = 0; b < 3; b++) {
+            akv_filter_params p = params_t(bpks[b], t);
+            akv_filter *f = akvt_build("shbf", &p, 90 + t, 20000);
+            unsigned k = describe_k(f);
+            cr_assert_eq(describe_field(f, "t"), t);
+            cr_assert_eq(k % (t + 1), 0, "t=%u: default k=%u", t, k);
+            for (size_t i = 0; i < 1000; i++)
+                cr_assert_eq(f->kind->words_touched(f, akvt_key(90 + t, i)), k / (t + 1));
+            cr_log_info("shbf t=%u bits/key %g: k=%u, eq.11 %.4g", t, bpks[b], k, f->kind->fpr_theory(f));
+            akv_filter_destroy(f);
+        }
+    /* Flags: t = 0 is t = 1; t > 7 and unknown bits are refused; for t ≥ 2,
+     * k must be a multiple of t+1. */
+    const akv_filter_kind *kind = akv_filter_kind_by_name("shbf");
+    akv_filter *f = NULL;
+    akv_filter_params p = params(10);
+    p.expected_keys = 1000;
+    p.flags = AKV_SHBF_SHIFTS(8);
+    cr_assert_eq(akv_filter_create(kind, &p, NULL, 0, &f), AKV_EINVAL);
+    p.flags = AKV_SHBF_SHIFTS(2) | 1;
+    cr_assert_eq(akv_filter_create(kind, &p, NULL, 0, &f), AKV_EINVAL);
+    p.flags = AKV_SHBF_SHIFTS(2);
+    p.num_hashes = 4;
+    cr_assert_eq(akv_filter_create(kind, &p, NULL, 0, &f), AKV_EINVAL);
+    p.num_hashes = 9;
+    cr_assert_eq(akv_filter_create(kind, &p, NULL, 0, &f), AKV_OK);
+    cr_assert_eq(describe_k(f), 9);
+    akv_filter_destroy(f);
+    p.flags = AKV_SHBF_SHIFTS(0);
+    p.num_hashes = 0;
+    cr_assert_eq(akv_filter_create(kind, &p, NULL, 0, &f), AKV_OK);
+    cr_assert_eq(describe_field(f, "t"), 1);
+    akv_filter_destroy(f);
+    /* One key in a large array: k bits set (offsets distinct, groups apart). */
+    for (unsigned t = 2; t <= 7; t++) {
+        size_t exact = 0;
+        for (size_t i = 0; i < 100; i++) {
+            akv_filter_params q = params_t(10, t);
+            q.expected_keys = 100000;
+            akv_filter *g = akvt_build("shbf", &q, 200 + i, 1);
+            uint8_t *buf;
+            size_t len;
+            cr_assert_eq(akv_filter_serialize(g, &buf, &len), AKV_OK);
+            const size_t bits_at = AKV_FILTER_HEADER_BYTES + 28; /* payload header: 8+4+4+4+8 */
+            uint64_t ones = akv_popcount_bytes(buf + bits_at, len - AKV_FILTER_TRAILER_BYTES - bits_at);
+            cr_assert_leq(ones, describe_k(g));
+            exact += ones == describe_k(g);
+            free(buf);
+            akv_filter_destroy(g);
+        }
+        cr_assert_geq(exact, 97, "t=%u: %zu of 100 keys set k bits", t, exact);
+    }
+}
+
+/* t = 1, 2, 3 at 6, 10, 16 bits/key: no false negatives, FPR against
+ * eqs. 11–12. */
+Test(shbf, shifts_no_false_negatives_fpr_matches_theory)
+{
+    for (unsigned t = 1; t <= 3; t++)
+        for (size_t b = 0; b < 3; b++)
+            for (uint64_t seed = 1; seed <= 2; seed++) {
+                akv_filter_params p = params_t(bpks[b], t);
+                akv_filter *f = akvt_build("shbf", &p, 100 + seed, 200000);
+                akvt_check_no_false_negatives(f, 100 + seed, 200000);
+                akvt_check_fpr_theory(f, 100 + seed, 1000000, 0.10);
+                if (seed == 1)
+                    cr_log_info("shbf t=%u bits/key %g k=%u: fpr %.5f, eq.11 %.5f", t, bpks[b], describe_k(f),
+                                akvt_measure_fpr(f, 100 + seed, 1000000), f->kind->fpr_theory(f));
+                akv_filter_destroy(f);
+            }
+    for (unsigned t = 2; t <= 3; t++)
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            akv_filter_params p = params_t(10, t);
+            akv_filter *f = akvt_build("shbf", &p, 110 + t, sizes[s]);
+            akvt_check_no_false_negatives(f, 110 + t, sizes[s]);
+            akv_filter_destroy(f);
+        }
+}
+
+/* Words per absent-key query: groups pass independently with probability
+ * P = f^(1/g) (g = k/(t+1) groups, f from eq. 11), so a query reads
+ * Σ_{i<g} P^i windows on average; bloom at the same memory reads ~2. */
+Test(shbf, shifts_words_per_query)
+{
+    akv_filter_params pb = params(10);
+    akv_filter *b = akvt_build("bloom", &pb, 120, 200000);
+    const size_t q = 200000;
+    double wb = 0;
+    for (size_t i = 0; i < q; i++)
+        wb += b->kind->words_touched(b, akvt_key(120 ^ 0xfeed, i));
+    for (unsigned t = 1; t <= 3; t++) {
+        akv_filter_params p = params_t(10, t);
+        akv_filter *f = akvt_build("shbf", &p, 120, 200000);
+        unsigned g = describe_k(f) / (t + 1);
+        double pass = pow(f->kind->fpr_theory(f), 1.0 / g), expect = 0, ws = 0;
+        for (unsigned i = 0; i < g; i++)
+            expect += pow(pass, i);
+        for (size_t i = 0; i < q; i++)
+            ws += f->kind->words_touched(f, akvt_key(120 ^ 0xfeed, i));
+        cr_assert(fabs(ws / q - expect) < 0.02 * expect, "t=%u: %f words vs %f", t, ws / q, expect);
+        cr_log_info("shbf t=%u k=%u: %.3f words/absent query (theory %.3f), %.3f x bloom's %.3f", t,
+                    describe_k(f), ws / q, expect, ws / wb, wb / q);
+        cr_assert(ws / wb < (t == 1 ? 0.75 : 0.6), "t=%u reads %f x bloom", t, ws / wb);
+        akv_filter_destroy(f);
+    }
+    akv_filter_destroy(b);
+}
+
+Test(shbf, shifts_serialization_and_corruption)
+{
+    for (unsigned t = 1; t <= 3; t++)
+        for (size_t n = 0; n <= 5000; n += 2500) {
+            akv_filter_params p = params_t(10, t);
+            akv_filter *f = akvt_build("shbf", &p, 130 + t, n);
+            akvt_check_serialization(f, 130 + t, n, 20000, 300);
+            uint8_t *buf;
+            size_t len;
+            cr_assert_eq(akv_filter_serialize(f, &buf, &len), AKV_OK);
+            akv_filter *g = NULL;
+            cr_assert_eq(akv_filter_deserialize(buf, len, &g), AKV_OK);
+            cr_assert_eq(describe_field(g, "t"), t);
+            cr_assert_eq(describe_k(g), describe_k(f));
+            cr_assert_eq(g->kind->fpr_theory(g), f->kind->fpr_theory(f));
+            akv_filter_destroy(g);
+            free(buf);
+            akv_filter_destroy(f);
+        }
+}
+
+/* A payload of version 1 (written before t existed: u64 m, u32 k, u32 wbar,
+ * u64 keys, bits) loads as t = 1 and answers as it did. It is made here from
+ * a version-2 one by dropping the t field. */
+static uint8_t *as_version1(const uint8_t *buf, size_t len, size_t *out_len)
+{
+    const size_t pl = AKV_FILTER_HEADER_BYTES, tf = pl + 16;
+    uint8_t *c = malloc(len - 4);
+    memcpy(c, buf, tf);
+    memcpy(c + tf, buf + tf + 4, len - tf - 4);
+    c[8] = 1; /* payload version, u16 at 8 */
+    c[9] = 0;
+    uint64_t plen = 0;
+    for (int i = 0; i < 8; i++)
+        plen |= (uint64_t)c[12 + i] << (8 * i);
+    plen -= 4;
+    for (int i = 0; i < 8; i++)
+        c[12 + i] = (uint8_t)(plen >> (8 * i));
+    *out_len = len - 4;
+    reseal(c, *out_len);
+    return c;
+}
+
+Test(shbf, version1_payloads_load_as_one_shift)
+{
+    for (uint32_t k = 7; k <= 8; k++) {
+        akv_filter_params p = params(10);
+        p.num_hashes = k;
+        akv_filter *f = akvt_build("shbf", &p, 140 + k, 30000);
+        uint8_t *buf;
+        size_t len, len1;
+        cr_assert_eq(akv_filter_serialize(f, &buf, &len), AKV_OK);
+        cr_assert_eq(buf[8], 2, "payload version");
+        uint8_t *v1 = as_version1(buf, len, &len1);
+        akv_filter *g = NULL;
+        cr_assert_eq(akv_filter_deserialize(v1, len1, &g), AKV_OK);
+        cr_assert_eq(describe_field(g, "t"), 1);
+        cr_assert_eq(describe_k(g), k);
+        cr_assert_eq(g->n_keys, 30000);
+        akvt_check_no_false_negatives(g, 140 + k, 30000);
+        for (size_t i = 0; i < 100000; i++) {
+            akv_hash h = akvt_key(141 + k, i);
+            cr_assert_eq(akv_filter_may_contain(g, h), akv_filter_may_contain(f, h));
+        }
+        cr_assert_eq(g->kind->fpr_theory(g), f->kind->fpr_theory(f));
+        akv_filter_destroy(g);
+        /* The same bytes labelled version 2 are short by the t field. */
+        v1[8] = 2;
+        reseal(v1, len1);
+        cr_assert_eq(akv_filter_deserialize(v1, len1, &g), AKV_ECORRUPT);
+        cr_assert_null(g);
+        free(v1);
+        free(buf);
+        akv_filter_destroy(f);
+    }
 }
 
 /* ---- ShBF_A: association -------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "filters/filter.h"
+#include "filters/shbf.h"
 #include "revmap/revmap.h"
 #include "tools/filterbench/bench.h"
 
@@ -34,6 +35,7 @@ static void usage(FILE *out)
             "  --remainder-bits R     quotient filters: remainder bits\n"
             "  --load-factor L        quotient filters: slot fill (0..1)\n"
             "  --num-hashes K         override k\n"
+            "  --shifts T             shbf: t shifted copies per group (1..7, default 1)\n"
             "  --adapt                replay the queries, adapting on every false positive\n"
             "  --negatives M          M known negative keys with costs, given to the build\n"
             "  --costs C              uniform | zipf:S (costs of the negatives)\n"
@@ -112,7 +114,11 @@ static int parse_args(int argc, char **argv, fb_config *c)
             bad = (c->params.remainder_bits = (uint32_t)atoi(v)) < 1;
         else if (!strcmp(a, "--num-hashes") && v)
             bad = (c->params.num_hashes = (uint32_t)atoi(v)) < 1;
-        else if (!strcmp(a, "--load-factor") && v)
+        else if (!strcmp(a, "--shifts") && v) {
+            int t = atoi(v);
+            bad = t < 1 || t > 7;
+            c->params.flags = AKV_SHBF_SHIFTS(t);
+        } else if (!strcmp(a, "--load-factor") && v)
             bad = !((c->params.load_factor = strtod(v, NULL)) > 0 && c->params.load_factor <= 1);
         else if (!strcmp(a, "--query-dist") && v)
             bad = parse_dist(v, &c->qdist);
@@ -146,6 +152,10 @@ static int parse_args(int argc, char **argv, fb_config *c)
     c->kind = akv_filter_kind_by_name(c->filter);
     if (!c->kind) {
         fprintf(stderr, "filterbench: unknown filter kind '%s' (--list shows the kinds)\n", c->filter);
+        return 2;
+    }
+    if ((c->params.flags & AKV_SHBF_SHIFTS_MASK) && strcmp(c->kind->name, "shbf") != 0) {
+        fprintf(stderr, "filterbench: --shifts applies to shbf only\n");
         return 2;
     }
     if (c->qdist.zipf && !c->universe) {

@@ -11,10 +11,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "bits.h"
 #include "codec.h"
+#include "seal.h"
 #include "filter.h"
 #include "shbf.h"
 
@@ -182,44 +182,6 @@ void akv_shbfa_destroy(akv_shbfa *f)
 
 /* ---- serialization --------------------------------------------------------- */
 
-/* Envelope shared in spirit with filter.c's: magic, version, length, payload,
- * xxh64 trailer; the payload is written by `put` in two passes. */
-static int seal(const char magic[4], const void *f, void (*put)(const void *, akv_wbuf *), uint8_t **buf,
-                size_t *len)
-{
-    akv_wbuf w = {NULL, 0};
-    put(f, &w);
-    size_t plen = w.len, total = 16 + plen + 8;
-    uint8_t *out = malloc(total);
-    if (!out)
-        return AKV_ENOMEM;
-    w = (akv_wbuf){out, 0};
-    akv_w_bytes(&w, magic, 4);
-    akv_w_u16(&w, 1);
-    akv_w_u16(&w, 0);
-    akv_w_u64(&w, plen);
-    put(f, &w);
-    akv_w_u64(&w, XXH64(out, w.len, 0));
-    *buf = out;
-    *len = total;
-    return AKV_OK;
-}
-
-/* Checks the envelope; on success *payload is a reader over the payload. */
-static int unseal(const char magic[4], const uint8_t *buf, size_t len, akv_rbuf *payload)
-{
-    if (!buf || len < 24 || memcmp(buf, magic, 4) != 0)
-        return AKV_ECORRUPT;
-    akv_rbuf r = {buf, len, 4, false};
-    uint16_t ver = akv_r_u16(&r), pad = akv_r_u16(&r);
-    uint64_t plen = akv_r_u64(&r);
-    akv_rbuf t = {buf + len - 8, 8, 0, false};
-    if (ver != 1 || pad != 0 || plen != len - 24 || akv_r_u64(&t) != XXH64(buf, len - 8, 0))
-        return AKV_ECORRUPT;
-    *payload = (akv_rbuf){buf + 16, (size_t)plen, 0, false};
-    return AKV_OK;
-}
-
 static void put_assoc(const void *p, akv_wbuf *w)
 {
     const akv_shbfa *f = p;
@@ -233,7 +195,7 @@ int akv_shbfa_serialize(const akv_shbfa *f, uint8_t **buf, size_t *len)
 {
     if (!f || !buf || !len)
         return AKV_EINVAL;
-    return seal("AKSA", f, put_assoc, buf, len);
+    return akv_seal("AKSA", f, put_assoc, buf, len);
 }
 
 int akv_shbfa_deserialize(const uint8_t *buf, size_t len, akv_shbfa **out)
@@ -242,7 +204,7 @@ int akv_shbfa_deserialize(const uint8_t *buf, size_t len, akv_shbfa **out)
         return AKV_EINVAL;
     *out = NULL;
     akv_rbuf r;
-    if (unseal("AKSA", buf, len, &r) != AKV_OK)
+    if (akv_unseal("AKSA", buf, len, &r) != AKV_OK)
         return AKV_ECORRUPT;
     uint64_t m = akv_r_u64(&r);
     uint32_t k = akv_r_u32(&r);

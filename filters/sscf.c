@@ -37,12 +37,12 @@
 #include "filters/filter.h"
 #include "filters/sscf.h"
 
-#define SSCF_MAX_K         16
-#define SSCF_KHAT          2  /* backup functions (η2 = 1 bit) */
-#define SSCF_PC_MAX        15 /* θ2 = 4 bits */
-#define SSCF_MC_MAX        7  /* η1 = 3 bits */
-#define SSCF_HM_SHARE      0.10
-#define SSCF_DEFAULT_RATIO 5
+#define SSCF_MAX_K      16
+#define SSCF_KHAT       2  /* backup functions (η2 = 1 bit) */
+#define SSCF_PC_MAX     15 /* θ2 = 4 bits */
+#define SSCF_MC_MAX     7  /* η1 = 3 bits */
+#define SSCF_HM_SHARE   0.10
+#define SSCF_SEAL_SHARE 0.10 /* default encoding stops at this share of sealed counters */
 
 typedef struct sscf {
     akv_filter base;
@@ -378,8 +378,16 @@ static void select_top(neg_rank *r, size_t n, size_t top)
     }
 }
 
-/* Algorithm 1 on the costliest negatives, before any insert. */
-static int encode_vulnerable(sscf *s, const akv_negative *neg, size_t n_neg, uint64_t limit)
+static int cmp_rank(const void *a, const void *b)
+{
+    return cmp_neg(a, b);
+}
+
+/* Algorithm 1 on the costliest negatives, before any insert: at most
+ * `limit` of them, and with `seal_cap` > 0 only while fewer than seal_cap
+ * counters are sealed (costliest first, so the cut is deterministic). */
+static int encode_vulnerable(sscf *s, const akv_negative *neg, size_t n_neg, uint64_t limit,
+                             uint64_t seal_cap)
 {
     neg_rank *r = malloc((n_neg ? n_neg : 1) * sizeof *r);
     if (!r)
@@ -388,10 +396,28 @@ static int encode_vulnerable(sscf *s, const akv_negative *neg, size_t n_neg, uin
     for (size_t i = 0; i < n_neg; i++)
         if (neg[i].cost > 0 && isfinite(neg[i].cost))
             r[n++] = (neg_rank){neg[i].cost, neg[i].h};
-    select_top(r, n, limit);
-    for (size_t i = 0; i < n && i < limit; i++)
-        do_absorb(s, r[i].h);
-    s->encoded = n < limit ? n : limit;
+    if (seal_cap) {
+        /* Random negatives seal seal_cap counters after about
+         * −ln(1 − seal_cap/m)·m/k of them; twice that share bounds the sort. */
+        double share = 2.0 * (double)seal_cap / (double)s->m;
+        double need = share < 1 ? ceil(-log1p(-share) * (double)s->m / s->k) + 16 : (double)limit;
+        limit = need < (double)limit ? (uint64_t)need : limit;
+    }
+    size_t top = n < limit ? n : (size_t)limit;
+    select_top(r, n, top);
+    if (seal_cap)
+        qsort(r, top, sizeof *r, cmp_rank);
+    uint64_t sealed = 0;
+    size_t i = 0;
+    for (; i < top && (!seal_cap || sealed < seal_cap); i++)
+        for (uint32_t t = 0; t < s->k; t++) {
+            uint64_t j = ipos(s, r[i].h, t);
+            sealed += !bit_get(s->nc, j);
+            bit_set(s->nc, j);
+            if (s->adaptive)
+                bit_set(s->ab, j);
+        }
+    s->encoded = i;
     free(r);
     return AKV_OK;
 }
@@ -415,8 +441,12 @@ static int sscf_create(const akv_filter_params *p, const akv_negative *neg, size
         return AKV_ENOMEM;
     s->k = (uint32_t)(k < 1 ? 1 : k > SSCF_MAX_K ? SSCF_MAX_K : k);
     s->capacity = cap;
-    uint64_t limit = (uint64_t)ceil((double)cap * (ratio ? ratio : SSCF_DEFAULT_RATIO) / 100.0);
-    int rc = encode_vulnerable(s, neg, n_neg, limit);
+    /* An explicit ratio encodes that share of capacity; by default every
+     * given negative is encoded (up to capacity) while fewer than 10% of the
+     * counters are sealed, and beyond that only the costliest. */
+    uint64_t limit = (uint64_t)ceil((double)cap * (ratio ? ratio : 100) / 100.0);
+    uint64_t seal_cap = ratio ? 0 : (uint64_t)ceil(SSCF_SEAL_SHARE * (double)m);
+    int rc = encode_vulnerable(s, neg, n_neg, limit, seal_cap);
     if (rc != AKV_OK) {
         akv_kind_sscf.destroy(&s->base);
         return rc;

@@ -5,9 +5,11 @@
  * sscf params.flags:
  *   AKV_SSCF_STATIC   plain SSCF: no adaptive bits, absorb() is AKV_ENOTSUP,
  *                     counters cost 5 bits instead of 6 (the paper's SSCF)
- *   bits 8..15        vulnerable ratio in percent: at most this share of
+ *   bits 8..15        vulnerable ratio in percent: this share of
  *                     expected_keys of the costliest create-time negatives
- *                     is encoded (0 = default 5%)
+ *                     is encoded. 0 = default: every given negative (up to
+ *                     expected_keys) while fewer than 10% of the counters
+ *                     are sealed, costliest first
  */
 #ifndef AKV_SSCF_H
 #define AKV_SSCF_H

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,23 +155,106 @@ static double fpr_of(const akv_filter *f, const akv_negative *neg, size_t from, 
     return (double)fp / (double)(to - from);
 }
 
-/* The encoded (costliest) negatives are answered far better than the rest. */
+/* A statistic from the kind's describe() JSON body. */
+static uint64_t described(const akv_filter *f, const char *name)
+{
+    char buf[1024] = "", pat[64];
+    cr_assert_gt(f->kind->describe(f, buf, sizeof buf), 0);
+    snprintf(pat, sizeof pat, "\"%s\":", name);
+    const char *e = strstr(buf, pat);
+    cr_assert_not_null(e, "%s missing in %s", name, buf);
+    return strtoull(e + strlen(pat), NULL, 10);
+}
+
+/* The encoded (costliest) negatives are answered far better than the rest:
+ * with the paper's 5% of capacity, and with the default (which encodes
+ * more of them, each a little less protected). */
 Test(sscf, vulnerable_negatives_are_protected)
 {
     const size_t n = 100000, nn = 100000;
     akv_negative *neg = make_negatives(4, nn); /* cost falls with index */
-    akv_filter *f = create(20, n, 0, neg, nn);
-    for (size_t i = 0; i < n; i++)
-        akv_filter_insert(f, akvt_key(8, i));
-    size_t top = n / 20; /* default: 5% of capacity encoded */
-    double v = fpr_of(f, neg, 0, top), o = fpr_of(f, neg, top, nn);
-    cr_log_info("vulnerable FPR %.5f, other negatives %.5f", v, o);
-    cr_assert_lt(v * 20, o, "vulnerable %.5f vs others %.5f", v, o);
-    akv_filter_stats st;
-    akv_filter_get_stats(f, &st);
-    cr_assert_eq(st.capacity, n);
+    for (int paper = 1; paper >= 0; paper--) {
+        akv_filter *f = create(20, n, paper ? AKV_SSCF_RATIO_FLAGS(5) : 0, neg, nn);
+        for (size_t i = 0; i < n; i++)
+            akv_filter_insert(f, akvt_key(8, i));
+        size_t top = (size_t)described(f, "encoded");
+        cr_assert_eq(top, paper ? n / 20 : top);
+        double v = fpr_of(f, neg, 0, top), o = fpr_of(f, neg, top, nn);
+        cr_log_info("%zu encoded: their FPR %.5f, other negatives %.5f", top, v, o);
+        cr_assert_lt(v * (paper ? 20 : 8), o, "vulnerable %.5f vs others %.5f", v, o);
+        akv_filter_stats st;
+        akv_filter_get_stats(f, &st);
+        cr_assert_eq(st.capacity, n);
+        akv_filter_destroy(f);
+    }
+    free(neg);
+}
+
+/* Default encoding: every given negative while fewer than 10% of the
+ * counters are sealed, then stop (costliest first). */
+Test(sscf, default_encoding_seals_a_tenth_of_the_counters)
+{
+    const size_t n = 20000;
+    akv_negative *neg = make_negatives(21, n);
+    akv_filter *f = create(20, n, 0, neg, 500);
+    cr_assert_eq(described(f, "encoded"), 500, "a few negatives are all encoded");
+    akv_filter_destroy(f);
+    for (uint32_t flags = 0; flags <= AKV_SSCF_STATIC; flags++) {
+        f = create(20, n, flags, neg, n);
+        double m = (double)described(f, "m"), k = (double)described(f, "k");
+        double enc = (double)described(f, "encoded"), want = -log(0.9) * m / k;
+        cr_log_info("flags %u: encoded %.0f of %zu, expected about %.0f", flags, enc, n, want);
+        cr_assert(fabs(enc - want) < 0.1 * want, "encoded %.0f, expected about %.0f", enc, want);
+        akv_filter_destroy(f);
+    }
+    f = create(20, n, AKV_SSCF_RATIO_FLAGS(5), neg, n);
+    cr_assert_eq(described(f, "encoded"), n / 20, "an explicit ratio is kept");
     akv_filter_destroy(f);
     free(neg);
+}
+
+static double weighted_fpr(const akv_filter *f, const akv_negative *neg, size_t nn)
+{
+    double bad = 0, total = 0;
+    for (size_t i = 0; i < nn; i++) {
+        total += neg[i].cost;
+        bad += akv_filter_may_contain(f, neg[i].h) ? neg[i].cost : 0;
+    }
+    return bad / total;
+}
+
+/* Zipf 1.0 costs, equal memory, mean of 3 seeds: the default SSCF beats a
+ * CBF, but not by the paper's 3× (docs/filters.md). Over 20 other seed
+ * triplets the ratio was 1.4–2.6× (ada) and 1.9–3.6× (static); the bounds
+ * leave room for that spread. */
+Test(sscf, beats_cbf_at_equal_memory_on_zipf_costs)
+{
+    const size_t n = 100000, nn = 100000;
+    double w[3] = {0, 0, 0};
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        akv_negative *neg = make_negatives(30 + seed, nn);
+        akv_filter_params p;
+        akv_filter_params_init(&p);
+        p.bits_per_key = 20;
+        p.expected_keys = n;
+        akv_filter *f[3];
+        cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("cbf"), &p, NULL, 0, &f[0]), AKV_OK);
+        f[1] = create(20, n, 0, neg, nn);
+        f[2] = create(20, n, AKV_SSCF_STATIC, neg, nn);
+        size_t cbf_bytes = akv_filter_memory(f[0]);
+        for (int j = 0; j < 3; j++) {
+            for (size_t i = 0; i < n; i++)
+                cr_assert_eq(akv_filter_insert(f[j], akvt_key(40 + seed, i)), AKV_OK);
+            cr_assert_leq(akv_filter_memory(f[j]), cbf_bytes + 1, "equal memory");
+            w[j] += weighted_fpr(f[j], neg, nn) / 3;
+            akv_filter_destroy(f[j]);
+        }
+        free(neg);
+    }
+    cr_log_info("weighted FPR: cbf %.4f, sscf %.4f (%.2fx), static %.4f (%.2fx)", w[0], w[1], w[0] / w[1],
+                w[2], w[0] / w[2]);
+    cr_assert_gt(w[0], 1.25 * w[1], "ada-SSCF %.4f vs CBF %.4f", w[1], w[0]);
+    cr_assert_gt(w[0], 1.6 * w[2], "static SSCF %.4f vs CBF %.4f", w[2], w[0]);
 }
 
 /* ada-SSCF: absorbed negatives seal as the keys over them churn away. */

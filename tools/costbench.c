@@ -2,8 +2,8 @@
  * costbench — the SSCF paper's experiments on a generated dataset, next to
  * a CBF given the same memory:
  *
- *   --experiment static  (§4.2) the costliest ratio×|positives| negatives
- *                        are encoded at create, then every positive is
+ *   --experiment static  (§4.2) every negative is given to create (which
+ *                        encodes the costliest, see --ratio), then every positive is
  *                        inserted; one line with the weighted FPR over all
  *                        negatives, the encoded ones and the others.
  *   --experiment time    build, query (1,000,000 absent keys), and for
@@ -20,8 +20,12 @@
  *             [--dataset shalla|ycsb] [--bits-per-key B] [--costs uniform|zipf:S]
  *             [--ratio F] [--rounds R] [--churn-pct P] [--seed S]
  *
- * sscf-static is the paper's plain SSCF (5-bit counters, no absorb); the
- * static experiment passes the ratio to the filter as its vulnerable share.
+ * sscf-static is the paper's plain SSCF (5-bit counters, no absorb). With
+ * --ratio the filter encodes that share of |positives| (the paper's 0.05);
+ * without it the filter's default applies (every given negative while
+ * fewer than 10% of its counters are sealed) and the static experiment's
+ * "vulnerable" split is the set the filter reports as encoded. The ada
+ * experiment absorbs --ratio × |positives| negatives (default 0.05).
  * The dataset generators are filterbench's (tools/costbench/datasets.c is a
  * link to them, so the build links them into this tool too).
  * Costs are assigned as filterbench does (Zipf weights of ranks 1..M over a
@@ -105,7 +109,7 @@ static akv_filter *make(const char *kind, const opts *o, size_t n, const akv_has
         kind = "sscf";
         p.flags |= AKV_SSCF_STATIC;
     }
-    if (!strcmp(kind, "sscf"))
+    if (!strcmp(kind, "sscf") && o->ratio > 0)
         p.flags |= AKV_SSCF_RATIO_FLAGS((unsigned)lround(o->ratio * 100));
     akv_filter *f = NULL;
     if (akv_filter_build(akv_filter_kind_by_name(kind), &p, keys, n, neg, nn, &f) != AKV_OK) {
@@ -113,6 +117,16 @@ static akv_filter *make(const char *kind, const opts *o, size_t n, const akv_has
         exit(1);
     }
     return f;
+}
+
+/* The negatives the filter encoded at create (its "encoded" statistic). */
+static size_t encoded_count(const akv_filter *f)
+{
+    char buf[1024] = "";
+    if (f->kind->describe)
+        f->kind->describe(f, buf, sizeof buf);
+    const char *e = strstr(buf, "\"encoded\":");
+    return e ? (size_t)strtoull(e + 10, NULL, 10) : 0;
 }
 
 static void report(unsigned round, const akv_filter *f, const akv_filter *cbf, const akv_negative *neg,
@@ -231,7 +245,7 @@ static int run(const opts *o)
     free(negh);
     assign_costs(o, neg, nn);
     qsort(neg, nn, sizeof *neg, by_cost_desc); /* the costliest come first */
-    size_t top = (size_t)ceil(o->ratio * (double)np);
+    size_t top = (size_t)ceil((o->ratio > 0 ? o->ratio : 0.05) * (double)np);
     top = top > nn ? nn : top;
 
     if (!strcmp(o->experiment, "time")) {
@@ -242,6 +256,8 @@ static int run(const opts *o)
     }
     bool stat = !strcmp(o->experiment, "static");
     akv_filter *f = make(o->filter, o, np, pos, neg, stat ? nn : 0), *cbf = make("cbf", o, np, pos, NULL, 0);
+    if (stat && o->ratio <= 0)
+        top = encoded_count(f);
     printf("{\"experiment\":\"%s\",\"filter\":\"%s\",\"dataset\":\"%s\",\"keys\":%zu,\"negatives\":%zu,"
            "\"vulnerable\":%zu,\"bits_per_key\":%.3f,\"cbf_bits_per_key\":%.3f,\"churn_pct\":%g}\n",
            o->experiment, o->filter, o->dataset, np, nn, top, 8.0 * (double)akv_filter_memory(f) / (double)np,
@@ -275,7 +291,7 @@ static int run(const opts *o)
 
 int main(int argc, char **argv)
 {
-    opts o = {"shalla", "sscf", "ada", 20, 1.0, 0.05, 2, 40, 1};
+    opts o = {"shalla", "sscf", "ada", 20, 1.0, -1, 2, 40, 1};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         if (!strcmp(a, "--dataset"))
@@ -300,7 +316,7 @@ int main(int argc, char **argv)
             return fprintf(stderr, "usage: see the comment at the top of costbench.c (bad option %s)\n", a),
                    2;
     }
-    if (argc % 2 == 0 || !(o.bpk > 0) || o.ratio < 0 || o.ratio > 1 || o.churn_pct < 0 || o.churn_pct > 100 ||
+    if (argc % 2 == 0 || !(o.bpk > 0) || o.ratio > 1 || o.churn_pct < 0 || o.churn_pct > 100 ||
         (strcmp(o.experiment, "static") && strcmp(o.experiment, "ada") && strcmp(o.experiment, "time")))
         return fprintf(stderr, "costbench: bad arguments\n"), 2;
     return run(&o);

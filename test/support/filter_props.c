@@ -64,8 +64,8 @@ void akvt_check_fpr_theory(const akv_filter *f, uint64_t seed, size_t q, double 
     double th = f->kind->fpr_theory(f);
     double fpr = akvt_measure_fpr(f, seed, q);
     double se = sqrt(th * (1 - th) / (double)q);
-    cr_assert(fabs(fpr - th) <= rel * th + 5 * se, "%s: fpr %.5f vs theory %.5f (q=%zu)", f->kind->name, fpr, th,
-              q);
+    cr_assert(fabs(fpr - th) <= rel * th + 5 * se, "%s: fpr %.5f vs theory %.5f (q=%zu)", f->kind->name, fpr,
+              th, q);
 }
 
 void akvt_check_serialization(const akv_filter *f, uint64_t seed, size_t n, size_t q, size_t flips)
@@ -101,10 +101,36 @@ void akvt_check_serialization(const akv_filter *f, uint64_t seed, size_t n, size
         copy[pos] ^= x;
         akv_filter *h = NULL;
         int rc = akv_filter_deserialize(copy, len, &h);
-        cr_assert(rc == AKV_ECORRUPT || rc == AKV_ENOTSUP, "%s: flip at %zu accepted (rc %d)", f->kind->name, pos,
-                  rc);
+        cr_assert(rc == AKV_ECORRUPT || rc == AKV_ENOTSUP, "%s: flip at %zu accepted (rc %d)", f->kind->name,
+                  pos, rc);
         cr_assert_null(h);
     }
     free(copy);
     free(buf);
+}
+
+void akvt_check_payload_damage(const akv_filter *f, uint64_t seed, size_t trials)
+{
+    size_t len = 0;
+    cr_assert_eq(f->kind->save(f, NULL, &len), AKV_OK);
+    uint8_t *buf = malloc(len + 1), *copy = malloc(len + 1);
+    cr_assert_eq(f->kind->save(f, buf, &len), AKV_OK);
+    uint64_t st = seed;
+    for (size_t t = 0; t < trials; t++) {
+        memcpy(copy, buf, len);
+        size_t flips = 1 + akvt_rand(&st) % 4;
+        for (size_t i = 0; i < flips; i++) {
+            /* mostly the header, where the parameters are */
+            size_t pos = akvt_rand(&st) % 2 ? akvt_rand(&st) % (len < 96 ? len : 96) : akvt_rand(&st) % len;
+            copy[pos] ^= (uint8_t)(akvt_rand(&st) | 1);
+        }
+        akv_filter *g = NULL;
+        int rc = f->kind->load(copy, len, f->kind->payload_version, &g);
+        cr_assert(rc == AKV_OK || rc == AKV_ECORRUPT, "%s: load returned %d", f->kind->name, rc);
+        for (size_t i = 0; g && i < 200; i++)
+            (void)akv_filter_may_contain(g, akvt_key(seed, i));
+        akv_filter_destroy(g);
+    }
+    free(buf);
+    free(copy);
 }

@@ -37,4 +37,9 @@ void akvt_check_fpr_theory(const akv_filter *f, uint64_t seed, size_t q, double 
  * rejected with AKV_ECORRUPT (or AKV_ENOTSUP for a changed kind/version). */
 void akvt_check_serialization(const akv_filter *f, uint64_t seed, size_t n, size_t q, size_t flips);
 
+/* kind->load on randomly damaged payloads (the envelope checksum bypassed,
+ * as if a checksum collided): asserts it answers AKV_OK or AKV_ECORRUPT and
+ * never crashes, and that a filter it accepts can answer queries. */
+void akvt_check_payload_damage(const akv_filter *f, uint64_t seed, size_t trials);
+
 #endif

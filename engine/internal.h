@@ -204,6 +204,8 @@ struct akv_db {
     akv_filter *guard; /* NULL: memtables always probed */
     akvi_slot guard_stats;
     _Atomic bool guard_broken;
+    uint64_t guard_cap;              /* keys the current guard was sized for (under wmu) */
+    _Atomic uint64_t guard_observed; /* most keys a flushed memtable held; 0 before the first */
 
     /* Background thread. */
     pthread_t bg;

@@ -29,13 +29,19 @@ int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf
     return AKV_OK;
 }
 
+/*
+ * Keys the guard should hold: two live memtables (one filling, one being
+ * flushed). Before the first flush the entry size is unknown, so guess
+ * 256-byte entries; a guard that overflows is not wrong, only "broken"
+ * (memtables are probed directly) until the next flush rebuilds it from the
+ * key counts actually seen, with 25% headroom.
+ */
 static uint64_t guard_capacity(const akv_db *db, size_t needed)
 {
-    /* Two live memtables of entries of at least 64 bytes; a guard that
-     * overflows is rebuilt twice as large at the next flush. */
-    uint64_t cap = db->opt.memtable_bytes / 64 * 2;
-    if (cap < (1u << 14))
-        cap = 1u << 14;
+    uint64_t seen = atomic_load(&db->guard_observed);
+    uint64_t cap = seen ? seen * 2 + seen / 2 : db->opt.memtable_bytes / 256 * 2;
+    if (cap < (1u << 12))
+        cap = 1u << 12;
     if (cap < 2 * (uint64_t)needed)
         cap = 2 * (uint64_t)needed;
     return cap;
@@ -77,7 +83,8 @@ int akvi_guard_init(akv_db *db)
     akvi_slot_init(&db->guard_stats, NULL);
     if (!db->policy.mem)
         return AKV_OK;
-    return guard_new(db, guard_capacity(db, 0), &db->guard);
+    db->guard_cap = guard_capacity(db, 0);
+    return guard_new(db, db->guard_cap, &db->guard);
 }
 
 /* Mutations take the lock exclusively unless the kind locks internally. */
@@ -160,7 +167,8 @@ static void guard_rebuild(akv_db *db)
     for (size_t i = 0; i < v->n_mem; i++)
         need += v->mems[i]->n_hashes;
     akv_filter *f = NULL;
-    bool ok = guard_new(db, guard_capacity(db, need), &f) == AKV_OK;
+    uint64_t cap = guard_capacity(db, need);
+    bool ok = guard_new(db, cap, &f) == AKV_OK;
     for (size_t i = 0; ok && i < v->n_mem; i++)
         for (size_t j = 0; ok && j < v->mems[i]->n_hashes; j++)
             ok = akv_filter_insert(f, v->mems[i]->hashes[j]) == AKV_OK;
@@ -173,6 +181,7 @@ static void guard_rebuild(akv_db *db)
     pthread_rwlock_wrlock(&db->guard_lock);
     akv_filter *old = db->guard;
     db->guard = f;
+    db->guard_cap = cap;
     atomic_store(&db->guard_broken, false);
     pthread_rwlock_unlock(&db->guard_lock);
     akv_filter_destroy(old);
@@ -190,10 +199,16 @@ void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
             (void)akv_filter_remove(db->guard, m->hashes[i]);
         pthread_rwlock_unlock(&db->guard_lock);
     }
+    uint64_t seen = atomic_load(&db->guard_observed);
+    if (m->n_hashes > seen)
+        atomic_store(&db->guard_observed, (uint64_t)m->n_hashes);
+    bool oversized = !seen && db->guard_cap > 4 * guard_capacity(db, 0);
     free(m->hashes);
     m->hashes = NULL;
     m->n_hashes = m->cap_hashes = 0;
-    if (atomic_load(&db->guard_broken)) {
+    /* Rebuild when broken, or once after the first flush when the initial
+     * guess proved far too large (its memory is wasted otherwise). */
+    if (atomic_load(&db->guard_broken) || oversized) {
         pthread_mutex_lock(&db->wmu);
         guard_rebuild(db);
         pthread_mutex_unlock(&db->wmu);

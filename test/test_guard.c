@@ -201,3 +201,45 @@ Test(guard, overflowing_guard_never_hides_a_key)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* The first guard is a guess from memtable_bytes; after the first flush it
+ * is resized from the key count actually seen. With large values the guess
+ * is far too big, and the guard must shrink (and keep answering right). */
+Test(guard, resized_from_observed_memtable_keys)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/akvguard-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert_not_null(mkdtemp(dir));
+    akv_options o;
+    akv_options_init(&o);
+    o.slot_policy = "mem=sscf,l0+=blocked";
+    o.memtable_bytes = 4 << 20;
+    o.log = quiet;
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    akv_stats before, after;
+    cr_assert_eq(akv_get_stats(db, &before), AKV_OK);
+    static char val[4096];
+    unsigned n = 0;
+    for (; n < 600; n++) {
+        char k[32];
+        size_t kl = key(k, n);
+        cr_assert_eq(akv_put(db, k, kl, val, sizeof val), AKV_OK, "%s", akv_errmsg());
+    }
+    cr_assert_eq(akv_flush(db), AKV_OK);
+    cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
+    cr_assert_lt(after.filter_bytes * 2, before.filter_bytes, "guard %llu -> %llu bytes",
+                 (unsigned long long)before.filter_bytes, (unsigned long long)after.filter_bytes);
+    for (unsigned i = 0; i < n; i++) {
+        char k[32];
+        size_t kl = key(k, i), vl;
+        void *v;
+        cr_assert_eq(akv_get(db, k, kl, &v, &vl), AKV_OK, "key %u lost", i);
+        cr_assert_eq(vl, sizeof val);
+        akv_free(v);
+    }
+    cr_assert_eq(akv_close(db), AKV_OK);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}

@@ -108,11 +108,14 @@ void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap);
 /* ---- slots (slot.c) ---------------------------------------------------- */
 
 typedef struct akvi_slot {
-    akv_filter *f;         /* NULL: always probe */
-    bool locked;           /* mutable non-concurrent kind: use `lock` */
-    pthread_rwlock_t lock; /* readers share, adapt/insert/remove exclusive */
-    _Atomic uint64_t queries, filtered, probes, fps, adaptations;
-    _Atomic bool dirty; /* adapted since its file was written */
+    _Atomic(akv_filter *) f; /* NULL: always probe; replaced when it grows */
+    bool locked;             /* mutable non-concurrent kind: use `lock` */
+    pthread_rwlock_t lock;   /* readers share, adapt/insert/remove exclusive */
+    _Atomic uint64_t queries, filtered, probes, fps, adaptations, grows;
+    _Atomic bool dirty;      /* adapted since its file was written */
+    pthread_mutex_t grow_mu; /* one growth at a time; guards `retired` */
+    akv_filter **retired;    /* outgrown filters a reader may still hold */
+    size_t n_retired;
 } akvi_slot;
 
 void akvi_slot_init(akvi_slot *s, akv_filter *f);
@@ -331,6 +334,9 @@ void akvi_rw_abort(akvi_runwriter *w);
 /* Build one slot from a list of hashes (also used to rebuild at open). */
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
                       akv_hash *hashes, size_t n, akv_filter **out);
+/* The same, sized for `capacity` >= n keys (room for adaptations). */
+int akvi_build_filter_sized(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
+                            akv_hash *hashes, size_t n, size_t capacity, akv_filter **out);
 
 /* ---- flush, compaction, background thread ------------------------------ */
 
@@ -347,11 +353,16 @@ long akvi_find_sst(const akv_db *db, const akvi_run *r, akv_hash h, const uint8_
 
 /* ---- reverse maps (revmap_rocks.c) ------------------------------------- */
 
+/* Adapt slot `sst` of run `r` to the false positive `h` (a slot hash); a
+ * filter with no room left is rebuilt from its SST with twice the room. */
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
 /* Rewrite the files of slots adapted since they were written (at close). */
 void akvi_save_adapted_slots(akv_db *db);
 
 /* ---- open-time recovery (recover.c) ------------------------------------ */
+
+/* Hashes of the keys an SST holds, read back from its run's family. */
+int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n);
 
 int akvi_recover(akv_db *db, bool created);
 

@@ -186,9 +186,10 @@ static void free_cf_set(akv_db *db, cf_set *s, bool drop)
 /* ---- runs and slots ------------------------------------------------------ */
 
 /* Hashes of the keys an SST holds, read back from its run's family. */
-static int sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n)
+int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n)
 {
     size_t cap = s->keys ? s->keys : 16, k = 0;
+    bool oom = false;
     akv_hash *h = malloc(cap * sizeof *h);
     if (!h)
         return akvi_err(AKV_ENOMEM, "out of memory");
@@ -204,8 +205,10 @@ static int sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_
         const uint8_t *uk = akvi_ukey(db, key, kl, &ul);
         if (k == cap) {
             akv_hash *p = realloc(h, 2 * cap * sizeof *h);
-            if (!p)
+            if (!p) { /* a partial key set would be a filter with false negatives */
+                oom = true;
                 break;
+            }
             h = p;
             cap *= 2;
         }
@@ -217,6 +220,10 @@ static int sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_
     if (err) {
         free(h);
         return akvi_rocks_err(err, "reading an SST to rebuild its filter");
+    }
+    if (oom) {
+        free(h);
+        return akvi_err(AKV_ENOMEM, "out of memory reading an SST to rebuild its filter");
     }
     *out = h;
     *n = k;
@@ -233,7 +240,7 @@ static int load_slot(akv_db *db, akvi_run *r, size_t j)
                  (unsigned long long)r->info.id, (unsigned long long)s->id, akv_errmsg());
         akv_hash *h = NULL;
         size_t n = 0;
-        rc = sst_hashes(db, r, s, &h, &n);
+        rc = akvi_sst_hashes(db, r, s, &h, &n);
         if (rc == AKV_OK)
             rc = akvi_build_filter(db, (int)r->info.level, &r->info, s, h, n, &f);
         free(h);

@@ -106,16 +106,110 @@ static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, v
     return rc;
 }
 
-int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
+static int adapt_filter(akv_db *db, akvi_run *r, size_t j, akv_filter *f, akv_hash h)
 {
     akvi_slot *s = &r->slots[j];
     rm_ctx c = {{scan, NULL}, db, r, &r->info.ssts[j]};
     c.rm.ctx = &c;
     if (s->locked)
         pthread_rwlock_wrlock(&s->lock);
-    int rc = akv_filter_adapt(s->f, h, &c.rm);
+    int rc = akv_filter_adapt(f, h, &c.rm);
     if (s->locked)
         pthread_rwlock_unlock(&s->lock);
+    return rc;
+}
+
+/*
+ * A filter's room for adaptations is fixed when it is built; a small SST
+ * under a steady stream of fresh false positives uses it up, and from then
+ * on every replayed key would cost a probe again. So a full filter is
+ * rebuilt from the keys its SST holds (never a key it does not hold) with
+ * twice the room, pre-adapted to the miss log's negatives in its range, and
+ * swapped in. Readers may still hold the old filter: it is kept until the
+ * run is freed. `full` is the filter that reported AKV_EFULL; if another
+ * thread already replaced it, there is nothing to do.
+ */
+#define MAX_GROWS 6 /* at most 2^6 times the size it was built with */
+
+static int grow_slot(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
+{
+    akvi_slot *s = &r->slots[j];
+    const akvi_cat_sst *sst = &r->info.ssts[j];
+    pthread_mutex_lock(&s->grow_mu);
+    int rc = AKV_OK;
+    uint64_t grows = atomic_load(&s->grows);
+    if (atomic_load(&s->f) != full)
+        goto out;
+    if (grows >= MAX_GROWS) {
+        rc = akvi_err(AKV_EFULL, "filter slot %llu-%llu is full and was grown %d times already",
+                      (unsigned long long)r->info.id, (unsigned long long)sst->id, MAX_GROWS);
+        goto out;
+    }
+    akv_filter **ret = realloc(s->retired, (s->n_retired + 1) * sizeof *ret);
+    if (!ret) {
+        rc = akvi_err(AKV_ENOMEM, "out of memory");
+        goto out;
+    }
+    s->retired = ret;
+    akv_hash *hashes = NULL;
+    size_t n = 0;
+    akv_filter *f = NULL;
+    rc = akvi_sst_hashes(db, r, sst, &hashes, &n);
+    if (rc == AKV_OK && n != sst->keys)
+        rc = akvi_err(AKV_ECORRUPT, "SST %llu-%llu holds %zu keys; the catalog says %llu",
+                      (unsigned long long)r->info.id, (unsigned long long)sst->id, n,
+                      (unsigned long long)sst->keys);
+    /* Sized for 2^(g+1) times its keys, so each growth doubles the room; a
+     * filter grown before a restart (the count starts over) is already
+     * larger, so keep doubling until the new one is bigger than the full. */
+    size_t old_bytes = akv_filter_memory(full);
+    for (uint64_t g = grows + 1; rc == AKV_OK && !f; g++) {
+        if (g > MAX_GROWS) {
+            rc = akvi_err(AKV_EFULL, "filter slot %llu-%llu is full and cannot grow further",
+                          (unsigned long long)r->info.id, (unsigned long long)sst->id);
+            break;
+        }
+        rc = akvi_build_filter_sized(db, (int)r->info.level, &r->info, sst, hashes, n, (n + 64) << g, &f);
+        if (rc == AKV_OK && f->kind != full->kind) { /* a fallback kind: keep the adaptive one */
+            akv_filter_destroy(f);
+            f = NULL;
+            rc = akvi_err(AKV_EFULL, "could not grow a %s filter", full->kind->name);
+        } else if (rc == AKV_OK && akv_filter_memory(f) <= old_bytes) {
+            akv_filter_destroy(f);
+            f = NULL;
+        }
+    }
+    free(hashes);
+    if (rc == AKV_OK) {
+        if (s->locked)
+            pthread_rwlock_wrlock(&s->lock);
+        s->retired[s->n_retired++] = full;
+        atomic_store(&s->f, f);
+        if (s->locked)
+            pthread_rwlock_unlock(&s->lock);
+        atomic_store(&s->dirty, true);
+        atomic_fetch_add(&s->grows, 1);
+    }
+out:
+    pthread_mutex_unlock(&s->grow_mu);
+    return rc;
+}
+
+int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
+{
+    akvi_slot *s = &r->slots[j];
+    akv_filter *f = atomic_load(&s->f);
+    int rc = adapt_filter(db, r, j, f, h);
+    if (rc == AKV_EFULL && grow_slot(db, r, j, f) == AKV_OK) {
+        f = atomic_load(&s->f);
+        /* The rebuilt filter may already reject h (pre-adapted to it). */
+        if (s->locked)
+            pthread_rwlock_rdlock(&s->lock);
+        bool yes = akv_filter_may_contain(f, h);
+        if (s->locked)
+            pthread_rwlock_unlock(&s->lock);
+        rc = yes ? adapt_filter(db, r, j, f, h) : AKV_OK;
+    }
     if (rc == AKV_OK)
         atomic_store(&s->dirty, true);
     return rc;
@@ -134,11 +228,12 @@ void akvi_save_adapted_slots(akv_db *db)
         akvi_run *r = v->runs[i];
         for (size_t j = 0; j < r->info.n_sst; j++) {
             akvi_slot *s = &r->slots[j];
-            if (!s->f || !atomic_exchange(&s->dirty, false))
+            akv_filter *f = atomic_load(&s->f);
+            if (!f || !atomic_exchange(&s->dirty, false))
                 continue;
             if (s->locked)
                 pthread_rwlock_rdlock(&s->lock);
-            int rc = akvi_slot_write_file(db->fdir, r->info.id, r->info.ssts[j].id, s->f);
+            int rc = akvi_slot_write_file(db->fdir, r->info.id, r->info.ssts[j].id, f);
             if (s->locked)
                 pthread_rwlock_unlock(&s->lock);
             if (rc != AKV_OK)

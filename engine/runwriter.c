@@ -184,6 +184,12 @@ static int build_with_fallback(akv_db *db, const akv_filter_kind *k, akv_filter_
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
                       akv_hash *hashes, size_t n, akv_filter **out)
 {
+    return akvi_build_filter_sized(db, level, run, sst, hashes, n, n, out);
+}
+
+int akvi_build_filter_sized(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
+                            akv_hash *hashes, size_t n, size_t capacity, akv_filter **out)
+{
     const akv_filter_kind *k = akv_filter_kind_by_name(sst->kind);
     if (!k)
         k = db->policy.level[level < AKV_MAX_LEVELS ? level : AKV_MAX_LEVELS - 1];
@@ -193,7 +199,7 @@ int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi
     sort_hashes(hashes, n);
     akv_filter_params p;
     akv_filter_params_init(&p);
-    p.expected_keys = n;
+    p.expected_keys = capacity > n ? capacity : n;
     p.bits_per_key = db->opt.bits_per_key;
     /* The shard prefix is already shifted out (akvi_slot_hash). */
     p.prefix_bits = 0;

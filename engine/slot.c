@@ -19,29 +19,36 @@
 void akvi_slot_init(akvi_slot *s, akv_filter *f)
 {
     memset(s, 0, sizeof *s);
-    s->f = f;
+    atomic_init(&s->f, f);
     uint32_t fl = f ? f->kind->flags : 0;
     s->locked = f && (fl & (AKV_FK_ADAPTIVE | AKV_FK_DYNAMIC | AKV_FK_ABSORB)) && !(fl & AKV_FK_CONCURRENT);
     if (s->locked)
         pthread_rwlock_init(&s->lock, NULL);
+    pthread_mutex_init(&s->grow_mu, NULL);
 }
 
 void akvi_slot_destroy(akvi_slot *s)
 {
     if (s->locked)
         pthread_rwlock_destroy(&s->lock);
-    akv_filter_destroy(s->f);
-    s->f = NULL;
+    pthread_mutex_destroy(&s->grow_mu);
+    akv_filter_destroy(atomic_exchange(&s->f, NULL));
+    for (size_t i = 0; i < s->n_retired; i++)
+        akv_filter_destroy(s->retired[i]);
+    free(s->retired);
+    s->retired = NULL;
+    s->n_retired = 0;
 }
 
 bool akvi_slot_may_contain(akvi_slot *s, akv_hash h)
 {
     atomic_fetch_add_explicit(&s->queries, 1, memory_order_relaxed);
     bool yes = true;
-    if (s->f) {
+    akv_filter *f = atomic_load(&s->f);
+    if (f) {
         if (s->locked)
             pthread_rwlock_rdlock(&s->lock);
-        yes = akv_filter_may_contain(s->f, h);
+        yes = akv_filter_may_contain(f, h);
         if (s->locked)
             pthread_rwlock_unlock(&s->lock);
     }

@@ -131,6 +131,9 @@ void akv_iter_next(akv_iter *it);
 const void *akv_iter_key(const akv_iter *it, size_t *klen);   /* valid until next/seek */
 const void *akv_iter_value(const akv_iter *it, size_t *vlen); /* valid until next/seek */
 int akv_iter_status(const akv_iter *it); /* AKV_OK or the error that ended iteration */
+/* RocksDB blocks read from storage (block-cache misses) by this iterator's
+ * seeks and steps so far: the scan counterpart of akv_get_info.block_reads. */
+uint64_t akv_iter_block_reads(const akv_iter *it);
 void akv_iter_destroy(akv_iter *it);
 
 /* ---- maintenance ------------------------------------------------------- */

@@ -204,6 +204,11 @@ static rocksdb_perfcontext_t *perf(void)
     return t_perf;
 }
 
+uint64_t akvi_thread_block_reads(void)
+{
+    return rocksdb_perfcontext_metric(perf(), rocksdb_block_read_count);
+}
+
 enum { LK_MISSING, LK_PUT, LK_DEL };
 
 /* Probe one column family; LK_* or a negative error. */

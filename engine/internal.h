@@ -34,6 +34,12 @@ int akvi_err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 int akvi_rocks_err(char *err, const char *what);
 void akvi_log(const akv_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- read path (db.c) ------------------------------------------------- */
+
+/* RocksDB blocks this thread has read from storage since its perf context
+ * was last reset (each get resets it); callers take differences. */
+uint64_t akvi_thread_block_reads(void);
+
 /* ---- slot policy (policy.c) -------------------------------------------- */
 
 typedef struct akvi_policy {

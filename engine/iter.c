@@ -17,6 +17,7 @@ struct akv_iter {
     const rocksdb_snapshot_t *snap;
     rocksdb_readoptions_t *ro_mem;
     akvi_merge *mg;
+    uint64_t block_reads; /* RocksDB blocks read by this iterator's steps */
 };
 
 int akv_iter_create(akv_db *db, akv_iter **out)
@@ -70,16 +71,21 @@ static void skip_tombstones(akv_iter *it)
     }
 }
 
+/* Steps run on the caller's thread, so its perf context counts their reads. */
 void akv_iter_seek_first(akv_iter *it)
 {
+    uint64_t before = akvi_thread_block_reads();
     akvi_merge_seek_first(it->mg);
     skip_tombstones(it);
+    it->block_reads += akvi_thread_block_reads() - before;
 }
 
 void akv_iter_seek(akv_iter *it, const void *key, size_t klen)
 {
+    uint64_t before = akvi_thread_block_reads();
     akvi_merge_seek(it->mg, key, klen);
     skip_tombstones(it);
+    it->block_reads += akvi_thread_block_reads() - before;
 }
 
 int akv_iter_valid(const akv_iter *it)
@@ -91,8 +97,15 @@ void akv_iter_next(akv_iter *it)
 {
     if (!akv_iter_valid(it))
         return;
+    uint64_t before = akvi_thread_block_reads();
     akvi_merge_next(it->mg);
     skip_tombstones(it);
+    it->block_reads += akvi_thread_block_reads() - before;
+}
+
+uint64_t akv_iter_block_reads(const akv_iter *it)
+{
+    return it ? it->block_reads : 0;
 }
 
 const void *akv_iter_key(const akv_iter *it, size_t *klen)
@@ -127,6 +140,7 @@ void akv_iter_destroy(akv_iter *it)
 {
     if (!it)
         return;
+    atomic_fetch_add(&it->db->st.block_reads, it->block_reads);
     akvi_merge_destroy(it->mg);
     if (it->ro_mem)
         rocksdb_readoptions_destroy(it->ro_mem);

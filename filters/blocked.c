@@ -305,6 +305,11 @@ static bool blocked_may_contain(const akv_filter *f, akv_hash h)
  * each probe up to the first zero. Either way it is one cache line, which
  * is the cost that matters.
  */
+static void blocked_prefetch(const akv_filter *f, akv_hash h)
+{
+    __builtin_prefetch(block_of((const blocked *)f, h));
+}
+
 static unsigned blocked_words_touched(const akv_filter *f, akv_hash h)
 {
     const blocked *b = (const blocked *)f;
@@ -403,6 +408,7 @@ const akv_filter_kind akv_kind_blocked = {
     .load = blocked_load,
     .destroy = blocked_destroy,
     .words_touched = blocked_words_touched,
+    .prefetch = blocked_prefetch,
     .describe = blocked_describe,
     .fpr_theory = blocked_fpr_theory,
 };

@@ -85,6 +85,17 @@ static bool bloom_may_contain(const akv_filter *f, akv_hash h)
     return true;
 }
 
+/* Every probe's line is requested: on absent keys most queries stop at the
+ * first or second probe, but measured at 10M keys, requesting all k lines
+ * answers a batch faster (18-19 ns/key) than requesting the first one or two
+ * (35-45 ns/key): misses overlap and the extra lines are cheap. */
+static void bloom_prefetch(const akv_filter *f, akv_hash h)
+{
+    const bloom *b = (const bloom *)f;
+    for (uint32_t i = 0; i < b->k; i++)
+        __builtin_prefetch(b->bits + probe(b, h, i) / 8);
+}
+
 static unsigned bloom_words_touched(const akv_filter *f, akv_hash h)
 {
     const bloom *b = (const bloom *)f;
@@ -165,6 +176,7 @@ const akv_filter_kind akv_kind_bloom = {
     .load = bloom_load,
     .destroy = bloom_destroy,
     .words_touched = bloom_words_touched,
+    .prefetch = bloom_prefetch,
     .describe = bloom_describe,
     .fpr_theory = bloom_fpr_theory,
 };

@@ -127,6 +127,26 @@ int akv_filter_add(akv_filter *f, akv_hash h) { return f ? f->kind->add(f, h) : 
 int akv_filter_finish(akv_filter *f) { return f ? f->kind->finish(f) : AKV_EINVAL; }
 size_t akv_filter_memory(const akv_filter *f) { return f ? f->kind->memory_bytes(f) : 0; }
 
+/* Keys ahead of the one being answered whose memory is requested: enough to
+ * cover a miss to DRAM at a few ns per answer, few enough to stay in L1. */
+#define PREFETCH_AHEAD 16
+
+size_t akv_filter_may_contain_many(const akv_filter *f, const akv_hash *hs, size_t n, bool *out)
+{
+    const akv_filter_kind *k = f->kind;
+    size_t maybe = 0;
+    if (k->prefetch)
+        for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
+            k->prefetch(f, hs[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (k->prefetch && i + PREFETCH_AHEAD < n)
+            k->prefetch(f, hs[i + PREFETCH_AHEAD]);
+        out[i] = k->may_contain(f, hs[i]);
+        maybe += out[i];
+    }
+    return maybe;
+}
+
 int akv_filter_insert(akv_filter *f, akv_hash h)
 {
     if (!f)

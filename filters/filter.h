@@ -146,6 +146,10 @@ struct akv_filter_kind {
     void (*stats)(const akv_filter *f, akv_filter_stats *out);
     /* Optional: the exact expected FPR of this filter as built (NAN if none). */
     double (*fpr_theory)(const akv_filter *f);
+    /* Optional: start loading the memory a query for h reads first (a
+     * cache hint, no answer). akv_filter_may_contain_many issues it a few
+     * keys ahead so that independent queries' cache misses overlap. */
+    void (*prefetch)(const akv_filter *f, akv_hash h);
 };
 
 /*
@@ -173,6 +177,12 @@ static inline bool akv_filter_may_contain(const akv_filter *f, akv_hash h)
 {
     return f->kind->may_contain(f, h);
 }
+/*
+ * Answers for n hashes at once: out[i] = may_contain(hs[i]). Same answers as
+ * n single calls; faster for kinds with a prefetch op, which is issued a few
+ * keys ahead (a batch lookup such as a multi-get). Returns how many said maybe.
+ */
+size_t akv_filter_may_contain_many(const akv_filter *f, const akv_hash *hs, size_t n, bool *out);
 size_t akv_filter_memory(const akv_filter *f);
 int akv_filter_insert(akv_filter *f, akv_hash h);
 int akv_filter_remove(akv_filter *f, akv_hash h);

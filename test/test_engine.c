@@ -585,6 +585,33 @@ Test(reopen, hash_layout_has_no_iterators)
     world_done(&w);
 }
 
+/* A scan after reopen (cold block cache) reads blocks, the iterator counts
+ * them and the engine's block_reads counter takes them over on destroy. */
+Test(reopen, scans_count_their_block_reads)
+{
+    world w;
+    world_init(&w, "iterreads", AKV_LAYOUT_ORDERED, NULL, 1);
+    put_range(&w, 0, 400, "v");
+    cr_assert_eq(akv_flush(w.db), AKV_OK, "flush: %s", akv_errmsg());
+    world_reopen(&w);
+    akv_stats before, after;
+    cr_assert_eq(akv_get_stats(w.db, &before), AKV_OK);
+    akv_iter *it = NULL;
+    cr_assert_eq(akv_iter_create(w.db, &it), AKV_OK, "%s", akv_errmsg());
+    size_t n = 0;
+    for (akv_iter_seek_first(it); akv_iter_valid(it); akv_iter_next(it))
+        n++;
+    cr_assert_eq(akv_iter_status(it), AKV_OK);
+    cr_assert_eq(n, 400);
+    uint64_t reads = akv_iter_block_reads(it);
+    cr_assert_gt(reads, 0, "a cold scan of flushed data read no blocks");
+    akv_iter_destroy(it);
+    cr_assert_eq(akv_get_stats(w.db, &after), AKV_OK);
+    cr_assert_eq(after.block_reads - before.block_reads, reads);
+    check_all(&w, "after scan");
+    world_done(&w);
+}
+
 /* ---- damaged filter files ------------------------------------------------ */
 
 static int cmp_path(const void *a, const void *b)

@@ -89,3 +89,28 @@ Test(filter, every_kind_keeps_the_slot_contract)
             akv_filter_destroy(f);
         }
 }
+
+/* The batch call answers exactly like single calls, members and absent keys
+ * mixed, with batch sizes around the prefetch distance. */
+Test(filter, batch_answers_match_single_queries)
+{
+    const size_t n = 2000, q = 1000;
+    for (size_t i = 0; i < sizeof builtin / sizeof *builtin; i++) {
+        akv_filter_params p;
+        akv_filter_params_init(&p);
+        akv_filter *f = akvt_build(builtin[i], &p, 21, n);
+        akv_hash hs[1000];
+        bool out[1000];
+        for (size_t j = 0; j < q; j++)
+            hs[j] = akvt_key(j % 2 ? 21 : 99, j * 3);
+        for (size_t len = 0; len <= q; len += len < 40 ? 1 : 480) {
+            size_t maybe = akv_filter_may_contain_many(f, hs, len, out), want = 0;
+            for (size_t j = 0; j < len; j++) {
+                cr_assert_eq(out[j], akv_filter_may_contain(f, hs[j]), "%s: batch answer %zu differs", builtin[i], j);
+                want += out[j];
+            }
+            cr_assert_eq(maybe, want);
+        }
+        akv_filter_destroy(f);
+    }
+}

@@ -251,8 +251,6 @@ repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { 
   echo
   echo "## RocksDB block reads per operation (perf context \`block_read_count\`)"
   echo
-  echo "adaptkv's iterator API has no per-scan counter: its workload E cells show 0."
-  echo
   table block_reads_per_op "%.4f"
   echo
   echo "## p99 latency of the main operation (µs; read, scan for E)"

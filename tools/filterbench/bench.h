@@ -26,7 +26,7 @@ typedef struct fb_config {
 typedef struct fb_result {
     char error[256];
     uint64_t keys, memory_bytes, false_negatives, queries;
-    double bits_per_key, fpr, fpr_theory, insert_ns, build_ns, query_ns, words_per_query;
+    double bits_per_key, fpr, fpr_theory, insert_ns, build_ns, query_ns, batch_query_ns, words_per_query;
     /* --adapt */
     double fpr_before, fpr_during, fpr_after, extra_bits_per_key;
     uint64_t adaptations, adapt_errors;

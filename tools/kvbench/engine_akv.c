@@ -78,7 +78,6 @@ static int a_remove(akv_kb_engine *e, void *t, const char *k, size_t kn)
 static int a_scan(akv_kb_engine *e, void *t, const char *k, size_t kn, uint32_t count, akv_kb_cost *c)
 {
     (void)t;
-    (void)c;
     akv_iter *it = NULL;
     int rc = akv_iter_create(e->db, &it);
     if (rc != AKV_OK)
@@ -90,6 +89,7 @@ static int a_scan(akv_kb_engine *e, void *t, const char *k, size_t kn, uint32_t 
         seen++;
     }
     rc = akv_iter_status(it);
+    c->block_reads = akv_iter_block_reads(it);
     akv_iter_destroy(it);
     return rc == AKV_OK ? seen : rc;
 }

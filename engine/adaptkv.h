@@ -42,10 +42,11 @@ extern "C" {
 typedef enum akv_layout {
     AKV_LAYOUT_HASH = 0,    /* default: hash-ordered data, merged AQF reverse map, no scans */
     AKV_LAYOUT_ORDERED = 1, /* key-ordered data, range scans, split reverse map */
+    AKV_LAYOUT_AUTO = 2,    /* open: whatever the database has; create: hash */
 } akv_layout;
 
 typedef struct akv_options {
-    akv_layout layout;         /* create time only; reopening with another is refused */
+    akv_layout layout;         /* create time only; reopening with another is refused (AUTO accepts any) */
     const char *slot_policy;   /* e.g. "mem=sscf,l0=aqf,l1+=aqf" (default); NULL = default */
     double bits_per_key;       /* filter memory per key; default 10 */
     uint64_t memtable_bytes;   /* rotate the memtable past this; default 64 MiB */
@@ -76,6 +77,9 @@ int akv_open(const char *dir, const akv_options *opt, akv_db **db);
 
 /* Wait for background work, persist the miss log, close. NULL is a no-op. */
 int akv_close(akv_db *db);
+
+/* The layout the open database has (never AKV_LAYOUT_AUTO). */
+akv_layout akv_db_layout(const akv_db *db);
 
 /* Detailed message for the last failure on this thread ("" if none). */
 const char *akv_errmsg(void);

@@ -32,7 +32,7 @@ static const char *layout_name(uint32_t l)
 
 static int check_options(const akv_options *o)
 {
-    if (o->layout != AKV_LAYOUT_HASH && o->layout != AKV_LAYOUT_ORDERED)
+    if (o->layout != AKV_LAYOUT_HASH && o->layout != AKV_LAYOUT_ORDERED && o->layout != AKV_LAYOUT_AUTO)
         return akvi_err(AKV_EINVAL, "unknown layout %d", (int)o->layout);
     if (!(o->bits_per_key > 0 && o->bits_per_key <= 64))
         return akvi_err(AKV_EINVAL, "bits_per_key %g is outside (0, 64]", o->bits_per_key);
@@ -90,7 +90,9 @@ static int check_identity(akv_db *db, const uint8_t *buf, size_t len)
     uint64_t seed = akv_r_u64(&r);
     if (ver != ID_VERSION)
         return akvi_err(AKV_ENOTSUP, "database identity version %u is not supported", ver);
-    if (layout != (uint32_t)db->opt.layout)
+    if (layout != AKV_LAYOUT_HASH && layout != AKV_LAYOUT_ORDERED)
+        return akvi_err(AKV_ECORRUPT, "database identity names unknown layout %u", layout);
+    if (db->opt.layout != AKV_LAYOUT_AUTO && layout != (uint32_t)db->opt.layout)
         return akvi_err(AKV_EINVAL, "database was created with layout '%s', opened with '%s'",
                         layout_name(layout), layout_name((uint32_t)db->opt.layout));
     if (db->opt.seed && db->opt.seed != seed)
@@ -386,7 +388,7 @@ static int load_state(akv_db *db, bool exists, cf_set *cfs)
     if (fresh) {
         if (exists && cfs->n > 2)
             return akvi_err(AKV_ECORRUPT, "%s holds RocksDB data but no adaptkv identity", db->dir);
-        db->layout = db->opt.layout;
+        db->layout = db->opt.layout == AKV_LAYOUT_AUTO ? AKV_LAYOUT_HASH : db->opt.layout;
         db->seed = db->opt.seed;
         while (db->seed == 0 && getrandom(&db->seed, sizeof db->seed, 0) != sizeof db->seed)
             ;
@@ -583,6 +585,11 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     }
     *out = db;
     return AKV_OK;
+}
+
+akv_layout akv_db_layout(const akv_db *db)
+{
+    return db->layout;
 }
 
 int akv_close(akv_db *db)

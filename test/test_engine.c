@@ -553,6 +553,16 @@ static void reopen_test(akv_layout layout)
     bad = o;
     bad.seed = 0; /* 0: whatever the database has */
     open_close(dir, &bad);
+    bad.layout = AKV_LAYOUT_AUTO; /* so for the layout */
+    cr_assert_eq(akv_open(dir, &bad, &db), AKV_OK, "auto layout: %s", akv_errmsg());
+    cr_assert_eq(akv_db_layout(db), layout);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+
+    akvt_tmpdir(dir, sizeof dir, "autonew"); /* a new database with AUTO is hash */
+    cr_assert_eq(akv_open(dir, &bad, &db), AKV_OK, "auto create: %s", akv_errmsg());
+    cr_assert_eq(akv_db_layout(db), AKV_LAYOUT_HASH);
+    cr_assert_eq(akv_close(db), AKV_OK);
     akvt_rmrf(dir);
 
     akvt_tmpdir(dir, sizeof dir, "missing");

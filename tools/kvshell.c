@@ -181,21 +181,15 @@ static int make_dirs(const char *dir)
     return rc;
 }
 
-/* The layout is fixed at create time and the API has no "whatever it was"
- * value, so without --layout we try the default and, if the database says it
- * has the other layout, open it with that one. */
+/* Without --layout an existing database opens with the layout it has and a
+ * new one is created with the default (hash). */
 static int open_db(shell_args *a, akv_db **db)
 {
+    if (!a->layout_given)
+        a->opt.layout = AKV_LAYOUT_AUTO;
     int rc = akv_open(a->dir, &a->opt, db);
-    if (rc == AKV_OK || a->layout_given || rc != AKV_EINVAL || !strstr(akv_errmsg(), "layout"))
-        return rc;
-    char first[512];
-    snprintf(first, sizeof first, "%s", akv_errmsg());
-    a->opt.layout = a->opt.layout == AKV_LAYOUT_HASH ? AKV_LAYOUT_ORDERED : AKV_LAYOUT_HASH;
-    int rc2 = akv_open(a->dir, &a->opt, db);
-    if (rc2 == AKV_OK)
-        return rc2;
-    fprintf(stderr, "kvshell: %s\n", first); /* the first failure explains best */
+    if (rc == AKV_OK)
+        a->opt.layout = akv_db_layout(*db);
     return rc;
 }
 

@@ -106,7 +106,8 @@ Test(filter, batch_answers_match_single_queries)
         for (size_t len = 0; len <= q; len += len < 40 ? 1 : 480) {
             size_t maybe = akv_filter_may_contain_many(f, hs, len, out), want = 0;
             for (size_t j = 0; j < len; j++) {
-                cr_assert_eq(out[j], akv_filter_may_contain(f, hs[j]), "%s: batch answer %zu differs", builtin[i], j);
+                cr_assert_eq(out[j], akv_filter_may_contain(f, hs[j]), "%s: batch answer %zu differs",
+                             builtin[i], j);
                 want += out[j];
             }
             cr_assert_eq(maybe, want);

@@ -273,6 +273,8 @@ repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { 
   echo
   table adaptations "%d"
   echo
+  cat tools/bench-reading.md
+  echo
   echo "Raw results: one CSV row per cell in \`$work/results.csv\` (not committed); JSON and logs in \`$work/runs/\`."
 } >"$docs/benchmarks.md"
 

@@ -18,6 +18,7 @@
 
 #include "filters/filter.h"
 #include "filters/shbf.h"
+#include "filters/sscf.h"
 #include "revmap/revmap.h"
 #include "tools/filterbench/bench.h"
 
@@ -41,6 +42,8 @@ static void usage(FILE *out)
             "  --costs C              uniform | zipf:S (costs of the negatives)\n"
             "  --dataset NAME         keys and negatives from a generated dataset (shalla, ycsb)\n"
             "  --churn R              R rounds removing and re-inserting 10%% of the keys\n"
+            "  --static               sscf: the paper's plain SSCF (5-bit counters, no runtime\n"
+            "                         learning) instead of the default ada-SSCF\n"
             "  --json                 one JSON object on stdout\n"
             "  --list                 list the filter kinds\n");
 }
@@ -128,6 +131,8 @@ static int parse_args(int argc, char **argv, fb_config *c)
             c->dataset = v;
         else if (!strcmp(a, "--adapt"))
             c->adapt = true, takes = 0;
+        else if (!strcmp(a, "--static"))
+            c->sscf_static = true, takes = 0;
         else if (!strcmp(a, "--json"))
             c->json = true, takes = 0;
         else if (!strcmp(a, "--list"))
@@ -157,6 +162,13 @@ static int parse_args(int argc, char **argv, fb_config *c)
     if ((c->params.flags & AKV_SHBF_SHIFTS_MASK) && strcmp(c->kind->name, "shbf") != 0) {
         fprintf(stderr, "filterbench: --shifts applies to shbf only\n");
         return 2;
+    }
+    if (c->sscf_static) {
+        if (strcmp(c->kind->name, "sscf") != 0) {
+            fprintf(stderr, "filterbench: --static applies to sscf only\n");
+            return 2;
+        }
+        c->params.flags |= AKV_SSCF_STATIC;
     }
     if (c->qdist.zipf && !c->universe) {
         fprintf(stderr, "filterbench: --query-dist zipf needs --universe\n");

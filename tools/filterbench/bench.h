@@ -21,6 +21,7 @@ typedef struct fb_config {
     fb_dist qdist, costs;
     const char *dataset;
     bool adapt, json;
+    bool sscf_static; /* --static: the paper's plain SSCF */
 } fb_config;
 
 typedef struct fb_result {

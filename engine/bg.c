@@ -7,8 +7,10 @@
  *   -> new version installed (akvi_apply)
  *   -> replaced CFs and filter files dropped at their last unref (version.c)
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/internal.h"
 
@@ -274,14 +276,34 @@ static int do_work(akv_db *db, int what, bool full)
     return rc;
 }
 
+/* Adapted filters are written back after every flush and, when idle, this
+ * often, so a crash loses at most this much learning (never correctness:
+ * every filter file on disk is a complete filter of its SST). */
+#define ADAPT_SAVE_SECONDS 10
+
+/* Under bgmu: wait for work; on every idle timeout save adapted slots. */
+static int wait_for_work(akv_db *db)
+{
+    int what = 0;
+    while (!db->shutdown && (what = pending(db)) == 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += ADAPT_SAVE_SECONDS;
+        if (pthread_cond_timedwait(&db->bg_cv, &db->bgmu, &until) == ETIMEDOUT) {
+            pthread_mutex_unlock(&db->bgmu);
+            akvi_save_adapted_slots(db);
+            pthread_mutex_lock(&db->bgmu);
+        }
+    }
+    return what;
+}
+
 static void *bg_main(void *arg)
 {
     akv_db *db = arg;
     pthread_mutex_lock(&db->bgmu);
     for (;;) {
-        int what = 0;
-        while (!db->shutdown && (what = pending(db)) == 0)
-            pthread_cond_wait(&db->bg_cv, &db->bgmu);
+        int what = wait_for_work(db);
         if (db->shutdown)
             break;
         uint64_t req = db->compact_req;
@@ -290,6 +312,8 @@ static void *bg_main(void *arg)
         int rc = do_work(db, what, full);
         if (rc != AKV_OK)
             akvi_log(db, "background %s failed: %s", what == 1 ? "flush" : "compaction", akv_errmsg());
+        else if (what == 1)
+            akvi_save_adapted_slots(db);
         pthread_mutex_lock(&db->wmu);
         pthread_cond_broadcast(&db->stall_cv);
         pthread_mutex_unlock(&db->wmu);

@@ -362,7 +362,7 @@ long akvi_find_sst(const akv_db *db, const akvi_run *r, akv_hash h, const uint8_
 /* Adapt slot `sst` of run `r` to the false positive `h` (a slot hash); a
  * filter with no room left is rebuilt from its SST with twice the room. */
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
-/* Rewrite the files of slots adapted since they were written (at close). */
+/* Rewrite the files of slots adapted since they were written (background thread, close). */
 void akvi_save_adapted_slots(akv_db *db);
 
 /* ---- open-time recovery (recover.c) ------------------------------------ */

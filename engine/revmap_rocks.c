@@ -216,10 +216,15 @@ int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
 }
 
 /*
- * Adaptations live in memory; at close the adapted slots are written back
- * (atomically, like any filter file) so a key that fooled a filter does not
- * fool it again after a restart. A crash only loses adaptations: the file on
- * disk is always a complete filter of its SST.
+ * Adaptations live in memory; the adapted slots are written back
+ * (atomically, like any filter file) after each flush, every few idle
+ * seconds and at close, so a key that fooled a filter does not fool it again
+ * after a restart. A crash only loses recent adaptations: the file on disk
+ * is always a complete filter of its SST. Runs on the background thread (or
+ * at close), so no compaction removes a run meanwhile; the version pin keeps
+ * its slots alive. The slot's filter is serialized under its write
+ * exclusion (the kind's own lock for concurrent kinds, the slot's rwlock
+ * otherwise), so a concurrent adaptation never tears the snapshot.
  */
 void akvi_save_adapted_slots(akv_db *db)
 {
@@ -228,8 +233,12 @@ void akvi_save_adapted_slots(akv_db *db)
         akvi_run *r = v->runs[i];
         for (size_t j = 0; j < r->info.n_sst; j++) {
             akvi_slot *s = &r->slots[j];
+            /* Clear the flag first: an adaptation or growth after this sets
+             * it again and is saved next time. */
+            if (!atomic_exchange(&s->dirty, false))
+                continue;
             akv_filter *f = atomic_load(&s->f);
-            if (!f || !atomic_exchange(&s->dirty, false))
+            if (!f)
                 continue;
             if (s->locked)
                 pthread_rwlock_rdlock(&s->lock);

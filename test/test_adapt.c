@@ -93,21 +93,27 @@ static unsigned wasted(akv_db *db, uint64_t id)
     return info.wasted_probes;
 }
 
+/* Adaptive SST slots, a fixed seed, and the runs kept as flushed: no
+ * compaction rebuilds a filter in these tests. */
+static void adapt_options(akv_options *o, akv_layout layout)
+{
+    akv_options_init(o);
+    o->layout = layout;
+    o->seed = 42;
+    o->slot_policy = "mem=sscf,l0+=aqf";
+    o->l0_compaction_trigger = 64;
+    o->l0_stall_runs = 64;
+    o->log = quiet;
+}
+
 static void attack(akv_layout layout)
 {
     char dir[512];
     tmpdir(dir, sizeof dir);
     akv_options o;
-    akv_options_init(&o);
-    o.layout = layout;
-    o.seed = 42;
-    o.slot_policy = "mem=sscf,l0+=aqf";
+    adapt_options(&o, layout);
     o.memtable_bytes = 8u << 20;
     o.block_cache_bytes = 1u << 20;
-    /* keep the runs as flushed: no compaction rebuilds a filter here */
-    o.l0_compaction_trigger = 64;
-    o.l0_stall_runs = 64;
-    o.log = quiet;
     akv_db *db;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
 
@@ -216,13 +222,7 @@ Test(adapt, adapted_filter_is_saved_after_a_flush)
     char dir[512];
     tmpdir(dir, sizeof dir);
     akv_options o;
-    akv_options_init(&o);
-    o.layout = AKV_LAYOUT_ORDERED;
-    o.seed = 42;
-    o.slot_policy = "mem=sscf,l0+=aqf";
-    o.l0_compaction_trigger = 64;
-    o.l0_stall_runs = 64;
-    o.log = quiet;
+    adapt_options(&o, AKV_LAYOUT_ORDERED);
     akv_db *db;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     char k[32], v[16] = "v";

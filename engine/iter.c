@@ -71,21 +71,26 @@ static void skip_tombstones(akv_iter *it)
     }
 }
 
-/* Steps run on the caller's thread, so its perf context counts their reads. */
+/* End of a seek or step begun when the thread had read `before` blocks:
+ * steps run on the caller's thread, so its perf context counts their reads. */
+static void settle(akv_iter *it, uint64_t before)
+{
+    skip_tombstones(it);
+    it->block_reads += akvi_thread_block_reads() - before;
+}
+
 void akv_iter_seek_first(akv_iter *it)
 {
     uint64_t before = akvi_thread_block_reads();
     akvi_merge_seek_first(it->mg);
-    skip_tombstones(it);
-    it->block_reads += akvi_thread_block_reads() - before;
+    settle(it, before);
 }
 
 void akv_iter_seek(akv_iter *it, const void *key, size_t klen)
 {
     uint64_t before = akvi_thread_block_reads();
     akvi_merge_seek(it->mg, key, klen);
-    skip_tombstones(it);
-    it->block_reads += akvi_thread_block_reads() - before;
+    settle(it, before);
 }
 
 int akv_iter_valid(const akv_iter *it)
@@ -99,8 +104,7 @@ void akv_iter_next(akv_iter *it)
         return;
     uint64_t before = akvi_thread_block_reads();
     akvi_merge_next(it->mg);
-    skip_tombstones(it);
-    it->block_reads += akvi_thread_block_reads() - before;
+    settle(it, before);
 }
 
 uint64_t akv_iter_block_reads(const akv_iter *it)

@@ -6,13 +6,12 @@
  * the adapted filter reaches its file on disk without waiting for close.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <dirent.h>
 
 #include "engine/adaptkv.h"
 #include "filters/filter.h"

@@ -76,29 +76,43 @@ static int by_cost_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* Weighted FPR over neg[from, to). */
-static double wfpr(const akv_filter *f, const akv_negative *neg, size_t from, size_t to)
+/* False positives among neg[from, to): their cost and their count. */
+typedef struct fp_sums {
+    double bad, total;
+    size_t fp, n;
+} fp_sums;
+
+static fp_sums sums(const akv_filter *f, const akv_negative *neg, size_t from, size_t to)
 {
-    double bad = 0, total = 0;
+    fp_sums s = {0, 0, 0, to - from};
     for (size_t i = from; i < to; i++) {
-        total += neg[i].cost;
-        if (akv_filter_may_contain(f, neg[i].h))
-            bad += neg[i].cost;
+        s.total += neg[i].cost;
+        if (akv_filter_may_contain(f, neg[i].h)) {
+            s.bad += neg[i].cost;
+            s.fp++;
+        }
     }
-    return total > 0 ? bad / total : 0;
+    return s;
 }
 
-/* Unweighted FPR over all negatives. For a filter that ignores costs (the
- * CBF) this is the expectation of its weighted FPR, which one seed's weighted
- * figure estimates poorly under skewed costs: under Zipf 1.0 the costliest
- * negative alone carries ~7% of the cost, so that figure jumps by 7 points
- * with one false positive. */
-static double fpr_all(const akv_filter *f, const akv_negative *neg, size_t nn)
+static fp_sums sums_add(fp_sums a, fp_sums b)
 {
-    size_t fp = 0;
-    for (size_t i = 0; i < nn; i++)
-        fp += akv_filter_may_contain(f, neg[i].h);
-    return nn ? (double)fp / (double)nn : 0;
+    return (fp_sums){a.bad + b.bad, a.total + b.total, a.fp + b.fp, a.n + b.n};
+}
+
+static double weighted(fp_sums s)
+{
+    return s.total > 0 ? s.bad / s.total : 0;
+}
+
+/* Unweighted FPR. For a filter that ignores costs (the CBF) this is the
+ * expectation of its weighted FPR, which one seed's weighted figure
+ * estimates poorly under skewed costs: under Zipf 1.0 the costliest negative
+ * alone carries ~7% of the cost, so that figure jumps by 7 points with one
+ * false positive. */
+static double unweighted(fp_sums s)
+{
+    return s.n ? (double)s.fp / (double)s.n : 0;
 }
 
 static uint64_t false_negatives(const akv_filter *f, const akv_hash *live, size_t n)
@@ -145,10 +159,11 @@ static size_t encoded_count(const akv_filter *f)
 static void report(unsigned round, const akv_filter *f, const akv_filter *cbf, const akv_negative *neg,
                    size_t nn, size_t top, uint64_t fn)
 {
+    fp_sums vul = sums(f, neg, 0, top), rest = sums(f, neg, top, nn), c = sums(cbf, neg, 0, nn);
     printf("{\"round\":%u,\"wfpr\":%.6g,\"wfpr_vulnerable\":%.6g,\"wfpr_others\":%.6g,\"cbf_wfpr\":%.6g,"
            "\"cbf_fpr\":%.6g,\"false_negatives\":%llu}\n",
-           round, wfpr(f, neg, 0, nn), wfpr(f, neg, 0, top), wfpr(f, neg, top, nn), wfpr(cbf, neg, 0, nn),
-           fpr_all(cbf, neg, nn), (unsigned long long)fn);
+           round, weighted(sums_add(vul, rest)), weighted(vul), weighted(rest), weighted(c), unweighted(c),
+           (unsigned long long)fn);
     fflush(stdout);
 }
 

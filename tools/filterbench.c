@@ -6,7 +6,9 @@
  * Keys: members are keys 0..N-1 of one key space; absent keys come from a
  * disjoint space. Queries are drawn from a universe of U absent keys
  * (uniform or Zipfian over it); without --universe every query is a fresh
- * absent key. All randomness is seeded (--seed).
+ * absent key. All randomness is seeded (--seed). With --baseline a second
+ * kind is built over the same keys and both are timed on the same queries
+ * in alternating rounds, so the speed ratio comes from one run.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,6 +46,10 @@ static void usage(FILE *out)
             "  --churn R              R rounds removing and re-inserting 10%% of the keys\n"
             "  --static               sscf: the paper's plain SSCF (5-bit counters, no runtime\n"
             "                         learning) instead of the default ada-SSCF\n"
+            "  --baseline KIND        also build KIND over the same keys and time both on the\n"
+            "                         same queries, alternating, in --rounds rounds; reports\n"
+            "                         medians and the speed-up (baseline ns / this filter's ns)\n"
+            "  --rounds R             timing rounds with --baseline (default 5)\n"
             "  --json                 one JSON object on stdout\n"
             "  --list                 list the filter kinds\n");
 }
@@ -127,6 +133,10 @@ static int parse_args(int argc, char **argv, fb_config *c)
             bad = parse_dist(v, &c->qdist);
         else if (!strcmp(a, "--costs") && v)
             bad = parse_dist(v, &c->costs);
+        else if (!strcmp(a, "--baseline") && v)
+            c->baseline = v;
+        else if (!strcmp(a, "--rounds") && v)
+            bad = parse_u64(v, &c->rounds) || c->rounds < 1 || c->rounds > 1000;
         else if (!strcmp(a, "--dataset") && v)
             c->dataset = v;
         else if (!strcmp(a, "--adapt"))
@@ -159,6 +169,16 @@ static int parse_args(int argc, char **argv, fb_config *c)
         fprintf(stderr, "filterbench: unknown filter kind '%s' (--list shows the kinds)\n", c->filter);
         return 2;
     }
+    if (c->baseline && !(c->baseline_kind = akv_filter_kind_by_name(c->baseline))) {
+        fprintf(stderr, "filterbench: unknown baseline kind '%s' (--list shows the kinds)\n", c->baseline);
+        return 2;
+    }
+    if (c->rounds && !c->baseline) {
+        fprintf(stderr, "filterbench: --rounds needs --baseline\n");
+        return 2;
+    }
+    if (c->baseline && !c->rounds)
+        c->rounds = 5;
     if ((c->params.flags & AKV_SHBF_SHIFTS_MASK) && strcmp(c->kind->name, "shbf") != 0) {
         fprintf(stderr, "filterbench: --shifts applies to shbf only\n");
         return 2;
@@ -203,5 +223,5 @@ int main(int argc, char **argv)
         fb_print_json(&c, &r, stdout);
     else
         fb_print_table(&c, &r, stdout);
-    return r.false_negatives ? 1 : 0;
+    return r.false_negatives || r.base.false_negatives ? 1 : 0;
 }

@@ -20,6 +20,9 @@ typedef struct fb_config {
     uint64_t keys, queries, universe, seed, negatives, churn;
     fb_dist qdist, costs;
     const char *dataset;
+    const char *baseline; /* --baseline: a second kind timed side by side */
+    const akv_filter_kind *baseline_kind;
+    uint64_t rounds; /* alternating timing rounds with --baseline */
     bool adapt, json;
     bool sscf_static; /* --static: the paper's plain SSCF */
 } fb_config;
@@ -38,6 +41,15 @@ typedef struct fb_result {
     uint64_t churn_rounds;
     double churn_fpr;
     char describe[512];
+    /* --baseline: the second filter over the same keys and query stream;
+     * ns are medians over the rounds, speed-ups medians of per-round ratios
+     * (baseline ns / this filter's ns). */
+    struct {
+        uint64_t memory_bytes, false_negatives;
+        double bits_per_key, fpr, fpr_theory, query_ns, batch_query_ns, words_per_query;
+    } base;
+    uint64_t rounds;
+    double query_speedup, batch_speedup;
 } fb_result;
 
 /* Zipfian sampler over ranks 0..n-1 (rank 0 most frequent). */

@@ -11,6 +11,26 @@ static void num(FILE *o, const char *name, double v)
         fprintf(o, ",\"%s\":null", name);
 }
 
+/* "baseline":{...} plus the ratios against it. */
+static void baseline_json(const fb_config *c, const fb_result *r, FILE *o)
+{
+    fprintf(o, ",\"rounds\":%llu,\"baseline\":{\"filter\":\"%s\",\"memory_bytes\":%llu",
+            (unsigned long long)r->rounds, c->baseline, (unsigned long long)r->base.memory_bytes);
+    num(o, "bits_per_key", r->base.bits_per_key);
+    fprintf(o, ",\"false_negatives\":%llu", (unsigned long long)r->base.false_negatives);
+    num(o, "fpr", r->base.fpr);
+    num(o, "fpr_theory", r->base.fpr_theory);
+    num(o, "query_ns", r->base.query_ns);
+    num(o, "batch_query_ns", r->base.batch_query_ns);
+    if (isfinite(r->base.words_per_query))
+        num(o, "word_reads_per_query", r->base.words_per_query);
+    fprintf(o, "}");
+    num(o, "query_speedup", r->query_speedup);
+    num(o, "batch_query_speedup", r->batch_speedup);
+    if (isfinite(r->words_per_query) && isfinite(r->base.words_per_query))
+        num(o, "word_reads_ratio", r->words_per_query / r->base.words_per_query);
+}
+
 void fb_print_json(const fb_config *c, const fb_result *r, FILE *o)
 {
     fprintf(o, "{\"filter\":\"%s\",\"keys\":%llu,\"queries\":%llu", c->filter, (unsigned long long)r->keys,
@@ -48,6 +68,8 @@ void fb_print_json(const fb_config *c, const fb_result *r, FILE *o)
     }
     if (r->describe[0])
         fprintf(o, ",\"params\":{%s}", r->describe);
+    if (c->baseline_kind)
+        baseline_json(c, r, o);
     fprintf(o, "}\n");
 }
 
@@ -59,7 +81,8 @@ void fb_print_table(const fb_config *c, const fb_result *r, FILE *o)
     fprintf(o, "%-22s %llu\n", "false negatives", (unsigned long long)r->false_negatives);
     fprintf(o, "%-22s %.6f\n", "FPR", r->fpr);
     if (isfinite(r->fpr_theory))
-        fprintf(o, "%-22s %.6f (measured/theory %.3f)\n", "FPR theory", r->fpr_theory, r->fpr / r->fpr_theory);
+        fprintf(o, "%-22s %.6f (measured/theory %.3f)\n", "FPR theory", r->fpr_theory,
+                r->fpr / r->fpr_theory);
     fprintf(o, "%-22s %.1f\n", "insert ns", r->insert_ns);
     fprintf(o, "%-22s %.1f\n", "query ns", r->query_ns);
     fprintf(o, "%-22s %.1f\n", "query ns (batched)", r->batch_query_ns);
@@ -75,4 +98,17 @@ void fb_print_table(const fb_config *c, const fb_result *r, FILE *o)
     if (c->churn)
         fprintf(o, "%-22s %llu rounds, mean FPR %.6f\n", "churn", (unsigned long long)r->churn_rounds,
                 r->churn_fpr);
+    if (!c->baseline_kind)
+        return;
+    fprintf(o, "\nbaseline %s, same keys and queries, %llu alternating rounds (ns are medians)\n",
+            c->baseline, (unsigned long long)r->rounds);
+    fprintf(o, "%-22s %.3f\n", "bits/key (measured)", r->base.bits_per_key);
+    fprintf(o, "%-22s %llu\n", "false negatives", (unsigned long long)r->base.false_negatives);
+    fprintf(o, "%-22s %.6f\n", "FPR", r->base.fpr);
+    fprintf(o, "%-22s %.1f (%s is %.2fx as fast)\n", "query ns", r->base.query_ns, c->filter,
+            r->query_speedup);
+    fprintf(o, "%-22s %.1f (%.2fx)\n", "query ns (batched)", r->base.batch_query_ns, r->batch_speedup);
+    if (isfinite(r->words_per_query) && isfinite(r->base.words_per_query))
+        fprintf(o, "%-22s %.3f (%s reads %.3fx as many)\n", "words/query", r->base.words_per_query, c->filter,
+                r->words_per_query / r->base.words_per_query);
 }

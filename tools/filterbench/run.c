@@ -256,12 +256,15 @@ static int measure(const fb_config *c, inputs *in, akv_filter *f, fb_result *r)
     if (!q)
         return AKV_ENOMEM;
     r->queries = c->queries;
-    uint64_t fp = count_fp(f, q, c->queries, &r->query_ns);
-    if (count_fp_batched(f, q, c->queries, &r->batch_query_ns) != fp) {
+    double qns, bns;
+    uint64_t fp = count_fp(f, q, c->queries, &qns);
+    if (count_fp_batched(f, q, c->queries, &bns) != fp) {
         free(q);
         snprintf(r->error, sizeof r->error, "batched queries answered differently from single ones");
         return AKV_EINVAL;
     }
+    if (!r->rounds) /* else the paired rounds' medians stand */
+        r->query_ns = qns, r->batch_query_ns = bns;
     r->fpr = c->queries ? (double)fp / (double)c->queries : 0;
     r->fpr_before = r->fpr_after = r->fpr;
     measure_words(f, q, c->queries, r);
@@ -297,6 +300,106 @@ static int measure(const fb_config *c, inputs *in, akv_filter *f, fb_result *r)
     return rc;
 }
 
+/* ---- --baseline: two filters timed side by side ------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, uint64_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+typedef struct timings {
+    double single[2], batch[2]; /* [0] this filter, [1] the baseline */
+} timings;
+
+/* One round: both filters, single then batched passes, in the given order.
+ * Every pass must count the same false positives as the first one did. */
+static int time_round(akv_filter *const fs[2], const akv_hash *q, uint64_t n, const uint64_t fp[2], int first,
+                      timings *t)
+{
+    for (int j = 0; j < 2; j++) {
+        int i = j ? 1 - first : first;
+        if (count_fp(fs[i], q, n, &t->single[i]) != fp[i] ||
+            count_fp_batched(fs[i], q, n, &t->batch[i]) != fp[i])
+            return AKV_EINVAL;
+    }
+    return AKV_OK;
+}
+
+static void fill_baseline(const akv_filter *b, const inputs *in, const akv_hash *q, uint64_t fp,
+                          const fb_config *c, fb_result *r)
+{
+    fb_result tmp;
+    r->base.memory_bytes = akv_filter_memory(b);
+    r->base.bits_per_key = in->n ? (double)r->base.memory_bytes * 8.0 / (double)in->n : 0;
+    r->base.false_negatives = count_fn(b, in->keys, in->n);
+    r->base.fpr = c->queries ? (double)fp / (double)c->queries : 0;
+    r->base.fpr_theory = b->kind->fpr_theory ? b->kind->fpr_theory(b) : NAN;
+    measure_words(b, q, c->queries, &tmp);
+    r->base.words_per_query = tmp.words_per_query;
+}
+
+/* R rounds over the same absent-key stream, alternating which filter goes
+ * first, so that drift in the host's load falls on both alike. */
+static int paired_rounds(const fb_config *c, const inputs *in, akv_filter *f, akv_filter *b, fb_result *r)
+{
+    uint64_t n = c->rounds;
+    akv_hash *q = query_stream(c, SPACE_ABSENT, c->seed * 101);
+    double *v = malloc(6 * n * sizeof *v); /* six series of n values */
+    if (!q || !v)
+        return free(q), free(v), AKV_ENOMEM;
+    double *ns = v, *bns = v + n, *base = v + 2 * n, *bbase = v + 3 * n, *ratio = v + 4 * n,
+           *bratio = v + 5 * n;
+    akv_filter *const fs[2] = {f, b};
+    uint64_t fp[2] = {count_fp(f, q, c->queries, NULL), count_fp(b, q, c->queries, NULL)};
+    int rc = AKV_OK;
+    for (uint64_t i = 0; rc == AKV_OK && i < n; i++) {
+        timings t;
+        rc = time_round(fs, q, c->queries, fp, (int)(i % 2), &t);
+        ns[i] = t.single[0], bns[i] = t.batch[0], base[i] = t.single[1], bbase[i] = t.batch[1];
+        ratio[i] = t.single[1] / t.single[0], bratio[i] = t.batch[1] / t.batch[0];
+    }
+    if (rc == AKV_OK) {
+        r->rounds = n;
+        r->query_ns = median(ns, n), r->batch_query_ns = median(bns, n);
+        r->base.query_ns = median(base, n), r->base.batch_query_ns = median(bbase, n);
+        r->query_speedup = median(ratio, n), r->batch_speedup = median(bratio, n);
+        fill_baseline(b, in, q, fp[1], c, r);
+    } else {
+        snprintf(r->error, sizeof r->error, "a timing pass answered differently from the first pass");
+    }
+    free(v);
+    free(q);
+    return rc;
+}
+
+/* The baseline gets the same keys, bits/key, seed and negatives, and its
+ * kind's defaults for everything else. */
+static int run_baseline(const fb_config *c, const inputs *in, akv_filter *f, fb_result *r)
+{
+    fb_config bc = *c;
+    fb_result br;
+    memset(&br, 0, sizeof br);
+    bc.kind = c->baseline_kind;
+    akv_filter_params_init(&bc.params);
+    bc.params.bits_per_key = c->params.bits_per_key;
+    akv_filter *b = NULL;
+    int rc = build(&bc, in, &b, &br);
+    if (rc != AKV_OK)
+        snprintf(r->error, sizeof r->error, "baseline %.32s: %.200s", c->baseline,
+                 br.error[0] ? br.error : akv_strerror(rc));
+    else
+        rc = paired_rounds(c, in, f, b, r);
+    akv_filter_destroy(b);
+    return rc;
+}
+
 int fb_run(const fb_config *c, fb_result *r)
 {
     inputs in = {0};
@@ -304,6 +407,8 @@ int fb_run(const fb_config *c, fb_result *r)
     akv_filter *f = NULL;
     if (rc == AKV_OK)
         rc = build(c, &in, &f, r);
+    if (rc == AKV_OK && c->baseline_kind) /* before adapt/churn change f or the keys */
+        rc = run_baseline(c, &in, f, r);
     if (rc == AKV_OK) {
         /* churn grows the key array by at most 10% per round: room for it */
         akv_hash *grown = realloc(in.keys, (in.n + in.n / 10 + 1) * sizeof *in.keys);

@@ -11,10 +11,27 @@
  * bit (ab) per counter: absorb() marks a learned negative's counters, and a
  * marked counter seals (nc = 1) as soon as its positive count is zero.
  *
- * Layout: pc as 4-bit nibbles, nc and ab as bitsets, HM cells as nibbles
- * (bit 0 = backup index mi, bits 1..3 = lock count mc). Memory =
- * bits_per_key × capacity: 10% HM, the rest counters of 6 bits (5 without
- * the adaptive bit, AKV_SSCF_STATIC).
+ * Counter layouts. The paper's ("wide", AKV_SSCF_WIDE) stores pc as a 4-bit
+ * nibble next to an nc bit and, for ada-SSCF, an ab bit: 6 bits a counter
+ * (5 static). The default ("packed") stores one 4-bit state code per
+ * counter, because the three fields are far from independent: nc is only
+ * ever set where pc = 0 and sealed counters hold few keys, ab matters only
+ * until its counter empties. Codes:
+ *
+ *   0..6    pc = code                  (unsealed, unmarked)
+ *   7       pc ≥ 7, sticky             (unsealed; a mark is dropped)
+ *   8, 9    pc = 1, 2, marked (ab)     (seals when it empties)
+ *   10..15  pc = code − 10, sealed     (15: pc ≥ 5, sticky)
+ *
+ * An absorbed negative's counter holding 3..6 keys is not marked, and a
+ * marked one that reaches 3 turns sticky: such counters never seal, which
+ * only forgoes a little protection. Sticky counts only add false
+ * positives, as in any CBF. So at equal memory the packed filter has 5/4
+ * (static) or 6/4 (ada) as many counters as the paper's layout — which is
+ * what the cost-weighted FPR of the negatives the filter does not know
+ * about depends on. HM cells are nibbles in both layouts (bit 0 = backup
+ * index mi, bits 1..3 = lock count mc). Memory = bits_per_key × capacity:
+ * 10% HM, the rest counters.
  *
  * Concurrency: one mutator at a time (a mutex), queries lock-free. Every
  * byte is read and written atomically (relaxed), and no state a present key
@@ -39,10 +56,11 @@
 
 #define SSCF_MAX_K      16
 #define SSCF_KHAT       2  /* backup functions (η2 = 1 bit) */
-#define SSCF_PC_MAX     15 /* θ2 = 4 bits */
+#define SSCF_PC_MAX     15 /* θ2 = 4 bits (wide layout; sticky) */
 #define SSCF_MC_MAX     7  /* η1 = 3 bits */
 #define SSCF_HM_SHARE   0.10
 #define SSCF_SEAL_SHARE 0.10 /* default encoding stops at this share of sealed counters */
+#define LAYOUT_PACKED   1    /* payload's layout field: 0 = wide */
 
 typedef struct sscf {
     akv_filter base;
@@ -50,6 +68,7 @@ typedef struct sscf {
     uint64_t nhm; /* HashModulator cells */
     uint32_t k;
     bool adaptive;
+    bool wide; /* the paper's layout: pc nibbles + nc (+ ab) bitsets */
     uint64_t capacity;
     uint8_t *pc, *nc, *ab, *hm;
     pthread_mutex_t wlock;
@@ -103,26 +122,86 @@ static inline uint64_t hmpos(const sscf *s, akv_hash h)
     return akv_reduce(akv_hash_nth(h, 31), s->nhm);
 }
 
-/* ---- counters (writer side) ---------------------------------------------- */
+/* ---- counters ------------------------------------------------------------ */
+
+/* Packed state codes (see the top of the file). */
+enum { CODE_A_MAX = 6, CODE_SAT = 7, CODE_B1 = 8, CODE_B2 = 9, CODE_C0 = 10, CODE_C_STICKY = 15 };
+static const uint8_t code_pc[16] = {0, 1, 2, 3, 4, 5, 6, 7, 1, 2, 0, 1, 2, 3, 4, 5};
+
+typedef struct cell {
+    unsigned pc; /* keys counted (a sticky count is ≥ 1) */
+    bool sealed; /* nc */
+    bool sticky; /* saturated: never moves again */
+} cell;
+
+/* One counter, read as a whole: the packed code is one atomic byte load. */
+static inline cell cell_at(const sscf *s, uint64_t j)
+{
+    unsigned v = nib_get(s->pc, j);
+    if (s->wide)
+        return (cell){v, bit_get(s->nc, j), v == SSCF_PC_MAX};
+    return (cell){code_pc[v], v >= CODE_C0, v == CODE_SAT || v == CODE_C_STICKY};
+}
+
+static unsigned packed_inc(unsigned v)
+{
+    if (v == CODE_A_MAX || v == CODE_B2)
+        return CODE_SAT; /* a marked counter at 3 keys drops its mark */
+    return v == CODE_SAT || v == CODE_C_STICKY ? v : v + 1;
+}
+
+static unsigned packed_dec(unsigned v)
+{
+    if (v == CODE_B1)
+        return CODE_C0; /* a marked counter seals as it empties (transport) */
+    if (v == 0 || v == CODE_SAT || v == CODE_C0 || v == CODE_C_STICKY)
+        return v;
+    return v - 1;
+}
 
 static void inc_pc(sscf *s, uint64_t j)
 {
-    unsigned v = nib_get(s->pc, j);
-    if (v == SSCF_PC_MAX)
+    unsigned v = nib_get(s->pc, j), n;
+    if (s->wide)
+        n = v == SSCF_PC_MAX ? v : v + 1;
+    else
+        n = packed_inc(v);
+    if (n == v)
         return;
-    nib_set(s->pc, j, v + 1);
-    s->pc_sat += v + 1 == SSCF_PC_MAX;
+    nib_set(s->pc, j, n);
+    s->pc_sat += cell_at(s, j).sticky;
 }
 
 /* A learned negative's counter seals the moment it empties (transport). */
 static void dec_pc(sscf *s, uint64_t j)
 {
     unsigned v = nib_get(s->pc, j);
+    if (!s->wide) {
+        nib_set(s->pc, j, packed_dec(v));
+        return;
+    }
     if (v == SSCF_PC_MAX || v == 0)
         return;
     nib_set(s->pc, j, v - 1);
     if (v == 1 && s->adaptive && bit_get(s->ab, j))
         bit_set(s->nc, j);
+}
+
+/* A negative's counter: sealed now if empty; with `mark` (ada-SSCF) a
+ * non-empty one is marked so that it seals when it empties. */
+static void seal_or_mark(sscf *s, uint64_t j, bool mark)
+{
+    unsigned v = nib_get(s->pc, j);
+    if (s->wide) {
+        if (mark)
+            bit_set(s->ab, j);
+        if (v == 0)
+            bit_set(s->nc, j);
+    } else if (v == 0) {
+        nib_set(s->pc, j, CODE_C0);
+    } else if (mark && (v == 1 || v == 2)) {
+        nib_set(s->pc, j, v - 1 + CODE_B1);
+    }
 }
 
 static inline unsigned mc_of(unsigned cell)
@@ -154,7 +233,7 @@ static int first_sealed(const sscf *s, akv_hash h, uint64_t *pos)
     int idx = -1;
     for (uint32_t i = 0; i < s->k; i++) {
         pos[i] = ipos(s, h, i);
-        if (idx < 0 && bit_get(s->nc, pos[i]))
+        if (idx < 0 && cell_at(s, pos[i]).sealed)
             idx = (int)i;
     }
     return idx;
@@ -176,11 +255,11 @@ static void do_insert(sscf *s, akv_hash h)
     int t = -1;
     if (mc_of(cell) == 0) {
         for (unsigned b = 0; b < SSCF_KHAT && t < 0; b++)
-            if (!bit_get(s->nc, bpos(s, h, b)))
+            if (!cell_at(s, bpos(s, h, b)).sealed)
                 t = (int)b;
         if (t >= 0)
             nib_set(s->hm, c, (cell & ~1u) | (unsigned)t);
-    } else if (!bit_get(s->nc, bpos(s, h, cell & 1))) {
+    } else if (!cell_at(s, bpos(s, h, cell & 1)).sealed) {
         t = (int)(cell & 1);
     }
     if (t >= 0) {
@@ -200,20 +279,20 @@ static bool sscf_may_contain(const akv_filter *f, akv_hash h)
     const sscf *s = (const sscf *)f;
     bool skipped = false;
     for (uint32_t i = 0; i < s->k; i++) {
-        uint64_t j = ipos(s, h, i);
-        if (nib_get(s->pc, j) != 0)
+        cell c = cell_at(s, ipos(s, h, i));
+        if (c.pc != 0)
             continue;
-        if (skipped || !bit_get(s->nc, j))
+        if (skipped || !c.sealed)
             return false;
         skipped = true;
     }
     if (!skipped)
         return true;
-    unsigned cell = nib_get(s->hm, hmpos(s, h));
-    if (mc_of(cell) == 0)
+    unsigned hm = nib_get(s->hm, hmpos(s, h));
+    if (mc_of(hm) == 0)
         return false;
-    uint64_t j = bpos(s, h, cell & 1);
-    return !bit_get(s->nc, j) && nib_get(s->pc, j) != 0;
+    cell b = cell_at(s, bpos(s, h, hm & 1));
+    return !b.sealed && b.pc != 0;
 }
 
 /* The counters INSERT incremented for h (with multiplicity) and its HM cell
@@ -236,7 +315,7 @@ static unsigned removal_plan(const sscf *s, akv_hash h, uint64_t *dec, uint64_t 
         return n;
     }
     uint64_t b = bpos(s, h, cell & 1);
-    dec[n++] = bit_get(s->nc, b) ? pos[old] : b;
+    dec[n++] = cell_at(s, b).sealed ? pos[old] : b;
     *cell_out = c;
     return n;
 }
@@ -245,10 +324,11 @@ static unsigned removal_plan(const sscf *s, akv_hash h, uint64_t *dec, uint64_t 
 static bool plan_feasible(const sscf *s, const uint64_t *dec, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
-        unsigned need = 0, v = nib_get(s->pc, dec[i]);
+        unsigned need = 0;
+        cell c = cell_at(s, dec[i]);
         for (unsigned j = 0; j < n; j++)
             need += dec[j] == dec[i];
-        if (v != SSCF_PC_MAX && v < need)
+        if (!c.sticky && c.pc < need)
             return false;
     }
     return true;
@@ -289,13 +369,8 @@ static int sscf_remove(akv_filter *f, akv_hash h)
 /* ada-SSCF: seal what can be sealed now; the rest seals when it empties. */
 static void do_absorb(sscf *s, akv_hash h)
 {
-    for (uint32_t i = 0; i < s->k; i++) {
-        uint64_t j = ipos(s, h, i);
-        if (s->adaptive)
-            bit_set(s->ab, j);
-        if (nib_get(s->pc, j) == 0)
-            bit_set(s->nc, j);
-    }
+    for (uint32_t i = 0; i < s->k; i++)
+        seal_or_mark(s, ipos(s, h, i), s->adaptive);
 }
 
 static int sscf_absorb(akv_filter *f, akv_hash h)
@@ -312,7 +387,7 @@ static int sscf_absorb(akv_filter *f, akv_hash h)
 
 /* ---- create: sizing and encoding ----------------------------------------- */
 
-static sscf *sscf_alloc(uint64_t m, uint64_t nhm, bool adaptive)
+static sscf *sscf_alloc(uint64_t m, uint64_t nhm, bool adaptive, bool wide)
 {
     sscf *s = calloc(1, sizeof *s);
     if (!s)
@@ -320,13 +395,14 @@ static sscf *sscf_alloc(uint64_t m, uint64_t nhm, bool adaptive)
     s->m = m;
     s->nhm = nhm;
     s->adaptive = adaptive;
+    s->wide = wide;
     s->pc = calloc(1, (size_t)(m + 1) / 2 + 1);
-    s->nc = calloc(1, akv_bits_bytes(m));
-    s->ab = adaptive ? calloc(1, akv_bits_bytes(m)) : NULL;
+    s->nc = wide ? calloc(1, akv_bits_bytes(m)) : NULL;
+    s->ab = wide && adaptive ? calloc(1, akv_bits_bytes(m)) : NULL;
     s->hm = calloc(1, (size_t)(nhm + 1) / 2 + 1);
     pthread_mutex_init(&s->wlock, NULL);
     s->base.kind = &akv_kind_sscf;
-    if (!s->pc || !s->nc || (adaptive && !s->ab) || !s->hm) {
+    if (!s->pc || (wide && !s->nc) || (wide && adaptive && !s->ab) || !s->hm) {
         akv_kind_sscf.destroy(&s->base);
         return NULL;
     }
@@ -412,10 +488,8 @@ static int encode_vulnerable(sscf *s, const akv_negative *neg, size_t n_neg, uin
     for (; i < top && (!seal_cap || sealed < seal_cap); i++)
         for (uint32_t t = 0; t < s->k; t++) {
             uint64_t j = ipos(s, r[i].h, t);
-            sealed += !bit_get(s->nc, j);
-            bit_set(s->nc, j);
-            if (s->adaptive)
-                bit_set(s->ab, j);
+            sealed += !cell_at(s, j).sealed;
+            seal_or_mark(s, j, s->adaptive);
         }
     s->encoded = i;
     free(r);
@@ -424,7 +498,8 @@ static int encode_vulnerable(sscf *s, const akv_negative *neg, size_t n_neg, uin
 
 static int sscf_create(const akv_filter_params *p, const akv_negative *neg, size_t n_neg, akv_filter **out)
 {
-    bool adaptive = !(p->flags & AKV_SSCF_STATIC);
+    bool adaptive = !(p->flags & AKV_SSCF_STATIC), wide = p->flags & AKV_SSCF_WIDE;
+    unsigned cbits = wide ? (adaptive ? 6 : 5) : 4; /* bits per counter */
     unsigned ratio = (p->flags >> 8) & 0xffu;
     if (p->num_hashes > SSCF_MAX_K || ratio > 100)
         return AKV_EINVAL;
@@ -433,10 +508,10 @@ static int sscf_create(const akv_filter_params *p, const akv_negative *neg, size
     uint64_t nhm = (uint64_t)(total * SSCF_HM_SHARE) / 4;
     nhm = nhm < 16 ? 16 : nhm;
     double sca = total - 4.0 * (double)nhm;
-    uint64_t m = sca > 64 * 6 ? (uint64_t)(sca / (adaptive ? 6 : 5)) : 64;
-    double per_key = p->bits_per_key * (1 - SSCF_HM_SHARE) / (adaptive ? 6 : 5); /* counters per key */
+    uint64_t m = sca > 64 * 6 ? (uint64_t)(sca / cbits) : 64;
+    double per_key = p->bits_per_key * (1 - SSCF_HM_SHARE) / cbits; /* counters per key */
     long k = p->num_hashes ? (long)p->num_hashes : (long)floor(M_LN2 * per_key);
-    sscf *s = sscf_alloc(m, nhm, adaptive);
+    sscf *s = sscf_alloc(m, nhm, adaptive, wide);
     if (!s)
         return AKV_ENOMEM;
     s->k = (uint32_t)(k < 1 ? 1 : k > SSCF_MAX_K ? SSCF_MAX_K : k);
@@ -475,11 +550,16 @@ static uint64_t hm_bytes(const sscf *s)
 {
     return (s->nhm + 1) / 2;
 }
+/* The wide layout's nc (and ab) bitsets; the packed one has none. */
+static uint64_t flag_bytes(const sscf *s)
+{
+    return s->wide ? bitset_bytes(s->m) * (s->adaptive ? 2 : 1) : 0;
+}
 
 static size_t sscf_memory(const akv_filter *f)
 {
     const sscf *s = (const sscf *)f;
-    return (size_t)(pc_bytes(s) + bitset_bytes(s->m) * (s->adaptive ? 2 : 1) + hm_bytes(s));
+    return (size_t)(pc_bytes(s) + flag_bytes(s) + hm_bytes(s));
 }
 
 int akv_sscf_nonzero(const akv_filter *f, uint64_t *pc_nonzero, uint64_t *mc_nonzero, uint64_t *saturated)
@@ -489,9 +569,9 @@ int akv_sscf_nonzero(const akv_filter *f, uint64_t *pc_nonzero, uint64_t *mc_non
     const sscf *s = (const sscf *)f;
     uint64_t a = 0, b = 0, sat = 0;
     for (uint64_t j = 0; j < s->m; j++) {
-        unsigned v = nib_get(s->pc, j);
-        a += v != 0 && v != SSCF_PC_MAX;
-        sat += v == SSCF_PC_MAX;
+        cell c = cell_at(s, j);
+        a += c.pc != 0 && !c.sticky;
+        sat += c.sticky;
     }
     for (uint64_t c = 0; c < s->nhm; c++) {
         unsigned v = mc_of(nib_get(s->hm, c));
@@ -511,7 +591,7 @@ static void sscf_stats(const akv_filter *f, akv_filter_stats *out)
     out->absorbed = s->absorbed;
     out->capacity = s->capacity;
     out->adaptations = s->modulated;
-    out->adapt_bits = s->m * (s->adaptive ? 2 : 1) + 4 * s->nhm;
+    out->adapt_bits = 8 * flag_bytes(s) + 4 * s->nhm;
     pthread_mutex_unlock(&s->wlock);
 }
 
@@ -521,13 +601,14 @@ static int sscf_describe(const akv_filter *f, char *buf, size_t cap)
     pthread_mutex_lock(&s->wlock);
     int n = snprintf(
         buf, cap,
-        "\"m\":%llu,\"k\":%u,\"hm_cells\":%llu,\"adaptive\":%s,\"capacity\":%llu,\"encoded\":%llu,"
+        "\"m\":%llu,\"k\":%u,\"hm_cells\":%llu,\"adaptive\":%s,\"layout\":\"%s\",\"capacity\":%llu,"
+        "\"encoded\":%llu,"
         "\"absorbed\":%llu,\"modulated\":%llu,\"modulation_failed\":%llu,\"pc_saturations\":%llu,"
         "\"mc_saturations\":%llu",
         (unsigned long long)s->m, s->k, (unsigned long long)s->nhm, s->adaptive ? "true" : "false",
-        (unsigned long long)s->capacity, (unsigned long long)s->encoded, (unsigned long long)s->absorbed,
-        (unsigned long long)s->modulated, (unsigned long long)s->mod_failed, (unsigned long long)s->pc_sat,
-        (unsigned long long)s->mc_sat);
+        s->wide ? "wide" : "packed", (unsigned long long)s->capacity, (unsigned long long)s->encoded,
+        (unsigned long long)s->absorbed, (unsigned long long)s->modulated, (unsigned long long)s->mod_failed,
+        (unsigned long long)s->pc_sat, (unsigned long long)s->mc_sat);
     pthread_mutex_unlock(&s->wlock);
     return n;
 }
@@ -540,7 +621,7 @@ static int sscf_save(const akv_filter *f, uint8_t *buf, size_t *len)
     akv_wbuf w = {buf, 0};
     akv_w_u8(&w, s->adaptive);
     akv_w_u8(&w, (uint8_t)s->k);
-    akv_w_u16(&w, 0);
+    akv_w_u16(&w, s->wide ? 0 : LAYOUT_PACKED);
     akv_w_u64(&w, s->m);
     akv_w_u64(&w, s->nhm);
     uint64_t hdr[] = {s->capacity,  f->n_keys,     s->encoded, s->absorbed,
@@ -548,8 +629,9 @@ static int sscf_save(const akv_filter *f, uint8_t *buf, size_t *len)
     for (size_t i = 0; i < sizeof hdr / sizeof *hdr; i++)
         akv_w_u64(&w, hdr[i]);
     akv_w_bytes(&w, s->pc, (size_t)pc_bytes(s));
-    akv_w_bytes(&w, s->nc, (size_t)bitset_bytes(s->m));
-    if (s->adaptive)
+    if (s->wide)
+        akv_w_bytes(&w, s->nc, (size_t)bitset_bytes(s->m));
+    if (s->wide && s->adaptive)
         akv_w_bytes(&w, s->ab, (size_t)bitset_bytes(s->m));
     akv_w_bytes(&w, s->hm, (size_t)hm_bytes(s));
     pthread_mutex_unlock(&s->wlock);
@@ -564,28 +646,29 @@ static bool bits_tail_clean(const uint8_t *b, uint64_t nbits)
 
 static bool sscf_arrays_valid(const sscf *s)
 {
-    bool ok = bits_tail_clean(s->nc, s->m) && (!s->adaptive || bits_tail_clean(s->ab, s->m));
+    bool ok = !s->wide || (bits_tail_clean(s->nc, s->m) && (!s->adaptive || bits_tail_clean(s->ab, s->m)));
     ok = ok && (!(s->m & 1) || (s->pc[s->m >> 1] >> 4) == 0);
     return ok && (!(s->nhm & 1) || (s->hm[s->nhm >> 1] >> 4) == 0);
 }
 
+/* Payload version 1 (before the packed layout) always holds the wide one. */
 static int sscf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
-    (void)ver;
     akv_rbuf r = {buf, len, 0, false};
     uint8_t adaptive = akv_r_u8(&r), k = akv_r_u8(&r);
-    uint16_t rsv = akv_r_u16(&r);
+    uint16_t layout = akv_r_u16(&r);
+    bool wide = layout == 0;
     uint64_t m = akv_r_u64(&r), nhm = akv_r_u64(&r), hdr[8];
     for (size_t i = 0; i < 8; i++)
         hdr[i] = akv_r_u64(&r);
     uint64_t room = r.err ? 0 : (uint64_t)(len - r.off) * 8;
-    if (r.err || adaptive > 1 || k < 1 || k > SSCF_MAX_K || rsv || m < 64 || m > room || nhm < 16 ||
-        nhm > room || hdr[0] == 0)
+    if (r.err || adaptive > 1 || k < 1 || k > SSCF_MAX_K || layout > LAYOUT_PACKED || (ver < 2 && !wide) ||
+        m < 64 || m > room || nhm < 16 || nhm > room || hdr[0] == 0)
         return AKV_ECORRUPT;
-    uint64_t need = (m + 1) / 2 + bitset_bytes(m) * (adaptive ? 2 : 1) + (nhm + 1) / 2;
+    uint64_t need = (m + 1) / 2 + (wide ? bitset_bytes(m) * (adaptive ? 2 : 1) : 0) + (nhm + 1) / 2;
     if (need != len - r.off || hdr[2] > hdr[0] || hdr[6] > m || hdr[7] > nhm)
         return AKV_ECORRUPT;
-    sscf *s = sscf_alloc(m, nhm, adaptive);
+    sscf *s = sscf_alloc(m, nhm, adaptive, wide);
     if (!s)
         return AKV_ENOMEM;
     s->k = k;
@@ -598,8 +681,9 @@ static int sscf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **
     s->pc_sat = hdr[6];
     s->mc_sat = hdr[7];
     akv_r_bytes(&r, s->pc, (size_t)pc_bytes(s));
-    akv_r_bytes(&r, s->nc, (size_t)bitset_bytes(m));
-    if (adaptive)
+    if (wide)
+        akv_r_bytes(&r, s->nc, (size_t)bitset_bytes(m));
+    if (wide && adaptive)
         akv_r_bytes(&r, s->ab, (size_t)bitset_bytes(m));
     akv_r_bytes(&r, s->hm, (size_t)hm_bytes(s));
     if (!akv_r_done(&r) || !sscf_arrays_valid(s)) {
@@ -638,7 +722,7 @@ static double sscf_fpr_theory(const akv_filter *f)
 const akv_filter_kind akv_kind_sscf = {
     .name = "sscf",
     .id = 30,
-    .payload_version = 1,
+    .payload_version = 2,
     .flags = AKV_FK_DYNAMIC | AKV_FK_ABSORB | AKV_FK_COSTED | AKV_FK_CONCURRENT,
     .summary = "Seesaw Counting Filter (ada-SSCF): counting filter guarding costly negatives, learns more at "
                "runtime",

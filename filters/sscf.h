@@ -3,8 +3,13 @@
  * `cbf` (counting Bloom filter) kinds beyond the slot interface.
  *
  * sscf params.flags:
- *   AKV_SSCF_STATIC   plain SSCF: no adaptive bits, absorb() is AKV_ENOTSUP,
- *                     counters cost 5 bits instead of 6 (the paper's SSCF)
+ *   AKV_SSCF_STATIC   plain SSCF: absorb() is AKV_ENOTSUP (with
+ *                     AKV_SSCF_WIDE, counters cost 5 bits instead of 6)
+ *   AKV_SSCF_WIDE     the paper's counter layout: a 4-bit count plus a
+ *                     sealed bit (and an adaptive bit unless STATIC) per
+ *                     counter. Default: one 4-bit state code per counter,
+ *                     so 5/4 or 6/4 as many counters in the same memory
+ *                     (sscf.c explains the codes)
  *   bits 8..15        vulnerable ratio in percent: this share of
  *                     expected_keys of the costliest create-time negatives
  *                     is encoded. 0 = default: every given negative (up to
@@ -18,7 +23,7 @@
 
 #include "filters/filter.h"
 
-enum { AKV_SSCF_STATIC = 1u << 0 };
+enum { AKV_SSCF_STATIC = 1u << 0, AKV_SSCF_WIDE = 1u << 1 };
 #define AKV_SSCF_RATIO_FLAGS(pct) (((uint32_t)(pct)&0xffu) << 8)
 
 /* Counters not back at zero: positive cells (pc) and HashModulator locks

@@ -11,13 +11,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
+#include "filters/filter.h"
 #include "filters/sscf.h"
 #include "support/filter_props.h"
 
 static const akv_filter_kind *kind(void)
 {
     return akv_filter_kind_by_name("sscf");
+}
+
+static void reseal(uint8_t *buf, size_t len)
+{
+    uint64_t x = XXH64(buf, len - 8, 0);
+    for (int i = 0; i < 8; i++)
+        buf[len - 8 + i] = (uint8_t)(x >> (8 * i));
 }
 
 static akv_negative *make_negatives(uint64_t space, size_t n)
@@ -43,15 +52,22 @@ static akv_filter *create(double bpk, uint64_t cap, uint32_t flags, const akv_ne
     return f;
 }
 
-/* Every counter back at zero, except sticky-saturated ones, which only
- * overloaded configurations (tiny budgets, many duplicates) may have. */
-static void check_zero(const akv_filter *f, bool may_saturate)
+static uint64_t described(const akv_filter *f, const char *name);
+
+/* Both counter layouts, each static and adaptive. */
+static const uint32_t layouts[] = {0, AKV_SSCF_STATIC, AKV_SSCF_WIDE, AKV_SSCF_WIDE | AKV_SSCF_STATIC};
+#define N_LAYOUTS (sizeof layouts / sizeof *layouts)
+
+/* Every counter back at zero, except at most max_sat sticky-saturated ones
+ * (overloaded configurations, or the packed layout's low sticky counts on
+ * sealed and marked counters). */
+static void check_zero(const akv_filter *f, uint64_t max_sat)
 {
     uint64_t pc, mc, sat;
     cr_assert_eq(akv_sscf_nonzero(f, &pc, &mc, &sat), AKV_OK);
     cr_assert(pc == 0 && mc == 0, "after removing every key: %llu pc and %llu mc counters non-zero",
               (unsigned long long)pc, (unsigned long long)mc);
-    cr_assert(may_saturate || sat == 0, "%llu counters saturated", (unsigned long long)sat);
+    cr_assert_leq(sat, max_sat, "%llu counters saturated", (unsigned long long)sat);
 }
 
 /* A model of the live multiset drives random inserts, removes and absorbs;
@@ -87,7 +103,7 @@ static void churn(double bpk, uint32_t flags, uint64_t seed, size_t cap, size_t 
         cr_assert(akv_filter_may_contain(f, live[i]), "false negative after churn");
     while (n)
         cr_assert_eq(akv_filter_remove(f, live[--n]), AKV_OK);
-    check_zero(f, true); /* 2× capacity with duplicates: may saturate */
+    check_zero(f, UINT64_MAX); /* 2× capacity with duplicates: may saturate */
     akv_filter_destroy(f);
     free(live);
     free(neg);
@@ -97,24 +113,29 @@ Test(sscf, no_false_negatives_under_churn_and_counters_return_to_zero)
 {
     static const double bpks[] = {8, 20, 36};
     for (size_t b = 0; b < 3; b++)
-        for (uint64_t seed = 1; seed <= 2; seed++) {
-            churn(bpks[b], 0, seed, 5000, 200000);
-            churn(bpks[b], AKV_SSCF_STATIC, seed + 10, 5000, 100000);
-        }
+        for (uint64_t seed = 1; seed <= 2; seed++)
+            for (size_t l = 0; l < N_LAYOUTS; l++)
+                churn(bpks[b], layouts[l], seed + 10 * l, 5000,
+                      layouts[l] & AKV_SSCF_STATIC ? 100000 : 200000);
     churn(24, AKV_SSCF_RATIO_FLAGS(60), 5, 3000, 60000); /* heavily sealed */
 }
 
+/* At capacity the wide layout (sticky at 15) never saturates; the packed
+ * one (sticky at 7, and at 5 on sealed counters) only rarely. */
 Test(sscf, bulk_build_no_false_negatives)
 {
     akv_negative *neg = make_negatives(3, 100000);
-    akv_filter *f = create(20, 100000, 0, neg, 100000);
-    for (size_t i = 0; i < 100000; i++)
-        cr_assert_eq(akv_filter_add(f, akvt_key(7, i)), AKV_OK);
-    akvt_check_no_false_negatives(f, 7, 100000);
-    for (size_t i = 0; i < 100000; i++)
-        cr_assert_eq(akv_filter_remove(f, akvt_key(7, i)), AKV_OK);
-    check_zero(f, false);
-    akv_filter_destroy(f);
+    for (size_t l = 0; l < N_LAYOUTS; l++) {
+        akv_filter *f = create(20, 100000, layouts[l], neg, 100000);
+        for (size_t i = 0; i < 100000; i++)
+            cr_assert_eq(akv_filter_add(f, akvt_key(7, i)), AKV_OK);
+        akvt_check_no_false_negatives(f, 7, 100000);
+        for (size_t i = 0; i < 100000; i++)
+            cr_assert_eq(akv_filter_remove(f, akvt_key(7, i)), AKV_OK);
+        uint64_t m = described(f, "m");
+        check_zero(f, layouts[l] & AKV_SSCF_WIDE ? 0 : m / 10000);
+        akv_filter_destroy(f);
+    }
     free(neg);
 }
 
@@ -170,7 +191,8 @@ Test(sscf, default_encoding_seals_a_tenth_of_the_counters)
     akv_filter *f = create(20, n, 0, neg, 500);
     cr_assert_eq(described(f, "encoded"), 500, "a few negatives are all encoded");
     akv_filter_destroy(f);
-    for (uint32_t flags = 0; flags <= AKV_SSCF_STATIC; flags++) {
+    for (size_t l = 0; l < N_LAYOUTS; l++) {
+        uint32_t flags = layouts[l];
         f = create(20, n, flags, neg, n);
         double m = (double)described(f, "m"), k = (double)described(f, "k");
         double enc = (double)described(f, "encoded"), want = -log(0.9) * m / k;
@@ -194,38 +216,96 @@ static double weighted_fpr(const akv_filter *f, const akv_negative *neg, size_t 
     return bad / total;
 }
 
-/* Zipf 1.0 costs, equal memory, mean of 3 seeds: the default SSCF beats a
- * CBF, but not by the paper's 3× (docs/filters.md). Over 20 other seed
- * triplets the ratio was 1.4–2.6× (ada) and 1.9–3.6× (static); the bounds
- * leave room for that spread. */
+/* Zipf 1.0 costs, equal memory, mean of 3 seeds. A CBF ignores costs, so
+ * its expected weighted FPR is its plain FPR over the negatives (its
+ * weighted figure swings with whether the costliest few negatives happen to
+ * be false positives); the SSCFs are measured against that. The packed
+ * layout must reach the 3x of the paper's abstract; the paper's wide layout
+ * measured 2.0-2.9x (docs/filters.md), and over 20 other seed triplets
+ * 1.4-2.6x (ada) and 1.9-3.6x (static) against the CBF's weighted figure;
+ * the bounds leave room for that spread. */
 Test(sscf, beats_cbf_at_equal_memory_on_zipf_costs)
 {
+    enum { CBF, PACKED, WIDE, WIDE_STATIC, KINDS };
+    static const uint32_t flags[KINDS] = {0, 0, AKV_SSCF_WIDE, AKV_SSCF_WIDE | AKV_SSCF_STATIC};
     const size_t n = 100000, nn = 100000;
-    double w[3] = {0, 0, 0};
+    double w[KINDS] = {0}, cbf_fpr = 0;
     for (uint64_t seed = 1; seed <= 3; seed++) {
         akv_negative *neg = make_negatives(30 + seed, nn);
         akv_filter_params p;
         akv_filter_params_init(&p);
         p.bits_per_key = 20;
         p.expected_keys = n;
-        akv_filter *f[3];
-        cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("cbf"), &p, NULL, 0, &f[0]), AKV_OK);
-        f[1] = create(20, n, 0, neg, nn);
-        f[2] = create(20, n, AKV_SSCF_STATIC, neg, nn);
-        size_t cbf_bytes = akv_filter_memory(f[0]);
-        for (int j = 0; j < 3; j++) {
+        akv_filter *f[KINDS];
+        cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("cbf"), &p, NULL, 0, &f[CBF]), AKV_OK);
+        for (int j = PACKED; j < KINDS; j++)
+            f[j] = create(20, n, flags[j], neg, nn);
+        size_t cbf_bytes = akv_filter_memory(f[CBF]);
+        for (int j = 0; j < KINDS; j++) {
             for (size_t i = 0; i < n; i++)
                 cr_assert_eq(akv_filter_insert(f[j], akvt_key(40 + seed, i)), AKV_OK);
             cr_assert_leq(akv_filter_memory(f[j]), cbf_bytes + 1, "equal memory");
             w[j] += weighted_fpr(f[j], neg, nn) / 3;
-            akv_filter_destroy(f[j]);
         }
+        cbf_fpr += fpr_of(f[CBF], neg, 0, nn) / 3;
+        for (int j = 0; j < KINDS; j++)
+            akv_filter_destroy(f[j]);
         free(neg);
     }
-    cr_log_info("weighted FPR: cbf %.4f, sscf %.4f (%.2fx), static %.4f (%.2fx)", w[0], w[1], w[0] / w[1],
-                w[2], w[0] / w[2]);
-    cr_assert_gt(w[0], 1.25 * w[1], "ada-SSCF %.4f vs CBF %.4f", w[1], w[0]);
-    cr_assert_gt(w[0], 1.6 * w[2], "static SSCF %.4f vs CBF %.4f", w[2], w[0]);
+    cr_log_info(
+        "weighted FPR: cbf %.4f (plain FPR %.4f), sscf %.4f (%.2fx), wide %.4f (%.2fx), wide static %.4f "
+        "(%.2fx)",
+        w[CBF], cbf_fpr, w[PACKED], cbf_fpr / w[PACKED], w[WIDE], cbf_fpr / w[WIDE], w[WIDE_STATIC],
+        cbf_fpr / w[WIDE_STATIC]);
+    cr_assert_lt(3 * w[PACKED], cbf_fpr, "packed ada-SSCF %.4f vs CBF %.4f", w[PACKED], cbf_fpr);
+    cr_assert_gt(w[CBF], 1.25 * w[WIDE], "wide ada-SSCF %.4f vs CBF %.4f", w[WIDE], w[CBF]);
+    cr_assert_gt(w[CBF], 1.6 * w[WIDE_STATIC], "wide static SSCF %.4f vs CBF %.4f", w[WIDE_STATIC], w[CBF]);
+}
+
+/* A payload written before the packed layout existed (version 1) holds the
+ * wide layout and loads as it; version 1 bytes that claim the packed layout
+ * are refused. Made here from a version-2 wide payload by relabelling. */
+Test(sscf, version1_payloads_load_as_wide)
+{
+    akv_negative *neg = make_negatives(50, 2000);
+    akv_filter *f = create(20, 10000, AKV_SSCF_WIDE, neg, 2000);
+    for (size_t i = 0; i < 10000; i++)
+        akv_filter_insert(f, akvt_key(51, i));
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akv_filter_serialize(f, &buf, &len), AKV_OK);
+    cr_assert_eq(buf[8], 2, "payload version");
+    buf[8] = 1;
+    reseal(buf, len);
+    akv_filter *g = NULL;
+    cr_assert_eq(akv_filter_deserialize(buf, len, &g), AKV_OK);
+    akvt_check_no_false_negatives(g, 51, 10000);
+    for (size_t i = 0; i < 2000; i++)
+        cr_assert_eq(akv_filter_may_contain(g, neg[i].h), akv_filter_may_contain(f, neg[i].h));
+    akv_filter_destroy(g);
+    buf[AKV_FILTER_HEADER_BYTES + 2] = 1; /* layout field: packed */
+    reseal(buf, len);
+    g = NULL;
+    cr_assert_eq(akv_filter_deserialize(buf, len, &g), AKV_ECORRUPT);
+    cr_assert_null(g);
+    free(buf);
+    akv_filter_destroy(f);
+    free(neg);
+}
+
+/* Packed codes: an absorbed negative over a counter holding one key is
+ * marked and seals when that key leaves; the query then says no. */
+Test(sscf, packed_marked_counter_seals_when_it_empties)
+{
+    akv_filter *f = create(20, 1000, 0, NULL, 0);
+    akv_hash key = akvt_key(60, 0);
+    cr_assert_eq(akv_filter_insert(f, key), AKV_OK);
+    cr_assert_eq(akv_filter_absorb(f, key), AKV_OK); /* its counters hold one key each */
+    cr_assert(akv_filter_may_contain(f, key), "a present key stays visible after being absorbed");
+    cr_assert_eq(akv_filter_remove(f, key), AKV_OK);
+    cr_assert_not(akv_filter_may_contain(f, key), "the learned negative is sealed once its counters empty");
+    check_zero(f, 0);
+    akv_filter_destroy(f);
 }
 
 /* ada-SSCF: absorbed negatives seal as the keys over them churn away. */
@@ -310,12 +390,13 @@ Test(sscf, serialization_round_trip_and_corruption)
     akv_filter *f = akvt_build("sscf", &p, 4, 5000);
     akvt_check_serialization(f, 4, 5000, 20000, 300);
     akv_filter_destroy(f);
-    for (uint32_t flags = 0; flags <= AKV_SSCF_STATIC; flags++) {
+    for (size_t l = 0; l < N_LAYOUTS; l++) {
+        uint32_t flags = layouts[l];
         akv_negative *neg = make_negatives(16, 4000);
         f = create(18, 5001, flags, neg, 4000);
         for (size_t i = 0; i < 5001; i++)
             akv_filter_insert(f, akvt_key(4, i));
-        for (size_t i = 0; i < 300 && !flags; i++)
+        for (size_t i = 0; i < 300 && !(flags & AKV_SSCF_STATIC); i++)
             akv_filter_absorb(f, akvt_key(17, i));
         akvt_check_serialization(f, 4, 5001, 20000, 300);
         akv_filter_destroy(f);
@@ -382,9 +463,9 @@ Test(sscf, concurrent_queries_never_miss)
 
 Test(sscf, load_survives_payload_damage)
 {
-    for (uint32_t flags = 0; flags <= AKV_SSCF_STATIC; flags++) {
+    for (size_t l = 0; l < N_LAYOUTS; l++) {
         akv_negative *neg = make_negatives(18, 500);
-        akv_filter *f = create(16, 2001, flags, neg, 500);
+        akv_filter *f = create(16, 2001, layouts[l], neg, 500);
         for (size_t i = 0; i < 2001; i++)
             akv_filter_insert(f, akvt_key(19, i));
         akvt_check_payload_damage(f, 19, 2000);

@@ -16,11 +16,14 @@
  *                        then rounds of churn delete r% of the live keys and
  *                        insert r% new ones; one line per round.
  *
- *   costbench [--experiment static|ada|time] [--filter sscf|sscf-static]
+ *   costbench [--experiment static|ada|time]
+ *             [--filter sscf|sscf-wide|sscf-static|sscf-packed-static]
  *             [--dataset shalla|ycsb] [--bits-per-key B] [--costs uniform|zipf:S]
  *             [--ratio F] [--rounds R] [--churn-pct P] [--seed S]
  *
- * sscf-static is the paper's plain SSCF (5-bit counters, no absorb). With
+ * sscf is the default (ada-SSCF, 4-bit packed counters); sscf-wide is
+ * ada-SSCF in the paper's layout (6-bit counters); sscf-static is the
+ * paper's plain SSCF (5-bit counters, no absorb). With
  * --ratio the filter encodes that share of |positives| (the paper's 0.05);
  * without it the filter's default applies (every given negative while
  * fewer than 10% of its counters are sealed) and the static experiment's
@@ -123,8 +126,10 @@ static uint64_t false_negatives(const akv_filter *f, const akv_hash *live, size_
     return fn;
 }
 
-/* Build `kind` over the positives; "sscf-static" is sscf without the
- * adaptive bit. Negatives (if any) are given to create. */
+/* Build `kind` over the positives. "sscf-wide" is ada-SSCF in the paper's
+ * counter layout (6 bits a counter), "sscf-static" the paper's plain SSCF
+ * (wide layout, no adaptive bit: 5 bits), "sscf-packed-static" the default
+ * 4-bit layout without absorb. Negatives (if any) are given to create. */
 static akv_filter *make(const char *kind, const opts *o, size_t n, const akv_hash *keys,
                         const akv_negative *neg, size_t nn)
 {
@@ -132,10 +137,17 @@ static akv_filter *make(const char *kind, const opts *o, size_t n, const akv_has
     akv_filter_params_init(&p);
     p.bits_per_key = o->bpk;
     p.expected_keys = n;
-    if (!strcmp(kind, "sscf-static")) {
-        kind = "sscf";
-        p.flags |= AKV_SSCF_STATIC;
-    }
+    static const struct {
+        const char *name;
+        uint32_t flags;
+    } variants[] = {{"sscf-wide", AKV_SSCF_WIDE},
+                    {"sscf-static", AKV_SSCF_WIDE | AKV_SSCF_STATIC},
+                    {"sscf-packed-static", AKV_SSCF_STATIC}};
+    for (size_t i = 0; i < sizeof variants / sizeof *variants; i++)
+        if (!strcmp(kind, variants[i].name)) {
+            kind = "sscf";
+            p.flags |= variants[i].flags;
+        }
     if (!strcmp(kind, "sscf") && o->ratio > 0)
         p.flags |= AKV_SSCF_RATIO_FLAGS((unsigned)lround(o->ratio * 100));
     akv_filter *f = NULL;

@@ -46,6 +46,8 @@ static void usage(FILE *out)
             "  --churn R              R rounds removing and re-inserting 10%% of the keys\n"
             "  --static               sscf: the paper's plain SSCF (5-bit counters, no runtime\n"
             "                         learning) instead of the default ada-SSCF\n"
+            "  --wide                 sscf: ada-SSCF in the paper's counter layout (6 bits a\n"
+            "                         counter) instead of the default packed 4-bit codes\n"
             "  --baseline KIND        also build KIND over the same keys and time both on the\n"
             "                         same queries, alternating, in --rounds rounds; reports\n"
             "                         medians and the speed-up (baseline ns / this filter's ns)\n"
@@ -143,6 +145,8 @@ static int parse_args(int argc, char **argv, fb_config *c)
             c->adapt = true, takes = 0;
         else if (!strcmp(a, "--static"))
             c->sscf_static = true, takes = 0;
+        else if (!strcmp(a, "--wide"))
+            c->sscf_wide = true, takes = 0;
         else if (!strcmp(a, "--json"))
             c->json = true, takes = 0;
         else if (!strcmp(a, "--list"))
@@ -183,12 +187,12 @@ static int parse_args(int argc, char **argv, fb_config *c)
         fprintf(stderr, "filterbench: --shifts applies to shbf only\n");
         return 2;
     }
-    if (c->sscf_static) {
+    if (c->sscf_static || c->sscf_wide) {
         if (strcmp(c->kind->name, "sscf") != 0) {
-            fprintf(stderr, "filterbench: --static applies to sscf only\n");
+            fprintf(stderr, "filterbench: --static and --wide apply to sscf only\n");
             return 2;
         }
-        c->params.flags |= AKV_SSCF_STATIC;
+        c->params.flags |= AKV_SSCF_WIDE | (c->sscf_static ? AKV_SSCF_STATIC : 0);
     }
     if (c->qdist.zipf && !c->universe) {
         fprintf(stderr, "filterbench: --query-dist zipf needs --universe\n");

@@ -24,7 +24,8 @@ typedef struct fb_config {
     const akv_filter_kind *baseline_kind;
     uint64_t rounds; /* alternating timing rounds with --baseline */
     bool adapt, json;
-    bool sscf_static; /* --static: the paper's plain SSCF */
+    bool sscf_static; /* --static: the paper's plain SSCF (wide layout, no absorb) */
+    bool sscf_wide;   /* --wide: ada-SSCF in the paper's wide layout */
 } fb_config;
 
 typedef struct fb_result {

@@ -169,7 +169,7 @@ static void inc_pc(sscf *s, uint64_t j)
     if (n == v)
         return;
     nib_set(s->pc, j, n);
-    s->pc_sat += cell_at(s, j).sticky;
+    s->pc_sat += s->wide ? n == SSCF_PC_MAX : n == CODE_SAT || n == CODE_C_STICKY;
 }
 
 /* A learned negative's counter seals the moment it empties (transport). */

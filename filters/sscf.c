@@ -508,7 +508,7 @@ static int sscf_create(const akv_filter_params *p, const akv_negative *neg, size
     uint64_t nhm = (uint64_t)(total * SSCF_HM_SHARE) / 4;
     nhm = nhm < 16 ? 16 : nhm;
     double sca = total - 4.0 * (double)nhm;
-    uint64_t m = sca > 64 * 6 ? (uint64_t)(sca / cbits) : 64;
+    uint64_t m = sca > 64.0 * cbits ? (uint64_t)(sca / cbits) : 64;
     double per_key = p->bits_per_key * (1 - SSCF_HM_SHARE) / cbits; /* counters per key */
     long k = p->num_hashes ? (long)p->num_hashes : (long)floor(M_LN2 * per_key);
     sscf *s = sscf_alloc(m, nhm, adaptive, wide);
@@ -644,10 +644,24 @@ static bool bits_tail_clean(const uint8_t *b, uint64_t nbits)
     return (nbits & 7) == 0 || (b[nbits >> 3] >> (nbits & 7)) == 0;
 }
 
+/* Only ada-SSCF marks counters: a static packed payload holding a marked
+ * code was altered (e.g. its adaptive flag). */
+static bool packed_marks_valid(const sscf *s)
+{
+    if (s->wide || s->adaptive)
+        return true;
+    for (uint64_t j = 0; j < s->m; j++) {
+        unsigned v = nib_get(s->pc, j);
+        if (v == CODE_B1 || v == CODE_B2)
+            return false;
+    }
+    return true;
+}
+
 static bool sscf_arrays_valid(const sscf *s)
 {
     bool ok = !s->wide || (bits_tail_clean(s->nc, s->m) && (!s->adaptive || bits_tail_clean(s->ab, s->m)));
-    ok = ok && (!(s->m & 1) || (s->pc[s->m >> 1] >> 4) == 0);
+    ok = ok && (!(s->m & 1) || (s->pc[s->m >> 1] >> 4) == 0) && packed_marks_valid(s);
     return ok && (!(s->nhm & 1) || (s->hm[s->nhm >> 1] >> 4) == 0);
 }
 
@@ -662,8 +676,8 @@ static int sscf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **
     for (size_t i = 0; i < 8; i++)
         hdr[i] = akv_r_u64(&r);
     uint64_t room = r.err ? 0 : (uint64_t)(len - r.off) * 8;
-    if (r.err || adaptive > 1 || k < 1 || k > SSCF_MAX_K || layout > LAYOUT_PACKED || (ver < 2 && !wide) ||
-        m < 64 || m > room || nhm < 16 || nhm > room || hdr[0] == 0)
+    if (r.err || ver < 1 || adaptive > 1 || k < 1 || k > SSCF_MAX_K || layout > LAYOUT_PACKED ||
+        (ver < 2 && !wide) || m < 64 || m > room || nhm < 16 || nhm > room || hdr[0] == 0)
         return AKV_ECORRUPT;
     uint64_t need = (m + 1) / 2 + (wide ? bitset_bytes(m) * (adaptive ? 2 : 1) : 0) + (nhm + 1) / 2;
     if (need != len - r.off || hdr[2] > hdr[0] || hdr[6] > m || hdr[7] > nhm)

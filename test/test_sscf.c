@@ -293,6 +293,32 @@ Test(sscf, version1_payloads_load_as_wide)
     free(neg);
 }
 
+/* Loads refuse what no filter writes: a marked counter in a static packed
+ * filter, and payload version 0. The counter nibbles start 84 bytes into
+ * the payload (u8, u8, u16, two u64 sizes, eight u64 statistics). */
+Test(sscf, load_rejects_marks_in_static_filters_and_version_0)
+{
+    akv_filter *f = create(20, 1000, AKV_SSCF_STATIC, NULL, 0);
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akv_filter_serialize(f, &buf, &len), AKV_OK);
+    akv_filter *g = NULL;
+    cr_assert_eq(akv_filter_deserialize(buf, len, &g), AKV_OK, "untouched payload loads");
+    akv_filter_destroy(g);
+    buf[AKV_FILTER_HEADER_BYTES + 84] = 8; /* counter 0: marked, one key */
+    reseal(buf, len);
+    g = NULL;
+    cr_assert_eq(akv_filter_deserialize(buf, len, &g), AKV_ECORRUPT);
+    cr_assert_null(g);
+    buf[AKV_FILTER_HEADER_BYTES + 84] = 0;
+    buf[8] = 0; /* payload version 0 */
+    reseal(buf, len);
+    cr_assert_eq(akv_filter_deserialize(buf, len, &g), AKV_ECORRUPT);
+    cr_assert_null(g);
+    free(buf);
+    akv_filter_destroy(f);
+}
+
 /* Packed codes: an absorbed negative over a counter holding one key is
  * marked and seals when that key leaves; the query then says no. */
 Test(sscf, packed_marked_counter_seals_when_it_empties)

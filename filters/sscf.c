@@ -551,15 +551,25 @@ static uint64_t hm_bytes(const sscf *s)
     return (s->nhm + 1) / 2;
 }
 /* The wide layout's nc (and ab) bitsets; the packed one has none. */
+static uint64_t flags_bytes_for(uint64_t m, bool wide, bool adaptive)
+{
+    return wide ? bitset_bytes(m) * (adaptive ? 2 : 1) : 0;
+}
 static uint64_t flag_bytes(const sscf *s)
 {
-    return s->wide ? bitset_bytes(s->m) * (s->adaptive ? 2 : 1) : 0;
+    return flags_bytes_for(s->m, s->wide, s->adaptive);
+}
+
+/* Every array's bytes: the memory figure, and the payload after its header. */
+static uint64_t arrays_bytes(uint64_t m, uint64_t nhm, bool wide, bool adaptive)
+{
+    return (m + 1) / 2 + flags_bytes_for(m, wide, adaptive) + (nhm + 1) / 2;
 }
 
 static size_t sscf_memory(const akv_filter *f)
 {
     const sscf *s = (const sscf *)f;
-    return (size_t)(pc_bytes(s) + flag_bytes(s) + hm_bytes(s));
+    return (size_t)arrays_bytes(s->m, s->nhm, s->wide, s->adaptive);
 }
 
 int akv_sscf_nonzero(const akv_filter *f, uint64_t *pc_nonzero, uint64_t *mc_nonzero, uint64_t *saturated)
@@ -679,8 +689,7 @@ static int sscf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **
     if (r.err || ver < 1 || adaptive > 1 || k < 1 || k > SSCF_MAX_K || layout > LAYOUT_PACKED ||
         (ver < 2 && !wide) || m < 64 || m > room || nhm < 16 || nhm > room || hdr[0] == 0)
         return AKV_ECORRUPT;
-    uint64_t need = (m + 1) / 2 + (wide ? bitset_bytes(m) * (adaptive ? 2 : 1) : 0) + (nhm + 1) / 2;
-    if (need != len - r.off || hdr[2] > hdr[0] || hdr[6] > m || hdr[7] > nhm)
+    if (arrays_bytes(m, nhm, wide, adaptive) != len - r.off || hdr[2] > hdr[0] || hdr[6] > m || hdr[7] > nhm)
         return AKV_ECORRUPT;
     sscf *s = sscf_alloc(m, nhm, adaptive, wide);
     if (!s)

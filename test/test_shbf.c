@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "filters/bits.h"
 #include "filters/shbf.h"
@@ -18,13 +17,6 @@ static akv_filter_params params(double bpk)
     akv_filter_params_init(&p);
     p.bits_per_key = bpk;
     return p;
-}
-
-static void reseal(uint8_t *buf, size_t len)
-{
-    uint64_t x = XXH64(buf, len - 8, 0);
-    for (int i = 0; i < 8; i++)
-        buf[len - 8 + i] = (uint8_t)(x >> (8 * i));
 }
 
 static unsigned describe_field(const akv_filter *f, const char *field)
@@ -161,7 +153,7 @@ Test(shbf, load_validates_fields)
     for (size_t e = 0; e < sizeof offs / sizeof *offs; e++) {
         memcpy(c, buf, len);
         c[offs[e]] = vals[e];
-        reseal(c, len);
+        akvt_reseal(c, len);
         akv_filter *g = NULL;
         cr_assert_eq(akv_filter_deserialize(c, len, &g), AKV_ECORRUPT, "edit %zu accepted", e);
         cr_assert_null(g);
@@ -352,7 +344,7 @@ static uint8_t *as_version1(const uint8_t *buf, size_t len, size_t *out_len)
     for (int i = 0; i < 8; i++)
         c[12 + i] = (uint8_t)(plen >> (8 * i));
     *out_len = len - 4;
-    reseal(c, *out_len);
+    akvt_reseal(c, *out_len);
     return c;
 }
 
@@ -381,7 +373,7 @@ Test(shbf, version1_payloads_load_as_one_shift)
         akv_filter_destroy(g);
         /* The same bytes labelled version 2 are short by the t field. */
         v1[8] = 2;
-        reseal(v1, len1);
+        akvt_reseal(v1, len1);
         cr_assert_eq(akv_filter_deserialize(v1, len1, &g), AKV_ECORRUPT);
         cr_assert_null(g);
         free(v1);
@@ -645,7 +637,7 @@ static void check_fields(const uint8_t *buf, size_t len, int (*load)(const uint8
     for (size_t e = 0; e < n; e++) {
         memcpy(c, buf, len);
         c[offs[e]] = vals[e];
-        reseal(c, len);
+        akvt_reseal(c, len);
         void *g = NULL;
         cr_assert_eq(load(c, len, &g), AKV_ECORRUPT, "edit %zu accepted", e);
         cr_assert_null(g);

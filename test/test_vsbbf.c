@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "filters/vsbbf.h"
 #include "support/filter_props.h"
@@ -17,13 +16,6 @@ static akv_filter_params params(double bpk)
     akv_filter_params_init(&p);
     p.bits_per_key = bpk;
     return p;
-}
-
-static void reseal(uint8_t *buf, size_t len)
-{
-    uint64_t x = XXH64(buf, len - 8, 0);
-    for (int i = 0; i < 8; i++)
-        buf[len - 8 + i] = (uint8_t)(x >> (8 * i));
 }
 
 static void check_plan(uint64_t m, uint64_t n, int J, const uint64_t *size, const uint64_t *off)
@@ -165,7 +157,7 @@ Test(vsbbf, load_validates_fields)
     for (size_t e = 0; e < sizeof offs / sizeof *offs; e++) {
         memcpy(c, buf, len);
         c[offs[e]] ^= vals[e];
-        reseal(c, len);
+        akvt_reseal(c, len);
         akv_filter *g = NULL;
         cr_assert_eq(akv_filter_deserialize(c, len, &g), AKV_ECORRUPT, "edit %zu accepted", e);
         cr_assert_null(g);

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <xxhash.h>
 
 uint64_t akvt_rand(uint64_t *s)
 {
@@ -133,4 +134,11 @@ void akvt_check_payload_damage(const akv_filter *f, uint64_t seed, size_t trials
     }
     free(buf);
     free(copy);
+}
+
+void akvt_reseal(uint8_t *buf, size_t len)
+{
+    uint64_t x = XXH64(buf, len - 8, 0);
+    for (int i = 0; i < 8; i++)
+        buf[len - 8 + i] = (uint8_t)(x >> (8 * i));
 }

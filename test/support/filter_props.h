@@ -37,6 +37,10 @@ void akvt_check_fpr_theory(const akv_filter *f, uint64_t seed, size_t q, double 
  * rejected with AKV_ECORRUPT (or AKV_ENOTSUP for a changed kind/version). */
 void akvt_check_serialization(const akv_filter *f, uint64_t seed, size_t n, size_t q, size_t flips);
 
+/* Rewrite the trailing xxh64 checksum of a serialized filter after a test
+ * altered its bytes on purpose, so that only the altered field is wrong. */
+void akvt_reseal(uint8_t *buf, size_t len);
+
 /* kind->load on randomly damaged payloads (the envelope checksum bypassed,
  * as if a checksum collided): asserts it answers AKV_OK or AKV_ECORRUPT and
  * never crashes, and that a filter it accepts can answer queries. */

@@ -167,15 +167,16 @@ static int build(const fb_config *c, const inputs *in, akv_filter **f, fb_result
     return rc;
 }
 
-static void measure_words(const akv_filter *f, const akv_hash *q, uint64_t n, fb_result *r)
+/* 64-bit words touched per query over the first million (NAN if the kind
+ * does not count them). */
+static double measure_words(const akv_filter *f, const akv_hash *q, uint64_t n)
 {
-    r->words_per_query = NAN;
     if (!f->kind->words_touched || !n)
-        return;
+        return NAN;
     uint64_t lim = n < 1000000 ? n : 1000000, w = 0;
     for (uint64_t i = 0; i < lim; i++)
         w += f->kind->words_touched(f, q[i]);
-    r->words_per_query = (double)w / (double)lim;
+    return (double)w / (double)lim;
 }
 
 /* Replay the stream; on every false positive adapt (or absorb). */
@@ -267,7 +268,7 @@ static int measure(const fb_config *c, inputs *in, akv_filter *f, fb_result *r)
         r->query_ns = qns, r->batch_query_ns = bns;
     r->fpr = c->queries ? (double)fp / (double)c->queries : 0;
     r->fpr_before = r->fpr_after = r->fpr;
-    measure_words(f, q, c->queries, r);
+    r->words_per_query = measure_words(f, q, c->queries);
     if (in->nneg)
         weighted(f, in, r);
 
@@ -335,14 +336,12 @@ static int time_round(akv_filter *const fs[2], const akv_hash *q, uint64_t n, co
 static void fill_baseline(const akv_filter *b, const inputs *in, const akv_hash *q, uint64_t fp,
                           const fb_config *c, fb_result *r)
 {
-    fb_result tmp;
     r->base.memory_bytes = akv_filter_memory(b);
     r->base.bits_per_key = in->n ? (double)r->base.memory_bytes * 8.0 / (double)in->n : 0;
     r->base.false_negatives = count_fn(b, in->keys, in->n);
     r->base.fpr = c->queries ? (double)fp / (double)c->queries : 0;
     r->base.fpr_theory = b->kind->fpr_theory ? b->kind->fpr_theory(b) : NAN;
-    measure_words(b, q, c->queries, &tmp);
-    r->base.words_per_query = tmp.words_per_query;
+    r->base.words_per_query = measure_words(b, q, c->queries);
 }
 
 /* R rounds over the same absent-key stream, alternating which filter goes

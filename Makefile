@@ -15,7 +15,7 @@ SAN     ?=
 OPT     ?= -O2
 VERSION := 0.1.0
 
-CFLAGS_BASE := -std=c17 $(OPT) -g -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -pthread -I. -MMD -MP
+CFLAGS_BASE := -std=c17 $(OPT) -g -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -pthread -I. -Iinclude -MMD -MP
 ifneq ($(SAN),)
 CFLAGS_BASE += -fsanitize=$(SAN) -fno-omit-frame-pointer
 LDSAN := -fsanitize=$(SAN)
@@ -31,7 +31,7 @@ TESTLIBS := $(BUILD)/obj/test/shim/runner.o
 TEST_INC := -Itest/shim
 endif
 
-LIB_SRC   := $(wildcard filters/*.c revmap/*.c engine/*.c)
+LIB_SRC   := $(wildcard util/*.c filters/*.c revmap/*.c engine/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TOOLS     := $(basename $(notdir $(wildcard tools/*.c)))
 TOOL_BINS := $(TOOLS:%=$(BUILD)/%)
@@ -109,13 +109,11 @@ bench: check-deps
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -d $(DESTDIR)$(PREFIX)/include/adaptkv/engine $(DESTDIR)$(PREFIX)/include/adaptkv/filters \
-	           $(DESTDIR)$(PREFIX)/include/adaptkv/revmap
+	install -d $(DESTDIR)$(PREFIX)/include/adaptkv
 	install -m 644 $(BUILD)/libadaptkv.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libadaptkv.so $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 filters/filter.h filters/hash.h $(DESTDIR)$(PREFIX)/include/adaptkv/filters/
-	install -m 644 revmap/revmap.h $(DESTDIR)$(PREFIX)/include/adaptkv/revmap/
-	if [ -f engine/adaptkv.h ]; then install -m 644 engine/adaptkv.h $(DESTDIR)$(PREFIX)/include/adaptkv/engine/; fi
+	install -m 644 include/adaptkv/adaptkv.h include/adaptkv/filter.h include/adaptkv/hash.h \
+	  $(DESTDIR)$(PREFIX)/include/adaptkv/
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's#@PREFIX@#$(PREFIX)#' -e 's#@VERSION@#$(VERSION)#' adaptkv.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/adaptkv.pc
 
@@ -128,7 +126,7 @@ format:
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-	  --inline-suppr --suppress=missingIncludeSystem -I. -D__GNUC__ \
+	  --inline-suppr --suppress=missingIncludeSystem -I. -Iinclude -D__GNUC__ \
 	  $(shell git ls-files '*.c' '*.h')
 
 clean:

@@ -11,7 +11,7 @@
 #include <xxhash.h>
 
 #include "engine/internal.h"
-#include "filters/codec.h"
+#include "util/codec.h"
 
 #define CAT_MAGIC   "AKVC"
 #define CAT_VERSION 1

@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/adaptkv.h"
-#include "filters/filter.h"
+#include "adaptkv/adaptkv.h"
+#include "adaptkv/filter.h"
 
 /* Value tags: the first byte of every stored value. */
 #define AKVI_TAG_PUT 1

@@ -14,7 +14,7 @@
 #include <xxhash.h>
 
 #include "engine/internal.h"
-#include "filters/codec.h"
+#include "util/codec.h"
 
 #define ENTRY_OVERHEAD 64 /* bytes charged per entry besides its key */
 #define SAMPLE         8

@@ -20,7 +20,7 @@
 #include <xxhash.h>
 
 #include "engine/internal.h"
-#include "filters/codec.h"
+#include "util/codec.h"
 
 #define ID_MAGIC   "AKVI"
 #define ID_VERSION 1

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 #include "revmap/revmap.h"
 
 /* Build a `qf` or `aqf` filter (kind) from hashes in ascending (hi, lo)

@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bits.h"
+#include "util/bits.h"
 #include "blocked.h"
-#include "codec.h"
-#include "filter.h"
+#include "util/codec.h"
+#include "adaptkv/filter.h"
 
 #define BLOCK_BITS  512u
 #define BLOCK_BYTES 64u

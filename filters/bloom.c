@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bits.h"
-#include "codec.h"
-#include "filter.h"
+#include "util/bits.h"
+#include "util/codec.h"
+#include "adaptkv/filter.h"
 
 typedef struct bloom {
     akv_filter base;

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "filters/codec.h"
-#include "filters/filter.h"
+#include "util/codec.h"
+#include "adaptkv/filter.h"
 #include "filters/sscf.h"
 
 #define CBF_MAX   15

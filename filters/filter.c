@@ -2,7 +2,7 @@
  * filter.c — kind registry, argument-checking wrappers and the serialized
  * envelope shared by every kind (magic, versions, kind id, length, checksum).
  */
-#include "filter.h"
+#include "adaptkv/filter.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -10,30 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "codec.h"
-
-const char *akv_strerror(int rc)
-{
-    switch (rc) {
-    case AKV_OK: return "ok";
-    case AKV_NOTFOUND: return "not found";
-    case AKV_EINVAL: return "invalid argument";
-    case AKV_EIO: return "I/O error";
-    case AKV_ECORRUPT: return "corrupt data";
-    case AKV_ENOTSUP: return "not supported";
-    case AKV_ENOMEM: return "out of memory";
-    case AKV_EFULL: return "full";
-    case AKV_EBUSY: return "busy";
-    case AKV_EEXIST: return "already exists";
-    default: return "unknown error";
-    }
-}
-
-akv_hash akv_hash_key(const void *key, size_t len, uint64_t seed)
-{
-    XXH128_hash_t h = XXH3_128bits_withSeed(key, len, seed);
-    return (akv_hash){h.high64, h.low64};
-}
+#include "util/codec.h"
 
 void akv_filter_params_init(akv_filter_params *p)
 {

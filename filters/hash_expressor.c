@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 
 int akv_he_init(akv_he *he, uint64_t omega, unsigned alpha)
 {

@@ -2,7 +2,7 @@
  * kinds.c — the built-in filter kinds, registered on first use of the
  * registry. One line per kind; each kind lives in its own file.
  */
-#include "filter.h"
+#include "adaptkv/filter.h"
 
 extern const akv_filter_kind akv_kind_bloom;
 extern const akv_filter_kind akv_kind_qf, akv_kind_aqf;

@@ -53,7 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "filters/codec.h"
+#include "util/codec.h"
 #include "revmap/revmap.h"
 
 #define QF_BAD (-2)

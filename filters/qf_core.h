@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 
 typedef unsigned __int128 akv_u128;
 

@@ -20,9 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bits.h"
-#include "codec.h"
-#include "filter.h"
+#include "util/bits.h"
+#include "util/codec.h"
+#include "adaptkv/filter.h"
 
 /* Index into akv_hash_nth's family for the activation hash ("RBFA"). */
 #define ACT_NTH 0x52424641u

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 
 #define SEAL_HEADER 16
 #define SEAL_TRAILER 8

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "filters/codec.h"
+#include "util/codec.h"
 
 /* `put` writes the payload of `obj`; it is called twice (size, then fill). */
 int akv_seal(const char magic[4], const void *obj, void (*put)(const void *obj, akv_wbuf *w), uint8_t **buf,

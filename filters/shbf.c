@@ -27,9 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bits.h"
-#include "codec.h"
-#include "filter.h"
+#include "util/bits.h"
+#include "util/codec.h"
+#include "adaptkv/filter.h"
 #include "shbf.h"
 
 #define WBAR       57u /* w - 7 for 64-bit windows: offsets 1..56 */

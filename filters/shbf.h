@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
+#include "adaptkv/hash.h"
 
 /* ---- ShBF_M: the `shbf` slot kind -------------------------------------- */
 

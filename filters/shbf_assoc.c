@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bits.h"
-#include "codec.h"
+#include "util/bits.h"
+#include "util/codec.h"
 #include "seal.h"
-#include "filter.h"
+#include "adaptkv/filter.h"
 #include "shbf.h"
 
 #define WBAR    57u

@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bits.h"
-#include "codec.h"
+#include "util/bits.h"
+#include "util/codec.h"
 #include "seal.h"
-#include "filter.h"
+#include "adaptkv/filter.h"
 #include "shbf.h"
 
 #define MAX_C 57u /* a window holds 57 valid bits */

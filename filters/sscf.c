@@ -49,9 +49,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "filters/bits.h"
-#include "filters/codec.h"
-#include "filters/filter.h"
+#include "util/bits.h"
+#include "util/codec.h"
+#include "adaptkv/filter.h"
 #include "filters/sscf.h"
 
 #define SSCF_MAX_K      16

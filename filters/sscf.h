@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 
 enum { AKV_SSCF_STATIC = 1u << 0, AKV_SSCF_WIDE = 1u << 1 };
 #define AKV_SSCF_RATIO_FLAGS(pct) (((uint32_t)(pct)&0xffu) << 8)

@@ -24,9 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bits.h"
-#include "codec.h"
-#include "filter.h"
+#include "util/bits.h"
+#include "util/codec.h"
+#include "adaptkv/filter.h"
 #include "rbf.h"
 
 #define ACT_NTH     0x56534241u /* "VSBA": base index of the activation hashes */

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/adaptkv.h"
-#include "filters/filter.h"
-#include "filters/hash.h"
+#include "adaptkv/adaptkv.h"
+#include "adaptkv/filter.h"
+#include "adaptkv/hash.h"
 
 static void tmpdir(char *out, size_t cap)
 {

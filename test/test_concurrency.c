@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/adaptkv.h"
+#include "adaptkv/adaptkv.h"
 
 #define STABLE  4000u
 #define READERS 3

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/adaptkv.h"
+#include "adaptkv/adaptkv.h"
 #include "support/filter_props.h"
 #include "support/kvmodel.h"
 

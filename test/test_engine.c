@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/adaptkv.h"
+#include "adaptkv/adaptkv.h"
 #include "support/filter_props.h"
 #include "support/kvmodel.h"
 

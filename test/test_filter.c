@@ -5,7 +5,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "filters/codec.h"
+#include "util/codec.h"
 #include "support/filter_props.h"
 
 static const char *const builtin[] = {"bloom", "blocked", "rbf",   "vsbbf", "shbf", "qf",

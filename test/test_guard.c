@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/adaptkv.h"
+#include "adaptkv/adaptkv.h"
+#include "adaptkv/filter.h"
 
 #define TINY_CAP 300
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "filters/codec.h"
+#include "util/codec.h"
 #include "support/filter_props.h"
 
 static const char *const kinds[] = {"habf", "fhabf"};

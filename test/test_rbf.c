@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "filters/bits.h"
+#include "util/bits.h"
 #include "filters/rbf.h"
 #include "support/filter_props.h"
 

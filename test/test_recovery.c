@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/adaptkv.h"
+#include "adaptkv/adaptkv.h"
 #include "engine/internal.h"
 
 static void tmpdir(char *out, size_t cap)

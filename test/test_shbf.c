@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "filters/bits.h"
+#include "util/bits.h"
 #include "filters/shbf.h"
 #include "support/filter_props.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 #include "filters/sscf.h"
 #include "support/filter_props.h"
 

@@ -41,7 +41,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 #include "filters/sscf.h"
 #include "tools/filterbench/datasets.h"
 

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 #include "filters/shbf.h"
 #include "filters/sscf.h"
 #include "revmap/revmap.h"

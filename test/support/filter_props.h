@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 
 /* Deterministic key i of a key space `space` (members and non-members come
  * from different spaces); hashed the way the engine hashes keys. */

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 
 typedef struct fb_dist {
     bool zipf;

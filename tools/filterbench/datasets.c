@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "filters/filter.h"
+#include "adaptkv/filter.h"
 
 #define SHALLA_POS 1491178u
 #define SHALLA_NEG 1435527u

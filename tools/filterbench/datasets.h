@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "filters/hash.h"
+#include "adaptkv/hash.h"
 
 /* Generate dataset `name` with `seed` (also the XXH3 seed of the hashes).
  * On success *pos and *neg are malloc'd arrays the caller frees.

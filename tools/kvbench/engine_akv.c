@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/adaptkv.h"
+#include "adaptkv/adaptkv.h"
 #include "tools/kvbench/kvbench.h"
 
 /* The engine's notes (effective slot policy) and warnings, one per line. */

@@ -1,6 +1,6 @@
 /*
  * commands.c — kvshell's commands, one function each, against the public API
- * only (engine/adaptkv.h). A command returns KVS_OK, KVS_FAIL, KVS_NOTFOUND
+ * only (adaptkv/adaptkv.h). A command returns KVS_OK, KVS_FAIL, KVS_NOTFOUND
  * or KVS_QUIT; it prints results on stdout and failures on stderr.
  */
 #include "tools/kvshell/kvshell.h"

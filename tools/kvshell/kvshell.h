@@ -4,7 +4,7 @@
  * escape.c: splitting a command line into binary-safe words, decoding and
  * printing escapes, parsing sizes. It has no engine dependency so the tests
  * can exercise it alone.
- * commands.c / load.c: one function per command, against engine/adaptkv.h.
+ * commands.c / load.c: one function per command, against adaptkv/adaptkv.h.
  * repl.c: the read loops (libedit on a TTY, plain lines otherwise).
  */
 #ifndef KVSHELL_H
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine/adaptkv.h"
+#include "adaptkv/adaptkv.h"
 
 /* Exit statuses (docs/kvshell.md, "Exit status"). */
 enum {

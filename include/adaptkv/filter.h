@@ -40,24 +40,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
+#include "adaptkv/adaptkv.h"
+#include "adaptkv/hash.h"
 
-/* Result codes shared with the engine (engine/adaptkv.h re-exports them). */
-enum {
-    AKV_OK = 0,
-    AKV_NOTFOUND = 1,   /* key absent (not an error) */
-    AKV_EINVAL = -1,    /* bad argument or option */
-    AKV_EIO = -2,       /* operating-system or RocksDB I/O failure */
-    AKV_ECORRUPT = -3,  /* data failed validation (checksum, bounds, magic) */
-    AKV_ENOTSUP = -4,   /* operation not supported by this kind/layout */
-    AKV_ENOMEM = -5,    /* allocation failed */
-    AKV_EFULL = -6,     /* a fixed-capacity structure is full */
-    AKV_EBUSY = -7,     /* resource locked or in use */
-    AKV_EEXIST = -8,    /* already exists (e.g. kind name registered twice) */
-};
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-/* Human-readable name of a result code ("invalid argument", …). */
-const char *akv_strerror(int rc);
 
 /* A negative (absent) key the filter should learn to reject, with its cost:
  * how much a false positive on it hurts (e.g. wasted disk probes). */
@@ -90,7 +79,30 @@ typedef struct akv_filter_stats {
 
 typedef struct akv_filter akv_filter;
 typedef struct akv_filter_kind akv_filter_kind;
-typedef struct akv_revmap akv_revmap; /* revmap/revmap.h */
+/*
+ * The reverse map an adaptive kind uses to fix a false positive
+ * (implementations in revmap/). When a query hash y matches a stored
+ * fingerprint, the filter needs the full hashes of the stored keys that own
+ * that fingerprint, to extend them with bits where they differ from y.
+ *
+ * Contract:
+ *   - `scan` calls `fn(arg, h)` for every key of the filter's set (and only
+ *     those: a key outside the set must never be reported, or the filter
+ *     would adapt to a key it does not hold and later answer "no" for a key it
+ *     does) whose top `nbits` bits of h.hi equal those of `hi`, in ascending
+ *     (hi, lo) order. 1 <= nbits <= 64.
+ *   - If fn returns non-zero, the scan stops and returns that value.
+ *   - Returns AKV_OK, or a negative AKV_E* code (I/O failure; AKV_EBUSY from
+ *     a reverse map that holds only part of the set and was asked outside
+ *     it). The filter then leaves itself unchanged: adaptation is best
+ *     effort, never unsafe.
+ */
+typedef struct akv_revmap akv_revmap;
+typedef int (*akv_revmap_fn)(void *arg, akv_hash h);
+struct akv_revmap {
+    int (*scan)(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, void *arg);
+    void *ctx;
+};
 
 /* Kind flags. */
 enum {
@@ -212,4 +224,7 @@ int akv_filter_serialize(const akv_filter *f, uint8_t **buf, size_t *len);
  * AKV_ENOTSUP on an unknown kind or newer version. */
 int akv_filter_deserialize(const uint8_t *buf, size_t len, akv_filter **out);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -5,7 +5,7 @@
  * Conventions (as in SQLite and LMDB):
  *   - Handles are opaque (akv_db, akv_batch, akv_iter).
  *   - Every function that can fail returns an int result code: AKV_OK (0),
- *     AKV_NOTFOUND (1, not an error) or a negative AKV_E* code (filters/filter.h).
+ *     AKV_NOTFOUND (1, not an error) or a negative AKV_E* code (below).
  *     akv_strerror(rc) names the code; akv_errmsg() gives the detailed human
  *     message of the last failure on the calling thread ("key is 70000 bytes;
  *     the limit is 65536", "database was created with layout 'hash', opened
@@ -29,11 +29,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "filters/filter.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Result codes. AKV_NOTFOUND is not an error; every error is negative. */
+enum {
+    AKV_OK = 0,
+    AKV_NOTFOUND = 1,   /* key absent (not an error) */
+    AKV_EINVAL = -1,    /* bad argument or option */
+    AKV_EIO = -2,       /* operating-system or RocksDB I/O failure */
+    AKV_ECORRUPT = -3,  /* data failed validation (checksum, bounds, magic) */
+    AKV_ENOTSUP = -4,   /* operation not supported by this kind/layout */
+    AKV_ENOMEM = -5,    /* allocation failed */
+    AKV_EFULL = -6,     /* a fixed-capacity structure is full */
+    AKV_EBUSY = -7,     /* resource locked or in use */
+    AKV_EEXIST = -8,    /* already exists (e.g. kind name registered twice) */
+};
+
+/* Human-readable name of a result code ("invalid argument", …). */
+const char *akv_strerror(int rc);
 
 #define AKV_MAX_KEY_BYTES (64u * 1024u)
 #define AKV_MAX_VALUE_BYTES (64u * 1024u * 1024u)

@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct akv_hash {
     uint64_t hi; /* h.high64: ordering bits, quotient, first probe */
     uint64_t lo; /* h.low64: second probe stride, extensions */
@@ -47,4 +51,7 @@ static inline uint64_t akv_hash_nth(akv_hash h, uint64_t i)
     return akv_mix64(h.hi + i * 0x9e3779b97f4a7c15ULL) ^ akv_mix64(h.lo ^ (i * 0xc2b2ae3d27d4eb4fULL));
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -8,6 +8,9 @@
  * refcounted; a reader pins a version for the length of one lookup or
  * iterator, and a run's column family is dropped only when the last version
  * naming it goes away.
+ *
+ * The engine's files form a stack (docs/design.md, "Source map"): a file
+ * calls only files below it. Sections here follow the files, bottom first.
  */
 #ifndef AKV_ENGINE_INTERNAL_H
 #define AKV_ENGINE_INTERNAL_H
@@ -21,6 +24,7 @@
 
 #include "adaptkv/adaptkv.h"
 #include "adaptkv/filter.h"
+#include "util/shard.h"
 
 /* Value tags: the first byte of every stored value. */
 #define AKVI_TAG_PUT 1
@@ -33,12 +37,6 @@ int akvi_err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 /* Turn a RocksDB error string into AKV_EIO with context; frees err. */
 int akvi_rocks_err(char *err, const char *what);
 void akvi_log(const akv_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* ---- read path (db.c) ------------------------------------------------- */
-
-/* RocksDB blocks this thread has read from storage since its perf context
- * was last reset (each get resets it); callers take differences. */
-uint64_t akvi_thread_block_reads(void);
 
 /* ---- slot policy (policy.c) -------------------------------------------- */
 
@@ -118,15 +116,33 @@ typedef struct akvi_slot {
     bool locked;             /* mutable non-concurrent kind: use `lock` */
     pthread_rwlock_t lock;   /* readers share, adapt/insert/remove exclusive */
     _Atomic uint64_t queries, filtered, probes, fps, adaptations, grows;
-    _Atomic bool dirty;      /* adapted since its file was written */
-    pthread_mutex_t grow_mu; /* one growth at a time; guards `retired` */
-    akv_filter **retired;    /* outgrown filters a reader may still hold */
+    _Atomic bool dirty;          /* adapted since its file was written */
+    _Atomic unsigned scan_bits;  /* reverse-map prefix its kind's adapt last asked for; 0 unknown */
+    pthread_mutex_t grow_mu;     /* serialises swaps; guards `retired` */
+    akv_filter **retired;        /* outgrown filters a reader may still hold */
     size_t n_retired;
 } akvi_slot;
 
 void akvi_slot_init(akvi_slot *s, akv_filter *f);
 void akvi_slot_destroy(akvi_slot *s);
+/* The one lock helper: shared access to the slot's filter for queries and
+ * snapshots, exclusive for mutations. A no-op for kinds that need no lock
+ * (static, or locking internally). */
+void akvi_slot_lock(akvi_slot *s, bool exclusive);
+void akvi_slot_unlock(akvi_slot *s);
+/* Query, counting it. */
 bool akvi_slot_may_contain(akvi_slot *s, akv_hash h);
+/* Adapt filter f (the slot's current one) to the false positive h under the
+ * exclusive lock; rm must answer from memory (no I/O under the lock). */
+int akvi_slot_adapt(akvi_slot *s, akv_filter *f, akv_hash h, akv_revmap *rm);
+/* Replace the slot's filter `expected` with g (AKV_NOTFOUND, nothing done,
+ * if it is no longer the current one); the old one is kept until the slot
+ * is destroyed, since a reader may still hold it. */
+int akvi_slot_swap(akvi_slot *s, const akv_filter *expected, akv_filter *g);
+size_t akvi_slot_memory(akvi_slot *s);
+/* Write the slot's filter to its file if it changed since the last save:
+ * serialized under the shared lock, written after it is released. */
+int akvi_slot_save(akvi_slot *s, const char *fdir, uint64_t run, uint64_t sst);
 /* Write a filter file atomically (temp, fsync, rename, fsync dir). */
 int akvi_slot_write_file(const char *fdir, uint64_t run, uint64_t sst, const akv_filter *f);
 /* AKV_OK, or AKV_NOTFOUND/AKV_ECORRUPT/AKV_ENOTSUP when the file is unusable. */
@@ -176,6 +192,9 @@ void akvi_mem_unref(akvi_mem *m);
 akvi_version *akvi_current(akv_db *db);
 /* Replace the current version (takes ownership of v's reference). */
 void akvi_install(akv_db *db, akvi_version *v);
+/* The runs of v (search order) with `drop` removed and `add` placed first
+ * in its level; malloc'd array, count in *n. */
+akvi_run **akvi_runs_after(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *add, size_t *n);
 /* New version = current + add_mem (front) - drop_mem - drop_runs + add_run. */
 int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs,
                size_t n_drop, akvi_run *add_run);
@@ -237,13 +256,26 @@ struct akv_db {
     } st;
 };
 
-/* ---- keys (db.c) ------------------------------------------------------- */
+/* ---- options (options.c) ---------------------------------------------- */
+
+int akvi_check_options(const akv_options *o);
+
+/* ---- keys (keys.c) ----------------------------------------------------- */
 
 /* Internal key for the layout into buf (klen + 8 bytes); returns its length. */
 size_t akvi_ikey(const akv_db *db, akv_hash h, const void *key, size_t klen, uint8_t *buf);
 /* The user key inside an internal key. */
 const uint8_t *akvi_ukey(const akv_db *db, const uint8_t *ikey, size_t iklen, size_t *klen);
 int akvi_check_key(size_t klen);
+int akvi_check_value(size_t vlen);
+/* The one SST-range test: does SST s of run r cover the key (hash h,
+ * internal key ikey)? Hash layout: its shard; ordered: its key range. */
+bool akvi_sst_covers(const akv_db *db, const akvi_cat_run *r, const akvi_cat_sst *s, akv_hash h,
+                     const uint8_t *ikey, size_t iklen);
+/* The one SST lookup: the SST of run r that may hold the key; -1 if none. */
+long akvi_find_sst(const akv_db *db, const akvi_cat_run *r, akv_hash h, const uint8_t *ikey, size_t iklen);
+/* The hash run r's slots see (shard prefix shifted out in the hash layout). */
+akv_hash akvi_run_slot_hash(const akv_db *db, const akvi_cat_run *r, akv_hash h);
 static inline void akvi_be64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
@@ -257,33 +289,6 @@ static inline uint64_t akvi_get_be64(const uint8_t *p)
     return v;
 }
 
-/* ---- write path (db.c) ------------------------------------------------ */
-
-typedef struct akvi_op {
-    uint8_t tag; /* AKVI_TAG_PUT or AKVI_TAG_DEL */
-    const uint8_t *key, *val;
-    size_t klen, vlen;
-} akvi_op;
-
-/* Apply ops atomically to the active memtable (one RocksDB write batch). */
-int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync);
-int akvi_check_value(size_t vlen);
-
-/*
- * The hash a slot sees. In the hash layout every key of an SST shares the
- * top `pb` bits of h.hi (its shard), so those bits carry no information for
- * that SST's filter; kinds that map h.hi over their whole table would use
- * only 1/2^pb of it. The slot hash shifts the shard prefix out and refills
- * the low bits from h.lo, so every kind sees uniform bits. Build, query,
- * miss-log negatives and reverse maps all go through this one function.
- */
-static inline akv_hash akvi_slot_hash(akv_hash h, uint32_t pb)
-{
-    if (pb == 0)
-        return h;
-    return (akv_hash){(h.hi << pb) | (akv_mix64(h.lo) >> (64 - pb)), h.lo};
-}
-
 /* ---- rocksdb helpers (rocks.c) ----------------------------------------- */
 
 int akvi_rocks_setup(akv_db *db);
@@ -294,10 +299,12 @@ void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf);
 int akvi_meta_put(akv_db *db, const char *key, const uint8_t *val, size_t len, bool sync);
 /* AKV_NOTFOUND when absent; *val malloc'd. */
 int akvi_meta_get(akv_db *db, const char *key, uint8_t **val, size_t *len);
+/* RocksDB blocks this thread has read from storage (its perf context,
+ * enabled on first use); callers take differences. */
+uint64_t akvi_thread_block_reads(void);
 
-/* ---- memtables (memtable.c) -------------------------------------------- */
+/* ---- the memtable guard (guard.c) -------------------------------------- */
 
-int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf, akvi_mem **out);
 /* Writer side, under wmu: insert into the guard and remember the hash. */
 int akvi_guard_insert(akv_db *db, akvi_mem *m, akv_hash h);
 /* Reader side: false only when the key is certainly not in memtable m. */
@@ -308,7 +315,13 @@ void akvi_guard_absorb(akv_db *db, akv_hash h);
 /* After m's run is installed: take m's keys out of the guard. */
 void akvi_guard_remove_mem(akv_db *db, akvi_mem *m);
 int akvi_guard_init(akv_db *db);
-/* Under wmu: make a new active memtable. */
+size_t akvi_guard_memory(akv_db *db);
+
+/* ---- memtables (memtable.c) -------------------------------------------- */
+
+int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf, akvi_mem **out);
+/* Under wmu: make a new active memtable (the caller wakes the background
+ * thread to flush the old one). */
 int akvi_rotate(akv_db *db);
 /* Rebuild the guard entries of a memtable recovered from the WAL. */
 int akvi_mem_recover(akv_db *db, akvi_mem *m);
@@ -328,6 +341,20 @@ void akvi_merge_next(akvi_merge *m);
 int akvi_merge_status(const akvi_merge *m); /* AKV_OK or AKV_EIO with message */
 void akvi_merge_destroy(akvi_merge *m);
 
+/* ---- slot building (slotbuild.c) --------------------------------------- */
+
+/* Build the slot of SST `sst` of `run` from its keys' hashes (turned into
+ * slot hashes and sorted in place), sized for `capacity` >= n keys (room
+ * for adaptations), pre-adapted to the miss log's negatives in its range.
+ * A kind that cannot be built falls back (docs/design.md). */
+int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
+                      akv_hash *hashes, size_t n, size_t capacity, akv_filter **out);
+/* Hashes of the keys an SST holds, read back from its run's family; the
+ * count must match the catalog's. */
+int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n);
+/* A new filter for SST j of r from its data, `capacity` keys of room. */
+int akvi_build_from_sst(akv_db *db, const akvi_run *r, size_t j, size_t capacity, akv_filter **out);
+
 /* ---- run writer (runwriter.c) ------------------------------------------ */
 
 typedef struct akvi_runwriter akvi_runwriter;
@@ -337,39 +364,51 @@ int akvi_rw_add(akvi_runwriter *w, const uint8_t *ikey, size_t iklen, const uint
  * when nothing was added. */
 int akvi_rw_finish(akvi_runwriter *w, akvi_run **out);
 void akvi_rw_abort(akvi_runwriter *w);
-/* Build one slot from a list of hashes (also used to rebuild at open). */
-int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                      akv_hash *hashes, size_t n, akv_filter **out);
-/* The same, sized for `capacity` >= n keys (room for adaptations). */
-int akvi_build_filter_sized(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                            akv_hash *hashes, size_t n, size_t capacity, akv_filter **out);
+/* Merge column families (newest first) into a new run at `level`. */
+int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
+                  bool drop_tombstones, akvi_run **out);
 
-/* ---- flush, compaction, background thread ------------------------------ */
+/* ---- adaptation (adapt.c) ---------------------------------------------- */
+
+/* Adapt slot `sst` of run `r` to the false positive `h` (a slot hash): the
+ * colliding keys are read from the reverse map first, then the slot's lock
+ * is taken and the fingerprint extended. A filter with no room left is
+ * rebuilt from its SST with twice the room. */
+int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
+/* Test hook: called before the reverse map is read, outside every lock. */
+extern void (*_Atomic akvi_hook_before_revmap_read)(void);
+
+/* ---- commit (commit.c) ------------------------------------------------- */
+
+/* The catalog (sync) and miss log for the given runs and flushed gen. */
+int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_gen);
+/* Commit, then install, the replacement of `drop` (runs) and `mem` by `add`
+ * in version v; replaced runs and the memtable become obsolete. */
+int akvi_publish(akv_db *db, akvi_version *v, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi_run *add);
+
+/* ---- flush (flush.c), compaction (compact.c) ---------------------------- */
 
 int akvi_flush_one(akv_db *db, akvi_mem *m);
 bool akvi_compaction_needed(akv_db *db, const akvi_version *v);
 int akvi_compact_step(akv_db *db, bool full);
+
+/* ---- background thread (bg.c) ------------------------------------------ */
+
 int akvi_bg_start(akv_db *db);
 void akvi_bg_stop(akv_db *db);
 void akvi_bg_wake(akv_db *db);
-/* Commit: catalog (sync) + miss log for the given runs and flushed gen. */
-int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_gen);
-/* Find the SST of a run that may hold the key; -1 when none. */
-long akvi_find_sst(const akv_db *db, const akvi_run *r, akv_hash h, const uint8_t *ikey, size_t iklen);
-
-/* ---- reverse maps (revmap_rocks.c) ------------------------------------- */
-
-/* Adapt slot `sst` of run `r` to the false positive `h` (a slot hash); a
- * filter with no room left is rebuilt from its SST with twice the room. */
-int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
-/* Rewrite the files of slots adapted since they were written (background thread, close). */
+/* Rewrite the files of slots adapted since they were written. */
 void akvi_save_adapted_slots(akv_db *db);
 
-/* ---- open-time recovery (recover.c) ------------------------------------ */
+/* ---- write path (write.c) --------------------------------------------- */
 
-/* Hashes of the keys an SST holds, read back from its run's family. */
-int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n);
+typedef struct akvi_op {
+    uint8_t tag; /* AKVI_TAG_PUT or AKVI_TAG_DEL */
+    const uint8_t *key, *val;
+    size_t klen, vlen;
+} akvi_op;
 
-int akvi_recover(akv_db *db, bool created);
+/* Apply ops atomically to the active memtable (one RocksDB write batch). */
+int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "util/order.h"
 
 struct akvi_merge {
     size_t n;
@@ -28,12 +29,6 @@ akvi_merge *akvi_merge_create(rocksdb_iterator_t **its, size_t n)
     m->n = n;
     m->cur = -1;
     return m;
-}
-
-static int cmp(const char *a, size_t al, const char *b, size_t bl)
-{
-    int c = memcmp(a, b, al < bl ? al : bl);
-    return c ? c : (al > bl) - (al < bl);
 }
 
 static void check_errors(akvi_merge *m)
@@ -56,7 +51,7 @@ static void pick(akvi_merge *m)
             continue;
         size_t kl;
         const char *k = rocksdb_iter_key(m->its[i], &kl);
-        if (best < 0 || cmp(k, kl, bk, bl) < 0) {
+        if (best < 0 || akv_bytes_cmp(k, kl, bk, bl) < 0) {
             best = (long)i;
             bk = k;
             bl = kl;
@@ -107,7 +102,7 @@ void akvi_merge_next(akvi_merge *m)
             continue;
         size_t ol;
         const char *o = rocksdb_iter_key(m->its[i], &ol);
-        if (cmp(o, ol, k, kl) == 0)
+        if (akv_bytes_cmp(o, ol, k, kl) == 0)
             rocksdb_iter_next(m->its[i]);
     }
     rocksdb_iter_next(m->its[m->cur]);

@@ -22,32 +22,19 @@
 #include "engine/internal.h"
 #include "util/codec.h"
 
+#if defined(__SANITIZE_THREAD__)
+/* tsan.c: referenced here so that every program that opens a database
+ * links it, statically too. */
+const char *__tsan_default_suppressions(void);
+__attribute__((used)) static const char *(*const keep_tsan_suppressions)(void) = __tsan_default_suppressions;
+#endif
+
 #define ID_MAGIC   "AKVI"
 #define ID_VERSION 1
 
 static const char *layout_name(uint32_t l)
 {
     return l == AKV_LAYOUT_ORDERED ? "ordered" : "hash";
-}
-
-static int check_options(const akv_options *o)
-{
-    if (o->layout != AKV_LAYOUT_HASH && o->layout != AKV_LAYOUT_ORDERED && o->layout != AKV_LAYOUT_AUTO)
-        return akvi_err(AKV_EINVAL, "unknown layout %d", (int)o->layout);
-    if (!(o->bits_per_key > 0 && o->bits_per_key <= 64))
-        return akvi_err(AKV_EINVAL, "bits_per_key %g is outside (0, 64]", o->bits_per_key);
-    if (o->memtable_bytes < 4096)
-        return akvi_err(AKV_EINVAL, "memtable_bytes %llu is below 4096",
-                        (unsigned long long)o->memtable_bytes);
-    if (o->sst_target_bytes < 4096)
-        return akvi_err(AKV_EINVAL, "sst_target_bytes %llu is below 4096",
-                        (unsigned long long)o->sst_target_bytes);
-    if (o->l0_compaction_trigger < 1 || o->l0_stall_runs < o->l0_compaction_trigger)
-        return akvi_err(AKV_EINVAL, "need 1 <= l0_compaction_trigger (%d) <= l0_stall_runs (%d)",
-                        o->l0_compaction_trigger, o->l0_stall_runs);
-    if (o->level_multiplier < 2)
-        return akvi_err(AKV_EINVAL, "level_multiplier %d is below 2", o->level_multiplier);
-    return AKV_OK;
 }
 
 static char *path_join(const char *a, const char *b)
@@ -187,51 +174,6 @@ static void free_cf_set(akv_db *db, cf_set *s, bool drop)
 
 /* ---- runs and slots ------------------------------------------------------ */
 
-/* Hashes of the keys an SST holds, read back from its run's family. */
-int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n)
-{
-    size_t cap = s->keys ? s->keys : 16, k = 0;
-    bool oom = false;
-    akv_hash *h = malloc(cap * sizeof *h);
-    if (!h)
-        return akvi_err(AKV_ENOMEM, "out of memory");
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, r->cf);
-    rocksdb_iter_seek(it, (const char *)s->smallest, s->smallest_len);
-    for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-        size_t kl, ul;
-        const uint8_t *key = (const uint8_t *)rocksdb_iter_key(it, &kl);
-        size_t m = kl < s->largest_len ? kl : s->largest_len;
-        int c = memcmp(key, s->largest, m);
-        if (c > 0 || (c == 0 && kl > s->largest_len))
-            break;
-        const uint8_t *uk = akvi_ukey(db, key, kl, &ul);
-        if (k == cap) {
-            akv_hash *p = realloc(h, 2 * cap * sizeof *h);
-            if (!p) { /* a partial key set would be a filter with false negatives */
-                oom = true;
-                break;
-            }
-            h = p;
-            cap *= 2;
-        }
-        h[k++] = akv_hash_key(uk, ul, db->seed);
-    }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        free(h);
-        return akvi_rocks_err(err, "reading an SST to rebuild its filter");
-    }
-    if (oom) {
-        free(h);
-        return akvi_err(AKV_ENOMEM, "out of memory reading an SST to rebuild its filter");
-    }
-    *out = h;
-    *n = k;
-    return AKV_OK;
-}
-
 static int load_slot(akv_db *db, akvi_run *r, size_t j)
 {
     const akvi_cat_sst *s = &r->info.ssts[j];
@@ -240,12 +182,7 @@ static int load_slot(akv_db *db, akvi_run *r, size_t j)
     if (rc != AKV_OK) {
         akvi_log(db, "warning: filter slot %llu-%llu unusable (%s); rebuilding it from its SST",
                  (unsigned long long)r->info.id, (unsigned long long)s->id, akv_errmsg());
-        akv_hash *h = NULL;
-        size_t n = 0;
-        rc = akvi_sst_hashes(db, r, s, &h, &n);
-        if (rc == AKV_OK)
-            rc = akvi_build_filter(db, (int)r->info.level, &r->info, s, h, n, &f);
-        free(h);
+        rc = akvi_build_from_sst(db, r, j, 0, &f);
         if (rc == AKV_OK)
             rc = akvi_slot_write_file(db->fdir, r->info.id, s->id, f);
         if (rc != AKV_OK) {
@@ -515,7 +452,7 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     akv_options defaults;
     akv_options_init(&defaults);
     const akv_options *opt = opt_in ? opt_in : &defaults;
-    int rc = check_options(opt);
+    int rc = akvi_check_options(opt);
     if (rc != AKV_OK)
         return rc;
     akv_db *db = calloc(1, sizeof *db);
@@ -608,26 +545,3 @@ int akv_close(akv_db *db)
     db_free(db);
     return rc;
 }
-
-#if defined(__SANITIZE_THREAD__)
-/*
- * RocksDB is not built with ThreadSanitizer, so its internal synchronisation
- * (atomics, its own write-group and version refcounting) is invisible to the
- * tool and shows up as races inside librocksdb. Suppress reports with a
- * RocksDB frame; races in adaptkv's own code are still reported. Lives here
- * because every program that opens a database links this file.
- */
-const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void)
-{
-    /* libstdc++ and libzstd are reached only through RocksDB (adaptkv is
-     * C), so their memory accesses are RocksDB's too. */
-    return "race:librocksdb.so\n"
-           "race:rocksdb::\n"
-           "race:libzstd.so\n"
-           "called_from_lib:librocksdb.so\n"
-           "called_from_lib:libstdc++.so\n"
-           "called_from_lib:libzstd.so\n"
-           "mutex:librocksdb.so\n";
-}
-#endif

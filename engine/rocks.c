@@ -12,6 +12,7 @@
 
 #include "engine/internal.h"
 
+
 static rocksdb_options_t *cf_options(akv_db *db, bool auto_compact, int compression)
 {
     rocksdb_options_t *o = rocksdb_options_create();
@@ -147,3 +148,36 @@ int akvi_meta_get(akv_db *db, const char *key, uint8_t **val, size_t *len)
     *len = n;
     return AKV_OK;
 }
+
+/* ---- per-thread perf context -------------------------------------------- */
+
+static pthread_key_t g_perf_key;
+static pthread_once_t g_perf_once = PTHREAD_ONCE_INIT;
+static _Thread_local rocksdb_perfcontext_t *t_perf;
+
+static void perf_free(void *p)
+{
+    rocksdb_perfcontext_destroy(p);
+}
+static void perf_key_init(void)
+{
+    pthread_key_create(&g_perf_key, perf_free);
+}
+
+/* RocksDB's perf context is per thread; enable counting once per thread. */
+static rocksdb_perfcontext_t *perf(void)
+{
+    if (!t_perf) {
+        pthread_once(&g_perf_once, perf_key_init);
+        rocksdb_set_perf_level(rocksdb_enable_count);
+        t_perf = rocksdb_perfcontext_create();
+        pthread_setspecific(g_perf_key, t_perf);
+    }
+    return t_perf;
+}
+
+uint64_t akvi_thread_block_reads(void)
+{
+    return rocksdb_perfcontext_metric(perf(), rocksdb_block_read_count);
+}
+

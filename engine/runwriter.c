@@ -15,8 +15,7 @@
 #include <unistd.h>
 
 #include "engine/internal.h"
-
-#define MAX_NEGATIVES 4096
+#include "util/order.h"
 
 typedef struct rmap_ent {
     uint64_t hi;
@@ -91,128 +90,6 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return AKV_OK;
 }
 
-static int cmp_hash(const void *a, const void *b)
-{
-    const akv_hash *x = a, *y = b;
-    if (x->hi != y->hi)
-        return x->hi < y->hi ? -1 : 1;
-    return (x->lo > y->lo) - (x->lo < y->lo);
-}
-
-static void sort_hashes(akv_hash *h, size_t n)
-{
-    for (size_t i = 1; i < n; i++)
-        if (cmp_hash(&h[i - 1], &h[i]) > 0) {
-            qsort(h, n, sizeof *h, cmp_hash);
-            return;
-        }
-}
-
-typedef struct range_arg {
-    const akv_db *db;
-    const akvi_cat_run *run;
-    const akvi_cat_sst *sst;
-} range_arg;
-
-static int cmp_bytes(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
-{
-    int c = memcmp(a, b, al < bl ? al : bl);
-    return c ? c : (al > bl) - (al < bl);
-}
-
-/* Is a miss-log key inside this SST's range? */
-static bool in_sst_range(void *arg, akv_hash h, const void *key, size_t klen)
-{
-    const range_arg *ra = arg;
-    if (ra->db->layout == AKV_LAYOUT_HASH) {
-        uint32_t b = ra->run->prefix_bits;
-        return b == 0 || (h.hi >> (64 - b)) == ra->sst->prefix;
-    }
-    return cmp_bytes(key, klen, ra->sst->smallest, ra->sst->smallest_len) >= 0 &&
-           cmp_bytes(key, klen, ra->sst->largest, ra->sst->largest_len) <= 0;
-}
-
-/* Negatives for this SST, minus any that are now keys of it. */
-static size_t negatives_for(akv_db *db, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                            const akv_hash *keys, size_t n, akv_negative **out)
-{
-    range_arg ra = {db, run, sst};
-    /* At most a quarter as many negatives as keys: pre-adapting costs the
-     * filter room that its keys need. */
-    size_t max = n / 4 < MAX_NEGATIVES ? n / 4 : MAX_NEGATIVES;
-    size_t k = akvi_misslog_collect(db->ml, in_sst_range, &ra, max, out);
-    size_t j = 0;
-    uint32_t pb = db->layout == AKV_LAYOUT_HASH ? run->prefix_bits : 0;
-    for (size_t i = 0; i < k; i++)
-        (*out)[i].h = akvi_slot_hash((*out)[i].h, pb);
-    for (size_t i = 0; i < k; i++)
-        if (!bsearch(&(*out)[i].h, keys, n, sizeof *keys, cmp_hash))
-            (*out)[j++] = (*out)[i];
-    return j;
-}
-
-/*
- * A slot must exist for every SST, so a kind that cannot be built (a
- * quotient filter that runs out of room pre-adapting to negatives, say) is
- * retried without negatives, then with twice the capacity, and finally
- * replaced by a plain Bloom filter, with a warning. A flush never fails
- * because of a filter.
- */
-static int build_with_fallback(akv_db *db, const akv_filter_kind *k, akv_filter_params *p,
-                               const akv_hash *hashes, size_t n, const akv_negative *neg, size_t n_neg,
-                               akv_filter **out)
-{
-    int rc = akv_filter_build(k, p, hashes, n, neg, n_neg, out);
-    if (rc == AKV_OK)
-        return rc;
-    int first = rc;
-    if (n_neg)
-        rc = akv_filter_build(k, p, hashes, n, NULL, 0, out);
-    if (rc != AKV_OK) {
-        p->expected_keys = 2 * n + 64;
-        rc = akv_filter_build(k, p, hashes, n, NULL, 0, out);
-        p->expected_keys = n;
-    }
-    const akv_filter_kind *bloom = akv_filter_kind_by_name("bloom");
-    if (rc != AKV_OK && bloom && bloom != k)
-        rc = akv_filter_build(bloom, p, hashes, n, NULL, 0, out);
-    akvi_log(db, "warning: building a %s filter over %zu keys failed (%s); %s", k->name, n,
-             akv_strerror(first), rc == AKV_OK ? (*out)->kind->name : "no fallback worked");
-    return rc;
-}
-
-int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                      akv_hash *hashes, size_t n, akv_filter **out)
-{
-    return akvi_build_filter_sized(db, level, run, sst, hashes, n, n, out);
-}
-
-int akvi_build_filter_sized(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                            akv_hash *hashes, size_t n, size_t capacity, akv_filter **out)
-{
-    const akv_filter_kind *k = akv_filter_kind_by_name(sst->kind);
-    if (!k)
-        k = db->policy.level[level < AKV_MAX_LEVELS ? level : AKV_MAX_LEVELS - 1];
-    uint32_t pb = db->layout == AKV_LAYOUT_HASH ? run->prefix_bits : 0;
-    for (size_t i = 0; pb && i < n; i++)
-        hashes[i] = akvi_slot_hash(hashes[i], pb);
-    sort_hashes(hashes, n);
-    akv_filter_params p;
-    akv_filter_params_init(&p);
-    p.expected_keys = capacity > n ? capacity : n;
-    p.bits_per_key = db->opt.bits_per_key;
-    /* The shard prefix is already shifted out (akvi_slot_hash). */
-    p.prefix_bits = 0;
-    p.seed = db->seed;
-    akv_negative *neg = NULL;
-    size_t n_neg = negatives_for(db, run, sst, hashes, n, &neg);
-    int rc = build_with_fallback(db, k, &p, hashes, n, neg, n_neg, out);
-    free(neg);
-    if (rc != AKV_OK)
-        return akvi_err(rc, "building a %s filter over %zu keys: %s", k->name, n, akv_strerror(rc));
-    return AKV_OK;
-}
-
 static int open_sst(akvi_runwriter *w, uint64_t prefix)
 {
     int rc = grow((void **)&w->paths, &w->cap_sst, w->n_sst + 1, sizeof *w->paths);
@@ -271,7 +148,7 @@ static int finish_sst(akvi_runwriter *w)
     w->bytes += s->bytes;
     w->raw_bytes += w->cur_bytes;
     akvi_cat_run run = {.id = w->run_id, .level = (uint32_t)w->level, .prefix_bits = w->prefix_bits};
-    int rc = akvi_build_filter(w->db, w->level, &run, s, w->hashes, w->n, &w->filters[w->n_sst - 1]);
+    int rc = akvi_build_filter(w->db, w->level, &run, s, w->hashes, w->n, w->n, &w->filters[w->n_sst - 1]);
     if (rc == AKV_OK) /* the kind actually built (after any fallback) */
         snprintf(s->kind, sizeof s->kind, "%s", w->filters[w->n_sst - 1]->kind->name);
     if (rc == AKV_OK)
@@ -337,7 +214,7 @@ static int cmp_rmap(const void *a, const void *b, void *arena)
     const rmap_ent *x = a, *y = b;
     if (x->hi != y->hi)
         return x->hi < y->hi ? -1 : 1;
-    return cmp_bytes((uint8_t *)arena + x->off, x->len, (uint8_t *)arena + y->off, y->len);
+    return akv_bytes_cmp((uint8_t *)arena + x->off, x->len, (uint8_t *)arena + y->off, y->len);
 }
 
 static int ingest(akv_db *db, rocksdb_column_family_handle_t *cf, char **paths, size_t n)
@@ -445,6 +322,55 @@ int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
     }
     atomic_fetch_add(&w->db->st.bytes_written_disk, w->bytes);
     akvi_rw_abort(w);
+    return rc;
+}
+
+/* ---- a run from a merge of column families (flush, compaction) ---------- */
+
+static rocksdb_iterator_t *scan_iter(akv_db *db, rocksdb_column_family_handle_t *cf)
+{
+    return rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
+}
+
+/* Stream a merge into a run writer; tombstones dropped when asked. */
+static int copy_merge(akvi_merge *mg, akvi_runwriter *w, bool drop_tombstones)
+{
+    int rc = AKV_OK;
+    for (akvi_merge_seek_first(mg); rc == AKV_OK && akvi_merge_valid(mg); akvi_merge_next(mg)) {
+        size_t kl, vl;
+        const uint8_t *k = akvi_merge_key(mg, &kl);
+        const uint8_t *val = akvi_merge_value(mg, &vl);
+        if (drop_tombstones && vl > 0 && val[0] == AKVI_TAG_DEL)
+            continue;
+        rc = akvi_rw_add(w, k, kl, val, vl);
+    }
+    return rc != AKV_OK ? rc : akvi_merge_status(mg);
+}
+
+int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
+                     bool drop_tombstones, akvi_run **out)
+{
+    rocksdb_iterator_t **its = calloc(n ? n : 1, sizeof *its);
+    if (!its)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        its[i] = scan_iter(db, cfs[i]);
+    akvi_merge *mg = akvi_merge_create(its, n);
+    akvi_runwriter *w = NULL;
+    int rc = mg ? akvi_rw_begin(db, level, est, &w) : akvi_err(AKV_ENOMEM, "out of memory");
+    if (rc == AKV_OK)
+        rc = copy_merge(mg, w, drop_tombstones);
+    if (rc == AKV_OK)
+        rc = akvi_rw_finish(w, out);
+    else
+        akvi_rw_abort(w);
+    if (mg)
+        akvi_merge_destroy(mg);
+    else {
+        for (size_t i = 0; i < n; i++)
+            rocksdb_iter_destroy(its[i]);
+        free(its);
+    }
     return rc;
 }
 

@@ -7,28 +7,6 @@
 
 #include "engine/internal.h"
 
-static size_t slot_memory(akvi_slot *s)
-{
-    if (!s->f)
-        return 0;
-    if (s->locked)
-        pthread_rwlock_rdlock(&s->lock);
-    size_t m = akv_filter_memory(s->f);
-    if (s->locked)
-        pthread_rwlock_unlock(&s->lock);
-    return m;
-}
-
-static size_t guard_memory(akv_db *db)
-{
-    if (!db->policy.mem)
-        return 0;
-    pthread_rwlock_rdlock(&db->guard_lock);
-    size_t m = db->guard ? akv_filter_memory(db->guard) : 0;
-    pthread_rwlock_unlock(&db->guard_lock);
-    return m;
-}
-
 int akv_get_stats(akv_db *db, akv_stats *st)
 {
     if (!db || !st)
@@ -50,7 +28,7 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     st->bytes_written_user = atomic_load(&db->st.bytes_written_user);
     st->bytes_written_disk = atomic_load(&db->st.bytes_written_disk);
     st->slot_filtered = atomic_load(&db->st.slot_filtered);
-    st->filter_bytes = guard_memory(db);
+    st->filter_bytes = akvi_guard_memory(db);
     akvi_version *v = akvi_current(db);
     st->memtables = (uint32_t)v->n_mem;
     for (size_t i = 0; i < v->n_run; i++) {
@@ -62,7 +40,7 @@ int akv_get_stats(akv_db *db, akv_stats *st)
         st->keys_per_level[l] += r->info.keys;
         st->live_keys_estimate += r->info.keys;
         for (size_t j = 0; j < r->info.n_sst; j++)
-            st->filter_bytes += slot_memory(&r->slots[j]);
+            st->filter_bytes += akvi_slot_memory(&r->slots[j]);
     }
     akvi_version_unref(v);
     return AKV_OK;
@@ -158,7 +136,7 @@ int akv_slots(akv_db *db, akv_slot_info **rows, size_t *n)
     uint64_t mem_keys = 0;
     for (size_t i = 0; i < v->n_mem; i++)
         mem_keys += atomic_load(&v->mems[i]->entries);
-    fill_row(&out[k++], -1, 0, 0, db->policy.mem ? db->policy.mem->name : "none", mem_keys, guard_memory(db),
+    fill_row(&out[k++], -1, 0, 0, db->policy.mem ? db->policy.mem->name : "none", mem_keys, akvi_guard_memory(db),
              &db->guard_stats);
     /* Guard probes are the memtable reads it let through. */
     out[0].probes = out[0].queries - out[0].filtered;
@@ -166,7 +144,7 @@ int akv_slots(akv_db *db, akv_slot_info **rows, size_t *n)
         akvi_run *r = v->runs[i];
         for (size_t j = 0; j < r->info.n_sst; j++)
             fill_row(&out[k++], (int)r->info.level, r->info.id, r->info.ssts[j].id, r->info.ssts[j].kind,
-                     r->info.ssts[j].keys, slot_memory(&r->slots[j]), &r->slots[j]);
+                     r->info.ssts[j].keys, akvi_slot_memory(&r->slots[j]), &r->slots[j]);
     }
     akvi_version_unref(v);
     *rows = out;

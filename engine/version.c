@@ -142,12 +142,41 @@ int akvi_deepest_level(const akvi_version *v)
     return d;
 }
 
-static bool in_list(akvi_run *r, akvi_run *const *list, size_t n)
+static bool in_list(const akvi_run *r, akvi_run *const *list, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (list[i] == r)
             return true;
     return false;
+}
+
+/* Fill out[] (room for v->n_run + 1) with the runs after the edit. */
+static size_t place_runs(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *add,
+                         akvi_run **out)
+{
+    size_t k = 0;
+    bool placed = add == NULL;
+    for (size_t i = 0; i < v->n_run; i++) {
+        akvi_run *r = v->runs[i];
+        if (in_list(r, drop, n_drop))
+            continue;
+        if (!placed && r->info.level >= add->info.level) {
+            out[k++] = add;
+            placed = true;
+        }
+        out[k++] = r;
+    }
+    if (!placed)
+        out[k++] = add;
+    return k;
+}
+
+akvi_run **akvi_runs_after(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *add, size_t *n)
+{
+    akvi_run **out = calloc(v->n_run + 1, sizeof *out);
+    if (out)
+        *n = place_runs(v, drop, n_drop, add, out);
+    return out;
 }
 
 /*
@@ -162,8 +191,7 @@ int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run
     pthread_rwlock_wrlock(&db->vmu);
     akvi_version *old = db->cur;
     size_t n_mem = old->n_mem + (add_mem != NULL) - (drop_mem != NULL);
-    size_t n_run = old->n_run + (add_run != NULL) - n_drop;
-    akvi_version *v = akvi_version_new(n_mem, n_run);
+    akvi_version *v = akvi_version_new(n_mem, old->n_run + 1);
     if (!v) {
         pthread_rwlock_unlock(&db->vmu);
         return akvi_err(AKV_ENOMEM, "out of memory installing a version");
@@ -176,21 +204,10 @@ int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run
             akvi_mem_ref(old->mems[i]);
             v->mems[k++] = old->mems[i];
         }
-    k = 0;
-    bool placed = add_run == NULL;
-    for (size_t i = 0; i < old->n_run; i++) {
-        akvi_run *r = old->runs[i];
-        if (in_list(r, drop_runs, n_drop))
-            continue;
-        if (!placed && r->info.level >= add_run->info.level) {
-            v->runs[k++] = add_run;
-            placed = true;
-        }
-        akvi_run_ref(r);
-        v->runs[k++] = r;
-    }
-    if (!placed)
-        v->runs[k++] = add_run;
+    v->n_run = place_runs(old, drop_runs, n_drop, add_run, v->runs);
+    for (size_t i = 0; i < v->n_run; i++)
+        if (v->runs[i] != add_run)
+            akvi_run_ref(v->runs[i]);
     db->cur = v;
     pthread_rwlock_unlock(&db->vmu);
     akvi_version_unref(old);

@@ -2,26 +2,45 @@
  * memrevmap.c — the in-memory reverse map: a sorted array of key hashes.
  * A minirun's keys share their top nbits of h.hi, so they are one contiguous
  * range of the array, found by binary search.
+ *
+ * A map may hold only part of a set (akv_memrevmap_restrict): the engine
+ * reads the owners of a minirun from disk first, then adapts under the
+ * slot's lock against this in-memory copy. A scan outside the part it holds
+ * cannot be answered exactly, so it fails with AKV_EBUSY and is remembered
+ * (akv_memrevmap_missed), and the filter leaves itself unchanged.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "revmap/revmap.h"
+#include "util/order.h"
 
 struct akv_memrevmap {
     akv_revmap rm;
     akv_hash *v;
     size_t n, cap;
+    int cover_bits;    /* -1: the whole set; 0..64: only keys with cover_hi's top bits; 65: none */
+    uint64_t cover_hi;
+    bool missed;       /* a scan asked outside the cover */
+    uint64_t miss_hi;
+    unsigned miss_bits;
 };
 
-static int hash_cmp(akv_hash a, akv_hash b)
+static uint64_t top_mask(unsigned nbits)
 {
-    if (a.hi != b.hi)
-        return a.hi < b.hi ? -1 : 1;
-    return a.lo < b.lo ? -1 : a.lo > b.lo;
+    return nbits == 0 ? 0 : nbits >= 64 ? ~0ULL : ~(~0ULL >> nbits);
 }
 
-static int qsort_cmp(const void *a, const void *b) { return hash_cmp(*(const akv_hash *)a, *(const akv_hash *)b); }
+/* Does the map hold every key of the set whose top nbits equal hi's? */
+static bool covers(const akv_memrevmap *m, uint64_t hi, unsigned nbits)
+{
+    if (m->cover_bits < 0)
+        return true;
+    if (m->cover_bits > 64 || nbits < (unsigned)m->cover_bits)
+        return false;
+    uint64_t mask = top_mask((unsigned)m->cover_bits);
+    return (hi & mask) == (m->cover_hi & mask);
+}
 
 /* First index whose hash is >= (hi, lo). */
 static size_t lower_bound(const akv_memrevmap *m, akv_hash h)
@@ -29,7 +48,7 @@ static size_t lower_bound(const akv_memrevmap *m, akv_hash h)
     size_t lo = 0, hi = m->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (hash_cmp(m->v[mid], h) < 0)
+        if (akv_hash_cmp(m->v[mid], h) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -42,7 +61,13 @@ static int mem_scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn f
     akv_memrevmap *m = (akv_memrevmap *)rm;
     if (nbits < 1 || nbits > 64)
         return AKV_EINVAL;
-    uint64_t mask = nbits == 64 ? ~0ULL : ~(~0ULL >> nbits);
+    if (!covers(m, hi, nbits)) {
+        m->missed = true;
+        m->miss_hi = hi;
+        m->miss_bits = nbits;
+        return AKV_EBUSY;
+    }
+    uint64_t mask = top_mask(nbits);
     uint64_t start = hi & mask;
     for (size_t i = lower_bound(m, (akv_hash){start, 0}); i < m->n && (m->v[i].hi & mask) == start; i++) {
         int rc = fn(arg, m->v[i]);
@@ -64,7 +89,8 @@ int akv_memrevmap_create(const akv_hash *keys, size_t n, akv_memrevmap **out)
     if (n)
         memcpy(m->v, keys, n * sizeof *keys);
     m->n = n;
-    qsort(m->v, n, sizeof *m->v, qsort_cmp);
+    qsort(m->v, n, sizeof *m->v, akv_hash_cmp_ptr);
+    m->cover_bits = -1;
     m->rm.scan = mem_scan;
     m->rm.ctx = m;
     *out = m;
@@ -90,7 +116,7 @@ int akv_memrevmap_insert(akv_memrevmap *m, akv_hash h)
 int akv_memrevmap_remove(akv_memrevmap *m, akv_hash h)
 {
     size_t i = lower_bound(m, h);
-    if (i == m->n || hash_cmp(m->v[i], h) != 0)
+    if (i == m->n || akv_hash_cmp(m->v[i], h) != 0)
         return AKV_NOTFOUND;
     memmove(m->v + i, m->v + i + 1, (m->n - i - 1) * sizeof *m->v);
     m->n--;
@@ -98,6 +124,25 @@ int akv_memrevmap_remove(akv_memrevmap *m, akv_hash h)
 }
 
 akv_revmap *akv_memrevmap_revmap(akv_memrevmap *m) { return &m->rm; }
+
+int akv_memrevmap_restrict(akv_memrevmap *m, uint64_t hi, unsigned nbits)
+{
+    if (nbits > AKV_MEMREVMAP_NOTHING)
+        return AKV_EINVAL;
+    m->cover_bits = (int)nbits;
+    m->cover_hi = hi;
+    m->missed = false;
+    return AKV_OK;
+}
+
+bool akv_memrevmap_missed(const akv_memrevmap *m, uint64_t *hi, unsigned *nbits)
+{
+    if (m->missed) {
+        *hi = m->miss_hi;
+        *nbits = m->miss_bits;
+    }
+    return m->missed;
+}
 
 void akv_memrevmap_destroy(akv_memrevmap *m)
 {

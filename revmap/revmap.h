@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rocksdb/c.h>
+#include <stdbool.h>
+
 #include "adaptkv/filter.h"
 
 /* ---- in-memory reverse map (tests, filterbench) ------------------------ */
@@ -27,5 +30,44 @@ int akv_memrevmap_insert(akv_memrevmap *m, akv_hash h);
 int akv_memrevmap_remove(akv_memrevmap *m, akv_hash h); /* AKV_NOTFOUND if absent */
 akv_revmap *akv_memrevmap_revmap(akv_memrevmap *m);
 void akv_memrevmap_destroy(akv_memrevmap *m);
+
+/*
+ * Declare that the map holds only part of its set: exactly the set's keys
+ * whose top `nbits` bits of h.hi equal hi's (0 <= nbits <= 64), or none of
+ * it (nbits = AKV_MEMREVMAP_NOTHING). A scan that part cannot answer returns
+ * AKV_EBUSY, and akv_memrevmap_missed() then tells what it asked for.
+ */
+#define AKV_MEMREVMAP_NOTHING 65u
+int akv_memrevmap_restrict(akv_memrevmap *m, uint64_t hi, unsigned nbits);
+bool akv_memrevmap_missed(const akv_memrevmap *m, uint64_t *hi, unsigned *nbits);
+
+/* ---- reverse maps on RocksDB (engine) ---------------------------------- */
+
+/*
+ * The keys of one SST read back from RocksDB. Both layouts store them under
+ * BE64(h.hi) ‖ user key: the hash layout in the run's own family (the
+ * "merged" reverse map: the data is the map), the ordered layout in the
+ * run's rmap.<id> family (the "split" one). Scans take and report *slot*
+ * hashes (util/shard.h): the shard prefix `prefix_bits` is shifted out of
+ * them, and added back to seek. A stored key's full hash is recomputed
+ * from its user key with `seed`. `in_sst` keeps exactly the SST's own keys
+ * (a run holds many SSTs); the engine passes its one SST-range test.
+ */
+typedef bool (*akv_rocksrevmap_in_sst)(void *arg, akv_hash h, const uint8_t *ukey, size_t klen);
+
+typedef struct akv_rocksrevmap {
+    akv_revmap rm;
+    rocksdb_t *db;
+    const rocksdb_readoptions_t *ro;
+    rocksdb_column_family_handle_t *cf;
+    uint64_t seed;
+    uint32_t prefix_bits; /* hash layout: the run's shard bits; 0 otherwise */
+    uint64_t prefix;      /* the SST's shard */
+    akv_rocksrevmap_in_sst in_sst;
+    void *in_sst_arg;
+} akv_rocksrevmap;
+
+/* Fill *m (all fields above except rm) and return its akv_revmap. */
+akv_revmap *akv_rocksrevmap_init(akv_rocksrevmap *m);
 
 #endif

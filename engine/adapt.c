@@ -1,0 +1,174 @@
+/*
+ * adapt.c — adaptation: a slot that let a false positive through learns it.
+ *
+ * Reverse map first, lock second (docs/design.md, "Adaptation"):
+ *
+ *   1. read the SST's keys that share the query's fingerprint prefix from
+ *      the reverse map on RocksDB (revmap/rocksrevmap.c), holding no lock;
+ *   2. take the slot's exclusive lock and adapt against an in-memory copy
+ *      of those keys (akv_memrevmap restricted to that prefix): the filter
+ *      re-checks that the fingerprint still matches and extends it.
+ *
+ * The prefix a kind's adapt scans is learned per slot (scan_bits): the
+ * first adaptation of a slot runs against an empty copy, which the filter's
+ * scan misses (AKV_EBUSY, filter unchanged); the miss names the prefix, the
+ * keys are read, and the adaptation runs again. A kind that scans several
+ * prefixes for one adaptation gets as many rounds, up to MAX_ROUNDS; past
+ * that the false positive is simply not fixed (adaptation is best effort,
+ * never unsafe).
+ *
+ * A filter with no room left is rebuilt from its SST's keys with twice the
+ * room (growth), also outside the slot's lock, and swapped in.
+ */
+#include <stdlib.h>
+
+#include "engine/internal.h"
+#include "revmap/revmap.h"
+
+void (*_Atomic akvi_hook_before_revmap_read)(void);
+
+#define MAX_ROUNDS 4
+
+typedef struct in_sst_arg {
+    const akv_db *db;
+    const akvi_cat_run *run;
+    const akvi_cat_sst *sst;
+} in_sst_arg;
+
+/* Reverse-map keys are user keys; in the ordered layout the internal key is
+ * the user key, in the hash layout only the hash decides. */
+static bool in_sst(void *arg, akv_hash h, const uint8_t *ukey, size_t klen)
+{
+    const in_sst_arg *a = arg;
+    return akvi_sst_covers(a->db, a->run, a->sst, h, ukey, klen);
+}
+
+static int collect(void *arg, akv_hash h)
+{
+    akv_memrevmap *m = arg;
+    return akv_memrevmap_insert(m, h);
+}
+
+/* The SST's keys whose slot hash starts with hi's top nbits, read from
+ * RocksDB into *out (a map restricted to exactly that prefix). No lock is
+ * held here. */
+static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, unsigned nbits,
+                       akv_memrevmap **out)
+{
+    void (*hook)(void) = atomic_load(&akvi_hook_before_revmap_read);
+    if (hook)
+        hook();
+    in_sst_arg arg = {db, &r->info, &r->info.ssts[j]};
+    akv_rocksrevmap rr = {
+        .db = db->rdb,
+        .ro = db->ro,
+        .cf = db->layout == AKV_LAYOUT_HASH ? r->cf : r->rmap_cf,
+        .seed = db->seed,
+        .prefix_bits = db->layout == AKV_LAYOUT_HASH ? r->info.prefix_bits : 0,
+        .prefix = r->info.ssts[j].prefix,
+        .in_sst = in_sst,
+        .in_sst_arg = &arg,
+    };
+    akv_memrevmap *m = NULL;
+    int rc = akv_memrevmap_create(NULL, 0, &m);
+    if (rc == AKV_OK)
+        rc = akv_rocksrevmap_init(&rr)->scan(&rr.rm, hi, nbits, collect, m);
+    if (rc == AKV_OK)
+        rc = akv_memrevmap_restrict(m, hi, nbits);
+    if (rc != AKV_OK) {
+        akv_memrevmap_destroy(m);
+        return rc;
+    }
+    *out = m;
+    return AKV_OK;
+}
+
+/* Adapt filter f of slot j to h: read, then lock and extend. */
+static int adapt_filter(akv_db *db, akvi_run *r, size_t j, akv_filter *f, akv_hash h)
+{
+    akvi_slot *s = &r->slots[j];
+    unsigned bits = atomic_load(&s->scan_bits);
+    akv_memrevmap *m = NULL;
+    int rc = bits ? read_owners(db, r, j, h.hi, bits, &m) : akv_memrevmap_create(NULL, 0, &m);
+    if (rc == AKV_OK && !bits)
+        rc = akv_memrevmap_restrict(m, 0, AKV_MEMREVMAP_NOTHING);
+    for (int round = 0; rc == AKV_OK; round++) {
+        rc = akvi_slot_adapt(s, f, h, akv_memrevmap_revmap(m));
+        uint64_t hi;
+        unsigned nbits;
+        if (rc != AKV_EBUSY || round + 1 == MAX_ROUNDS || !akv_memrevmap_missed(m, &hi, &nbits))
+            break;
+        atomic_store(&s->scan_bits, nbits);
+        akv_memrevmap_destroy(m);
+        m = NULL;
+        rc = read_owners(db, r, j, hi, nbits, &m);
+    }
+    akv_memrevmap_destroy(m);
+    return rc;
+}
+
+/*
+ * A filter's room for adaptations is fixed when it is built; a small SST
+ * under a steady stream of fresh false positives uses it up, and from then
+ * on every replayed key would cost a probe again. So a full filter is
+ * rebuilt from the keys its SST holds (never a key it does not hold) with
+ * twice the room, pre-adapted to the miss log's negatives in its range, and
+ * swapped in. `full` is the filter that reported AKV_EFULL; if another
+ * thread already replaced it, there is nothing to do.
+ */
+#define MAX_GROWS 6 /* at most 2^6 times the size it was built with */
+
+static int grow_slot(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
+{
+    akvi_slot *s = &r->slots[j];
+    const akvi_cat_sst *sst = &r->info.ssts[j];
+    uint64_t grows = atomic_load(&s->grows);
+    if (atomic_load(&s->f) != full)
+        return AKV_OK;
+    /* Sized for 2^(g+1) times its keys, so each growth doubles the room; a
+     * filter grown before a restart (the count starts over) is already
+     * larger, so keep doubling until the new one is bigger than the full. */
+    size_t old_bytes = akv_filter_memory(full);
+    akv_filter *f = NULL;
+    int rc = AKV_OK;
+    for (uint64_t g = grows + 1; rc == AKV_OK && !f; g++) {
+        if (g > MAX_GROWS)
+            return akvi_err(AKV_EFULL, "filter slot %llu-%llu is full and cannot grow further",
+                            (unsigned long long)r->info.id, (unsigned long long)sst->id);
+        rc = akvi_build_from_sst(db, r, j, (sst->keys + 64) << g, &f);
+        if (rc == AKV_OK && f->kind != full->kind) { /* a fallback kind: keep the adaptive one */
+            akv_filter_destroy(f);
+            return akvi_err(AKV_EFULL, "could not grow a %s filter", full->kind->name);
+        }
+        if (rc == AKV_OK && akv_filter_memory(f) <= old_bytes) {
+            akv_filter_destroy(f);
+            f = NULL;
+        }
+    }
+    if (rc != AKV_OK)
+        return rc;
+    /* Two readers may have grown the same full filter at once: the first
+     * swap wins, the other's work is dropped. */
+    rc = akvi_slot_swap(s, full, f);
+    if (rc != AKV_OK)
+        akv_filter_destroy(f);
+    else
+        atomic_fetch_add(&s->grows, 1);
+    return rc == AKV_NOTFOUND ? AKV_OK : rc;
+}
+
+int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
+{
+    akvi_slot *s = &r->slots[j];
+    akv_filter *f = atomic_load(&s->f);
+    int rc = adapt_filter(db, r, j, f, h);
+    if (rc == AKV_EFULL && grow_slot(db, r, j, f) == AKV_OK) {
+        f = atomic_load(&s->f);
+        /* The rebuilt filter may already reject h (pre-adapted to it). */
+        akvi_slot_lock(s, false);
+        bool yes = akv_filter_may_contain(f, h);
+        akvi_slot_unlock(s);
+        rc = yes ? adapt_filter(db, r, j, f, h) : AKV_OK;
+    }
+    return rc;
+}

@@ -1,0 +1,41 @@
+/*
+ * options.c — akv_options: defaults and validation.
+ */
+#include <string.h>
+
+#include "engine/internal.h"
+
+void akv_options_init(akv_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->layout = AKV_LAYOUT_HASH;
+    opt->bits_per_key = 10;
+    opt->memtable_bytes = 64u << 20;
+    opt->block_cache_bytes = 64u << 20;
+    opt->sst_target_bytes = 64u << 20;
+    opt->miss_log_bytes = 1u << 20;
+    opt->l0_compaction_trigger = 4;
+    opt->l0_stall_runs = 8;
+    opt->level_multiplier = 10;
+    opt->create_if_missing = 1;
+}
+
+int akvi_check_options(const akv_options *o)
+{
+    if (o->layout != AKV_LAYOUT_HASH && o->layout != AKV_LAYOUT_ORDERED && o->layout != AKV_LAYOUT_AUTO)
+        return akvi_err(AKV_EINVAL, "unknown layout %d", (int)o->layout);
+    if (!(o->bits_per_key > 0 && o->bits_per_key <= 64))
+        return akvi_err(AKV_EINVAL, "bits_per_key %g is outside (0, 64]", o->bits_per_key);
+    if (o->memtable_bytes < 4096)
+        return akvi_err(AKV_EINVAL, "memtable_bytes %llu is below 4096",
+                        (unsigned long long)o->memtable_bytes);
+    if (o->sst_target_bytes < 4096)
+        return akvi_err(AKV_EINVAL, "sst_target_bytes %llu is below 4096",
+                        (unsigned long long)o->sst_target_bytes);
+    if (o->l0_compaction_trigger < 1 || o->l0_stall_runs < o->l0_compaction_trigger)
+        return akvi_err(AKV_EINVAL, "need 1 <= l0_compaction_trigger (%d) <= l0_stall_runs (%d)",
+                        o->l0_compaction_trigger, o->l0_stall_runs);
+    if (o->level_multiplier < 2)
+        return akvi_err(AKV_EINVAL, "level_multiplier %d is below 2", o->level_multiplier);
+    return AKV_OK;
+}

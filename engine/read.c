@@ -1,0 +1,165 @@
+/*
+ * read.c — the read path (docs/design.md; DESIGN of record §4): pin a
+ * version; memtables newest first behind the guard; then for each run
+ * exactly one SST (akvi_find_sst), its slot first, RocksDB only on a
+ * "maybe". The first component holding the key decides: PUT returns the
+ * value, DEL ends the search. A probe that finds nothing is a false
+ * positive of the slot that let it through, and is fed back to that slot.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/internal.h"
+
+enum { LK_MISSING, LK_PUT, LK_DEL };
+
+/* Probe one column family; LK_* or a negative error. */
+static int lookup(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t *ik, size_t iklen, void **val,
+                  size_t *vlen)
+{
+    char *err = NULL;
+    rocksdb_pinnableslice_t *ps = rocksdb_get_pinned_cf(db->rdb, db->ro, cf, (const char *)ik, iklen, &err);
+    if (err)
+        return akvi_rocks_err(err, "reading");
+    if (!ps)
+        return LK_MISSING;
+    size_t len;
+    const uint8_t *v = (const uint8_t *)rocksdb_pinnableslice_value(ps, &len);
+    int rc;
+    if (len == 0 || (v[0] != AKVI_TAG_PUT && v[0] != AKVI_TAG_DEL)) {
+        rc = akvi_err(AKV_ECORRUPT, "stored value has no valid tag");
+    } else if (v[0] == AKVI_TAG_DEL) {
+        rc = LK_DEL;
+    } else {
+        rc = LK_PUT;
+        if (val) {
+            *val = malloc(len > 1 ? len - 1 : 1);
+            if (*val) {
+                memcpy(*val, v + 1, len - 1);
+                if (vlen)
+                    *vlen = len - 1;
+            } else {
+                rc = akvi_err(AKV_ENOMEM, "out of memory copying a value");
+            }
+        }
+    }
+    rocksdb_pinnableslice_destroy(ps);
+    return rc;
+}
+
+typedef struct get_ctx {
+    akv_get_info info;
+    void **val;
+    size_t *vlen;
+} get_ctx;
+
+static bool adaptive(const akvi_slot *s)
+{
+    return s->f && (s->f->kind->flags & AKV_FK_ADAPTIVE) && s->f->kind->adapt;
+}
+
+/* Search memtables then runs; LK_* or a negative error. */
+static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, size_t iklen, get_ctx *g)
+{
+    for (size_t i = 0; i < v->n_mem; i++) {
+        akvi_mem *m = v->mems[i];
+        if (db->policy.mem)
+            g->info.slots_checked++;
+        if (!akvi_guard_may_contain(db, m, h)) {
+            atomic_fetch_add_explicit(&db->st.slot_filtered, 1, memory_order_relaxed);
+            continue;
+        }
+        g->info.probes++;
+        int rc = lookup(db, m->cf, ik, iklen, g->val, g->vlen);
+        if (rc != LK_MISSING)
+            return rc;
+        g->info.wasted_probes++;
+        if (db->policy.mem) {
+            atomic_fetch_add_explicit(&db->guard_stats.fps, 1, memory_order_relaxed);
+            atomic_fetch_add(&db->st.false_positives, 1);
+        }
+    }
+    if (g->info.wasted_probes > 0)
+        akvi_guard_absorb(db, h); /* no memtable holds the key */
+    for (size_t i = 0; i < v->n_run; i++) {
+        akvi_run *r = v->runs[i];
+        long j = akvi_find_sst(db, &r->info, h, ik, iklen);
+        if (j < 0)
+            continue;
+        akvi_slot *s = &r->slots[j];
+        akv_hash sh = akvi_run_slot_hash(db, &r->info, h);
+        g->info.slots_checked++;
+        if (!akvi_slot_may_contain(s, sh)) {
+            atomic_fetch_add_explicit(&db->st.slot_filtered, 1, memory_order_relaxed);
+            continue;
+        }
+        g->info.probes++;
+        atomic_fetch_add_explicit(&s->probes, 1, memory_order_relaxed);
+        int rc = lookup(db, r->cf, ik, iklen, g->val, g->vlen);
+        if (rc != LK_MISSING)
+            return rc;
+        g->info.wasted_probes++;
+        atomic_fetch_add_explicit(&s->fps, 1, memory_order_relaxed);
+        atomic_fetch_add(&db->st.false_positives, 1);
+        if (adaptive(s) && akvi_adapt_slot(db, r, (size_t)j, sh) == AKV_OK) {
+            atomic_fetch_add_explicit(&s->adaptations, 1, memory_order_relaxed);
+            atomic_fetch_add(&db->st.adaptations, 1);
+        }
+    }
+    return LK_MISSING;
+}
+
+int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen, akv_get_info *info)
+{
+    if (!db || !key)
+        return akvi_err(AKV_EINVAL, "akv_get: NULL argument");
+    int rc = akvi_check_key(klen);
+    if (rc != AKV_OK)
+        return rc;
+    akv_hash h = akv_hash_key(key, klen, db->seed);
+    uint8_t stackbuf[512];
+    uint8_t *ik = klen + 8 <= sizeof stackbuf ? stackbuf : malloc(klen + 8);
+    if (!ik)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    size_t iklen = akvi_ikey(db, h, key, klen, ik);
+    uint64_t reads_before = akvi_thread_block_reads();
+    get_ctx g = {{0}, val, vlen};
+    akvi_version *v = akvi_current(db);
+    rc = search(db, v, h, ik, iklen, &g);
+    akvi_version_unref(v);
+    g.info.block_reads = akvi_thread_block_reads() - reads_before;
+    if (ik != stackbuf)
+        free(ik);
+    atomic_fetch_add(&db->st.gets, 1);
+    atomic_fetch_add(&db->st.slot_queries, g.info.slots_checked);
+    atomic_fetch_add(&db->st.probes, g.info.probes);
+    atomic_fetch_add(&db->st.wasted_probes, g.info.wasted_probes);
+    atomic_fetch_add(&db->st.block_reads, g.info.block_reads);
+    if (info)
+        *info = g.info;
+    if (rc == LK_PUT)
+        return AKV_OK;
+    if (rc < 0)
+        return rc;
+    atomic_fetch_add(&db->st.negative_lookups, 1);
+    akvi_misslog_record(db->ml, h, key, klen, g.info.wasted_probes);
+    return AKV_NOTFOUND;
+}
+
+int akv_get(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen)
+{
+    return akv_get_ex(db, key, klen, val, vlen, NULL);
+}
+
+int akv_hint_negative(akv_db *db, const void *key, size_t klen, double cost)
+{
+    if (!db || !key)
+        return akvi_err(AKV_EINVAL, "akv_hint_negative: NULL argument");
+    int rc = akvi_check_key(klen);
+    if (rc != AKV_OK)
+        return rc;
+    if (!(cost >= 0))
+        return akvi_err(AKV_EINVAL, "negative cost %g; costs are >= 0", cost);
+    akvi_misslog_hint(db->ml, akv_hash_key(key, klen, db->seed), key, klen, cost);
+    return AKV_OK;
+}

@@ -1,0 +1,174 @@
+/*
+ * slotbuild.c — building an SST's filter slot: its keys' slot hashes, the
+ * miss-log negatives in its range, the kind the policy names, and the
+ * fallbacks when that kind cannot be built. Shared by flush and compaction
+ * (runwriter.c), recovery (a missing or damaged file) and growth (adapt.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/internal.h"
+#include "util/order.h"
+
+/* At most this many miss-log negatives per build. */
+#define MAX_NEGATIVES 4096
+
+static void sort_hashes(akv_hash *h, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (akv_hash_cmp(h[i - 1], h[i]) > 0) {
+            qsort(h, n, sizeof *h, akv_hash_cmp_ptr);
+            return;
+        }
+}
+
+typedef struct range_arg {
+    const akv_db *db;
+    const akvi_cat_run *run;
+    const akvi_cat_sst *sst;
+} range_arg;
+
+/* Is a miss-log key inside this SST? (Ordered layout: the internal key is
+ * the user key; hash layout: only the hash matters.) */
+static bool in_sst_range(void *arg, akv_hash h, const void *key, size_t klen)
+{
+    const range_arg *ra = arg;
+    return akvi_sst_covers(ra->db, ra->run, ra->sst, h, key, klen);
+}
+
+/* Negatives for this SST, minus any that are now keys of it. */
+static size_t negatives_for(akv_db *db, const akvi_cat_run *run, const akvi_cat_sst *sst,
+                            const akv_hash *keys, size_t n, akv_negative **out)
+{
+    range_arg ra = {db, run, sst};
+    /* At most a quarter as many negatives as keys: pre-adapting costs the
+     * filter room that its keys need. */
+    size_t max = n / 4 < MAX_NEGATIVES ? n / 4 : MAX_NEGATIVES;
+    size_t k = akvi_misslog_collect(db->ml, in_sst_range, &ra, max, out);
+    size_t j = 0;
+    for (size_t i = 0; i < k; i++)
+        (*out)[i].h = akvi_run_slot_hash(db, run, (*out)[i].h);
+    for (size_t i = 0; i < k; i++)
+        if (!bsearch(&(*out)[i].h, keys, n, sizeof *keys, akv_hash_cmp_ptr))
+            (*out)[j++] = (*out)[i];
+    return j;
+}
+
+/*
+ * A slot must exist for every SST, so a kind that cannot be built (a
+ * quotient filter that runs out of room pre-adapting to negatives, say) is
+ * retried without negatives, then with twice the capacity, and finally
+ * replaced by a plain Bloom filter, with a warning. A flush never fails
+ * because of a filter.
+ */
+static int build_with_fallback(akv_db *db, const akv_filter_kind *k, akv_filter_params *p,
+                               const akv_hash *hashes, size_t n, const akv_negative *neg, size_t n_neg,
+                               akv_filter **out)
+{
+    int rc = akv_filter_build(k, p, hashes, n, neg, n_neg, out);
+    if (rc == AKV_OK)
+        return rc;
+    int first = rc;
+    if (n_neg)
+        rc = akv_filter_build(k, p, hashes, n, NULL, 0, out);
+    if (rc != AKV_OK) {
+        p->expected_keys = 2 * n + 64;
+        rc = akv_filter_build(k, p, hashes, n, NULL, 0, out);
+        p->expected_keys = n;
+    }
+    const akv_filter_kind *bloom = akv_filter_kind_by_name("bloom");
+    if (rc != AKV_OK && bloom && bloom != k)
+        rc = akv_filter_build(bloom, p, hashes, n, NULL, 0, out);
+    akvi_log(db, "warning: building a %s filter over %zu keys failed (%s); %s", k->name, n,
+             akv_strerror(first), rc == AKV_OK ? (*out)->kind->name : "no fallback worked");
+    return rc;
+}
+
+int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
+                      akv_hash *hashes, size_t n, size_t capacity, akv_filter **out)
+{
+    const akv_filter_kind *k = akv_filter_kind_by_name(sst->kind);
+    if (!k)
+        k = db->policy.level[level < AKV_MAX_LEVELS ? level : AKV_MAX_LEVELS - 1];
+    for (size_t i = 0; db->layout == AKV_LAYOUT_HASH && i < n; i++)
+        hashes[i] = akvi_run_slot_hash(db, run, hashes[i]);
+    sort_hashes(hashes, n);
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    p.expected_keys = capacity > n ? capacity : n;
+    p.bits_per_key = db->opt.bits_per_key;
+    /* The shard prefix is already shifted out (akv_slot_hash). */
+    p.prefix_bits = 0;
+    p.seed = db->seed;
+    akv_negative *neg = NULL;
+    size_t n_neg = negatives_for(db, run, sst, hashes, n, &neg);
+    int rc = build_with_fallback(db, k, &p, hashes, n, neg, n_neg, out);
+    free(neg);
+    if (rc != AKV_OK)
+        return akvi_err(rc, "building a %s filter over %zu keys: %s", k->name, n, akv_strerror(rc));
+    return AKV_OK;
+}
+
+/* The range scan reads the SST's keys in order: the hash layout's internal
+ * keys and the ordered layout's keys compare bytewise like the catalog's
+ * smallest/largest. */
+int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n)
+{
+    size_t cap = s->keys ? s->keys : 16, k = 0;
+    bool oom = false;
+    akv_hash *h = malloc(cap * sizeof *h);
+    if (!h)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, r->cf);
+    rocksdb_iter_seek(it, (const char *)s->smallest, s->smallest_len);
+    for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kl, ul;
+        const uint8_t *key = (const uint8_t *)rocksdb_iter_key(it, &kl);
+        if (akv_bytes_cmp(key, kl, s->largest, s->largest_len) > 0)
+            break;
+        const uint8_t *uk = akvi_ukey(db, key, kl, &ul);
+        if (k == cap) {
+            akv_hash *p = realloc(h, 2 * cap * sizeof *h);
+            if (!p) { /* a partial key set would be a filter with false negatives */
+                oom = true;
+                break;
+            }
+            h = p;
+            cap *= 2;
+        }
+        h[k++] = akv_hash_key(uk, ul, db->seed);
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        free(h);
+        return akvi_rocks_err(err, "reading an SST to rebuild its filter");
+    }
+    if (oom) {
+        free(h);
+        return akvi_err(AKV_ENOMEM, "out of memory reading an SST to rebuild its filter");
+    }
+    if (k != s->keys) {
+        free(h);
+        return akvi_err(AKV_ECORRUPT, "SST %llu-%llu holds %zu keys; the catalog says %llu",
+                        (unsigned long long)r->info.id, (unsigned long long)s->id, k,
+                        (unsigned long long)s->keys);
+    }
+    *out = h;
+    *n = k;
+    return AKV_OK;
+}
+
+int akvi_build_from_sst(akv_db *db, const akvi_run *r, size_t j, size_t capacity, akv_filter **out)
+{
+    akv_hash *h = NULL;
+    size_t n = 0;
+    int rc = akvi_sst_hashes(db, r, &r->info.ssts[j], &h, &n);
+    if (rc == AKV_OK)
+        rc = akvi_build_filter(db, (int)r->info.level, &r->info, &r->info.ssts[j], h, n,
+                               capacity > n ? capacity : n, out);
+    free(h);
+    return rc;
+}
+

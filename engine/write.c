@@ -1,0 +1,118 @@
+/*
+ * write.c — the write path (docs/design.md, "The memtable guard"; "LSM
+ * shape", stalls): writers are serialised by wmu; each batch is one RocksDB
+ * write to the active memtable's family, its keys' hashes inserted into the
+ * guard first; a full memtable is rotated and the background thread woken.
+ */
+#include <stdlib.h>
+
+#include "engine/internal.h"
+
+/* Under wmu: wait while the background thread is behind. */
+static int stall(akv_db *db)
+{
+    bool counted = false;
+    for (;;) {
+        akvi_version *v = akvi_current(db);
+        bool behind = akvi_runs_at_level(v, 0) >= (size_t)db->opt.l0_stall_runs || v->n_mem > 3;
+        akvi_version_unref(v);
+        if (!behind)
+            return AKV_OK;
+        pthread_mutex_lock(&db->bgmu);
+        int err = db->bg_error;
+        bool down = db->shutdown;
+        pthread_mutex_unlock(&db->bgmu);
+        if (err || down)
+            return akvi_err(err ? err : AKV_EBUSY, "background flush/compaction failed; writes are stopped");
+        if (!counted) {
+            atomic_fetch_add(&db->st.write_stalls, 1);
+            counted = true;
+        }
+        akvi_bg_wake(db);
+        pthread_cond_wait(&db->stall_cv, &db->wmu);
+    }
+}
+
+static int apply_locked(akv_db *db, const akvi_op *ops, size_t n, bool sync)
+{
+    int rc = stall(db);
+    if (rc != AKV_OK)
+        return rc;
+    akvi_version *v = akvi_current(db);
+    akvi_mem *m = v->mems[0];
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    uint8_t stackbuf[256];
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        const akvi_op *op = &ops[i];
+        akv_hash h = akv_hash_key(op->key, op->klen, db->seed);
+        uint8_t *ik = op->klen + 8 <= sizeof stackbuf ? stackbuf : malloc(op->klen + 8);
+        if (!ik) {
+            rc = akvi_err(AKV_ENOMEM, "out of memory");
+            break;
+        }
+        size_t iklen = akvi_ikey(db, h, op->key, op->klen, ik);
+        /* The guard learns the key before RocksDB can show it to a reader. */
+        akvi_guard_insert(db, m, h);
+        const char *kp[1] = {(const char *)ik};
+        size_t ks[1] = {iklen};
+        const char *vp[2] = {(const char *)&op->tag, (const char *)op->val};
+        size_t vs[2] = {1, op->tag == AKVI_TAG_PUT ? op->vlen : 0};
+        rocksdb_writebatch_putv_cf(wb, m->cf, 1, kp, ks, 2, vp, vs);
+        bytes += iklen + 1 + vs[1];
+        if (ik != stackbuf)
+            free(ik);
+    }
+    char *err = NULL;
+    if (rc == AKV_OK)
+        rocksdb_write(db->rdb, sync ? db->wo_sync : db->wo, wb, &err);
+    rocksdb_writebatch_destroy(wb);
+    if (err)
+        rc = akvi_rocks_err(err, "writing to the memtable");
+    if (rc == AKV_OK) {
+        atomic_fetch_add(&m->bytes, bytes);
+        atomic_fetch_add(&m->entries, n);
+        if (atomic_load(&m->bytes) >= db->opt.memtable_bytes && (rc = akvi_rotate(db)) == AKV_OK)
+            akvi_bg_wake(db); /* flush the memtable just sealed */
+    }
+    akvi_version_unref(v);
+    return rc;
+}
+
+int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync)
+{
+    pthread_mutex_lock(&db->wmu);
+    int rc = apply_locked(db, ops, n, sync);
+    pthread_mutex_unlock(&db->wmu);
+    if (rc == AKV_OK)
+        for (size_t i = 0; i < n; i++) {
+            atomic_fetch_add(ops[i].tag == AKVI_TAG_PUT ? &db->st.puts : &db->st.deletes, 1);
+            atomic_fetch_add(&db->st.bytes_written_user, ops[i].klen + ops[i].vlen);
+        }
+    return rc;
+}
+
+int akv_put(akv_db *db, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    if (!db || !key || (!val && vlen))
+        return akvi_err(AKV_EINVAL, "akv_put: NULL argument");
+    int rc = akvi_check_key(klen);
+    if (rc == AKV_OK)
+        rc = akvi_check_value(vlen);
+    if (rc != AKV_OK)
+        return rc;
+    akvi_op op = {AKVI_TAG_PUT, key, val ? val : (const void *)"", klen, vlen};
+    return akvi_write_ops(db, &op, 1, db->opt.sync);
+}
+
+int akv_delete(akv_db *db, const void *key, size_t klen)
+{
+    if (!db || !key)
+        return akvi_err(AKV_EINVAL, "akv_delete: NULL argument");
+    int rc = akvi_check_key(klen);
+    if (rc != AKV_OK)
+        return rc;
+    akvi_op op = {AKVI_TAG_DEL, key, (const uint8_t *)"", klen, 0};
+    return akvi_write_ops(db, &op, 1, db->opt.sync);
+}
+

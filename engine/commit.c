@@ -1,6 +1,6 @@
 /*
  * commit.c — the commit step that ends every flush and compaction
- * (docs/design.md; DESIGN of record §5):
+ * (docs/design.md, "Commit"):
  *
  *   SSTs written and ingested, filter files fsynced (runwriter.c)
  *   -> catalog written with one synced write (akvi_commit)

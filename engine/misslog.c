@@ -1,5 +1,5 @@
 /*
- * misslog.c — a bounded summary of negative lookups (DESIGN §4).
+ * misslog.c — a bounded summary of negative lookups (docs/design.md, "The miss log").
  *
  * A Space-Saving style heavy-hitter table: each entry holds a key (bytes and
  * hash), how often it was looked up in vain, and its cost (wasted probes it

@@ -1,5 +1,5 @@
 /*
- * read.c — the read path (docs/design.md; DESIGN of record §4): pin a
+ * read.c — the read path (docs/design.md, "Read path"): pin a
  * version; memtables newest first behind the guard; then for each run
  * exactly one SST (akvi_find_sst), its slot first, RocksDB only on a
  * "maybe". The first component holding the key decides: PUT returns the

@@ -408,12 +408,11 @@ static int setup(akv_db *db, const char *dir, const akv_options *opt)
 {
     db->opt = *opt;
     db->opt.slot_policy = opt->slot_policy ? strdup(opt->slot_policy) : NULL;
-    char note[256];
-    int rc = akvi_policy_parse(opt->slot_policy, &db->policy, note, sizeof note);
+    /* A successful open prints nothing: the policy chosen is in akv_slots
+     * and kvshell's `filters`, not on stderr. */
+    int rc = akvi_policy_parse(opt->slot_policy, &db->policy, NULL, 0);
     if (rc != AKV_OK)
         return rc;
-    if (!opt->slot_policy || !*opt->slot_policy)
-        akvi_log(db, "%s", note);
     db->dir = strdup(dir);
     db->rdir = path_join(dir, "rocksdb");
     db->fdir = path_join(dir, "filters");

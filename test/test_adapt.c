@@ -3,7 +3,8 @@
  * wasted probe must stop costing one when it is replayed, in both layouts,
  * while writers keep flushing new runs, even when an SST's adaptive filter
  * was built nearly full and the fresh false positives use up its room; and
- * the adapted filter reaches its file on disk without waiting for close.
+ * the adapted filter reaches its file on disk without waiting for close;
+ * and readers of a slot never wait while an adaptation reads its reverse map.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -12,10 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "adaptkv/adaptkv.h"
 #include "adaptkv/filter.h"
 #include "adaptkv/hash.h"
+#include "engine/internal.h" /* the reverse-map test hook */
 
 static void tmpdir(char *out, size_t cap)
 {
@@ -269,4 +272,114 @@ Test(adapt, adapted_filter_is_saved_after_a_flush)
     akv_filter_destroy(after);
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
     rmrf(dir);
+}
+
+/* ---- no I/O under a slot's lock ------------------------------------------ */
+
+/* The hook blocks the first reader that reaches a reverse-map read until the
+ * test releases it (or 30 s pass, which the test reports as a failure). */
+static pthread_mutex_t hk_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hk_cv = PTHREAD_COND_INITIALIZER;
+static int hk_state; /* 0 idle, 1 a reader is blocked in the hook, 2 released */
+static bool hk_timed_out;
+
+static void wait_state(int want, int seconds, bool *timed_out)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += seconds;
+    while (hk_state < want)
+        if (pthread_cond_timedwait(&hk_cv, &hk_mu, &until) != 0) {
+            *timed_out = true;
+            return;
+        }
+}
+
+static void blocking_hook(void)
+{
+    pthread_mutex_lock(&hk_mu);
+    if (hk_state == 0) {
+        hk_state = 1;
+        pthread_cond_broadcast(&hk_cv);
+        wait_state(2, 30, &hk_timed_out);
+    }
+    pthread_mutex_unlock(&hk_mu);
+}
+
+typedef struct prober_arg {
+    akv_db *db;
+    atomic_bool adapted;
+} prober_arg;
+
+/* Absent keys until one costs a probe and so starts an adaptation. */
+static void *prober(void *p)
+{
+    prober_arg *a = p;
+    uint64_t s = 0xb10c;
+    for (unsigned i = 0; i < 200000 && !atomic_load(&a->adapted); i++)
+        if (wasted(a->db, 2 * (rng(&s) % BASE_KEYS) + 1))
+            atomic_store(&a->adapted, true);
+    return NULL;
+}
+
+/* While one reader's adaptation is held inside the reverse-map read,
+ * lookups of the same slot (present keys found, absent keys not) keep
+ * completing: the read happens before the slot's lock is taken. */
+static void readers_not_blocked(akv_layout layout)
+{
+    char dir[512];
+    tmpdir(dir, sizeof dir);
+    akv_options o;
+    adapt_options(&o, layout);
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    char k[32], v[16] = "v";
+    for (uint64_t i = 0; i < BASE_KEYS; i++)
+        cr_assert_eq(akv_put(db, k, key(k, 2 * i), v, 1), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    char path[1200];
+    only_filter_file(dir, path, sizeof path); /* one SST: one slot */
+
+    hk_state = 0;
+    hk_timed_out = false;
+    atomic_store(&akvi_hook_before_revmap_read, blocking_hook);
+    prober_arg pa = {db, false};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, prober, &pa), 0);
+    bool never_entered = false;
+    pthread_mutex_lock(&hk_mu);
+    wait_state(1, 60, &never_entered);
+    pthread_mutex_unlock(&hk_mu);
+    cr_assert(!never_entered, "no adaptation reached the reverse map");
+
+    uint64_t s = 0x7eade5;
+    for (unsigned i = 0; i < 2000; i++) {
+        uint64_t id = 2 * (rng(&s) % BASE_KEYS);
+        size_t kl = key(k, id);
+        cr_assert_eq(akv_get(db, k, kl, NULL, NULL), AKV_OK, "present key %llu not found",
+                     (unsigned long long)id);
+        kl = key(k, id + 1);
+        cr_assert_eq(akv_get(db, k, kl, NULL, NULL), AKV_NOTFOUND);
+    }
+    pthread_mutex_lock(&hk_mu);
+    bool late = hk_timed_out;
+    hk_state = 2;
+    pthread_cond_broadcast(&hk_cv);
+    pthread_mutex_unlock(&hk_mu);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    atomic_store(&akvi_hook_before_revmap_read, NULL);
+    cr_assert(!late, "readers of the slot waited for the blocked reverse-map read");
+    cr_assert(atomic_load(&pa.adapted));
+    cr_assert_eq(akv_close(db), AKV_OK);
+    rmrf(dir);
+}
+
+Test(adapt, readers_complete_while_the_reverse_map_blocks_hash, .timeout = 120)
+{
+    readers_not_blocked(AKV_LAYOUT_HASH);
+}
+
+Test(adapt, readers_complete_while_the_reverse_map_blocks_ordered, .timeout = 120)
+{
+    readers_not_blocked(AKV_LAYOUT_ORDERED);
 }

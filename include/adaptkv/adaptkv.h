@@ -53,7 +53,7 @@ const char *akv_strerror(int rc);
 #define AKV_MAX_KEY_BYTES (64u * 1024u)
 #define AKV_MAX_VALUE_BYTES (64u * 1024u * 1024u)
 
-/* Data layout, fixed at create time (DESIGN §2). */
+/* Data layout, fixed at create time (docs/design.md, "Data layout"). */
 typedef enum akv_layout {
     AKV_LAYOUT_HASH = 0,    /* default: hash-ordered data, merged AQF reverse map, no scans */
     AKV_LAYOUT_ORDERED = 1, /* key-ordered data, range scans, split reverse map */

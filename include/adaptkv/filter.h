@@ -1,5 +1,5 @@
 /*
- * filter.h — the filter slot interface (DESIGN §3).
+ * filter.h — the filter slot interface (docs/design.md, "Filter slots"; docs/filters.md).
  *
  * Every SSTable (and the memtable set) has one slot; a slot holds one filter
  * of some *kind* behind this interface. A kind is a table of functions,

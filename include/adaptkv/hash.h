@@ -3,7 +3,7 @@
  * filters take from it.
  *
  * Every key is hashed exactly once, at the API boundary, with XXH3-128 and a
- * per-database seed (DESIGN §2). Filters receive the resulting akv_hash and
+ * per-database seed (docs/design.md, "Data layout"). Filters receive the resulting akv_hash and
  * never look at key bytes again: every probe position, offset, fingerprint
  * and extension chunk is derived from these 128 bits, `hi` first, then `lo`.
  * Derivations that need more than 128 bits (many hash functions, HABF's

@@ -1,7 +1,8 @@
 /*
- * bg.c — background work: the thread that flushes first, then compacts,
- * and saves what adaptive slots learned; and the synchronous akv_flush and
- * akv_compact, which hand their work to that thread and wait.
+ * bg.c — background work: a flush thread and a compaction thread (a flush
+ * never waits behind a long compaction), saving what adaptive slots
+ * learned; and the synchronous akv_flush and akv_compact, which hand their
+ * work to those threads and wait.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -40,23 +41,22 @@ void akvi_bg_wake(akv_db *db)
     pthread_mutex_unlock(&db->bgmu);
 }
 
-/* Under bgmu: 1 = flush, 2 = compaction, 0 = nothing to do. */
-static int pending(akv_db *db)
+enum { FLUSHER, COMPACTOR };
+
+/* Under bgmu: is there work for this thread? */
+static bool pending(akv_db *db, int role)
 {
     if (db->bg_error)
-        return 0;
+        return false;
     akvi_version *v = akvi_current(db);
-    int what = v->n_mem > 1                                                            ? 1
-               : (db->compact_req > db->compact_done || akvi_compaction_needed(db, v)) ? 2
-                                                                                       : 0;
+    bool yes = role == FLUSHER ? v->n_mem > 1
+                               : db->compact_req > db->compact_done || akvi_compaction_needed(db, v);
     akvi_version_unref(v);
-    return what;
+    return yes;
 }
 
-static int do_work(akv_db *db, int what, bool full)
+static int flush_oldest(akv_db *db)
 {
-    if (what == 2)
-        return akvi_compact_step(db, full);
     akvi_version *v = akvi_current(db);
     akvi_mem *m = v->mems[v->n_mem - 1];
     akvi_mem_ref(m);
@@ -71,38 +71,37 @@ static int do_work(akv_db *db, int what, bool full)
  * every filter file on disk is a complete filter of its SST). */
 #define ADAPT_SAVE_SECONDS 10
 
-/* Under bgmu: wait for work; on every idle timeout save adapted slots. */
-static int wait_for_work(akv_db *db)
+/* Under bgmu: wait for work; the compactor saves adapted slots on every
+ * idle timeout. */
+static void wait_for_work(akv_db *db, int role)
 {
-    int what = 0;
-    while (!db->shutdown && (what = pending(db)) == 0) {
+    while (!db->shutdown && !pending(db, role)) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += ADAPT_SAVE_SECONDS;
-        if (pthread_cond_timedwait(&db->bg_cv, &db->bgmu, &until) == ETIMEDOUT) {
+        if (pthread_cond_timedwait(&db->bg_cv, &db->bgmu, &until) == ETIMEDOUT && role == COMPACTOR) {
             pthread_mutex_unlock(&db->bgmu);
             akvi_save_adapted_slots(db);
             pthread_mutex_lock(&db->bgmu);
         }
     }
-    return what;
 }
 
-static void *bg_main(void *arg)
+/* One background thread: flushes never wait behind a long compaction. */
+static void run(akv_db *db, int role)
 {
-    akv_db *db = arg;
     pthread_mutex_lock(&db->bgmu);
     for (;;) {
-        int what = wait_for_work(db);
+        wait_for_work(db, role);
         if (db->shutdown)
             break;
         uint64_t req = db->compact_req;
-        bool full = what == 2 && req > db->compact_done;
+        bool full = role == COMPACTOR && req > db->compact_done;
         pthread_mutex_unlock(&db->bgmu);
-        int rc = do_work(db, what, full);
+        int rc = role == FLUSHER ? flush_oldest(db) : akvi_compact_step(db, full);
         if (rc != AKV_OK)
-            akvi_log(db, "background %s failed: %s", what == 1 ? "flush" : "compaction", akv_errmsg());
-        else if (what == 1)
+            akvi_log(db, "background %s failed: %s", role == FLUSHER ? "flush" : "compaction", akv_errmsg());
+        else if (role == FLUSHER)
             akvi_save_adapted_slots(db);
         pthread_mutex_lock(&db->wmu);
         pthread_cond_broadcast(&db->stall_cv);
@@ -113,16 +112,36 @@ static void *bg_main(void *arg)
         else if (full)
             db->compact_done = req;
         pthread_cond_broadcast(&db->done_cv);
+        pthread_cond_broadcast(&db->bg_cv); /* a flush can make a compaction due */
     }
     pthread_cond_broadcast(&db->done_cv);
     pthread_mutex_unlock(&db->bgmu);
+}
+
+static void *flusher_main(void *arg)
+{
+    run(arg, FLUSHER);
+    return NULL;
+}
+
+static void *compactor_main(void *arg)
+{
+    run(arg, COMPACTOR);
     return NULL;
 }
 
 int akvi_bg_start(akv_db *db)
 {
-    if (pthread_create(&db->bg, NULL, bg_main, db) != 0)
-        return akvi_err(AKV_EIO, "cannot start the background thread");
+    if (pthread_create(&db->flusher, NULL, flusher_main, db) != 0)
+        return akvi_err(AKV_EIO, "cannot start the flush thread");
+    if (pthread_create(&db->compactor, NULL, compactor_main, db) != 0) {
+        pthread_mutex_lock(&db->bgmu);
+        db->shutdown = true;
+        pthread_cond_broadcast(&db->bg_cv);
+        pthread_mutex_unlock(&db->bgmu);
+        pthread_join(db->flusher, NULL);
+        return akvi_err(AKV_EIO, "cannot start the compaction thread");
+    }
     db->bg_started = true;
     return AKV_OK;
 }
@@ -135,7 +154,8 @@ void akvi_bg_stop(akv_db *db)
     db->shutdown = true;
     pthread_cond_broadcast(&db->bg_cv);
     pthread_mutex_unlock(&db->bgmu);
-    pthread_join(db->bg, NULL);
+    pthread_join(db->flusher, NULL);
+    pthread_join(db->compactor, NULL);
     db->bg_started = false;
     /* Release writers stalled on the background thread. */
     pthread_mutex_lock(&db->wmu);

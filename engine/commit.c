@@ -47,23 +47,25 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
     return rc;
 }
 
-int akvi_publish(akv_db *db, akvi_version *v, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi_run *add)
+int akvi_publish(akv_db *db, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi_run **add, size_t n_add)
 {
+    pthread_mutex_lock(&db->pubmu);
+    akvi_version *v = akvi_current(db);
     size_t n;
-    akvi_run **runs = akvi_runs_after(v, drop, n_drop, add, &n);
-    if (!runs)
-        return akvi_err(AKV_ENOMEM, "out of memory");
+    akvi_run **runs = akvi_runs_after(v, drop, n_drop, add, n_add, &n);
+    akvi_version_unref(v);
     uint64_t flushed = mem ? mem->gen : db->flushed_mem_gen;
-    int rc = akvi_commit(db, runs, n, flushed);
+    int rc = runs ? akvi_commit(db, runs, n, flushed) : akvi_err(AKV_ENOMEM, "out of memory");
     free(runs);
-    if (rc != AKV_OK)
-        return rc;
-    db->flushed_mem_gen = flushed;
-    for (size_t i = 0; i < n_drop; i++)
-        atomic_store(&drop[i]->obsolete, true);
-    if (mem)
-        atomic_store(&mem->obsolete, true);
-    rc = akvi_apply(db, NULL, mem, drop, n_drop, add);
+    if (rc == AKV_OK) {
+        db->flushed_mem_gen = flushed;
+        for (size_t i = 0; i < n_drop; i++)
+            atomic_store(&drop[i]->obsolete, true);
+        if (mem)
+            atomic_store(&mem->obsolete, true);
+        rc = akvi_apply(db, NULL, mem, drop, n_drop, add, n_add);
+    }
+    pthread_mutex_unlock(&db->pubmu);
     if (mem && rc == AKV_OK)
         akvi_guard_remove_mem(db, mem);
     return rc;

@@ -1,10 +1,26 @@
 /*
- * compact.c — leveled compaction (docs/design.md, "LSM shape"): which level
- * is due, which runs merge, and where the output goes.
+ * compact.c — leveled compaction at the grain of runs (docs/design.md,
+ * "LSM shape").
+ *
+ * L0 holds whole flushed memtables, newest first. Every level >= 1 is a
+ * set of runs with disjoint key ranges (hash ranges in the hash layout),
+ * each cut at about sst_target_bytes of raw data, so a lookup consults one
+ * run, and one slot, per level. A compaction picks part of a level and
+ * merges it into the overlapping part of the next, as RocksDB's leveled
+ * compaction picks files:
+ *   - L0 -> L1: every L0 run (they span the whole key space) and the L1
+ *     runs their ranges overlap;
+ *   - Li -> Li+1: the level with the highest size/capacity score over 1
+ *     gives one run, chosen round-robin by key range, and the Li+1 runs its
+ *     range overlaps.
+ * The output is cut into runs again; tombstones are dropped only when no
+ * run lies below the output level.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/internal.h"
+#include "util/order.h"
 
 static uint64_t level_capacity(const akv_db *db, int level)
 {
@@ -14,25 +30,31 @@ static uint64_t level_capacity(const akv_db *db, int level)
     return cap;
 }
 
-static akvi_run *run_at(const akvi_version *v, int level)
+static uint64_t level_bytes(const akvi_version *v, int level)
 {
+    uint64_t b = 0;
     for (size_t i = 0; i < v->n_run; i++)
         if ((int)v->runs[i]->info.level == level)
-            return v->runs[i];
-    return NULL;
+            b += v->runs[i]->info.raw_bytes;
+    return b;
 }
 
-/* The level whose compaction is due (-1: none); L0 first. */
+/* The level whose compaction is due (-1: none): L0 at its trigger first,
+ * then the deeper level most over its capacity. */
 static int due_level(const akv_db *db, const akvi_version *v)
 {
     if (akvi_runs_at_level(v, 0) >= (size_t)db->opt.l0_compaction_trigger)
         return 0;
+    int best = -1;
+    double best_score = 1.0;
     for (int l = 1; l < AKV_MAX_LEVELS - 1; l++) {
-        const akvi_run *r = run_at(v, l);
-        if (r && r->info.raw_bytes > level_capacity(db, l))
-            return l;
+        double score = (double)level_bytes(v, l) / (double)level_capacity(db, l);
+        if (score > best_score) {
+            best = l;
+            best_score = score;
+        }
     }
-    return -1;
+    return best;
 }
 
 bool akvi_compaction_needed(akv_db *db, const akvi_version *v)
@@ -40,39 +62,150 @@ bool akvi_compaction_needed(akv_db *db, const akvi_version *v)
     return due_level(db, v) >= 0;
 }
 
+static const akvi_cat_sst *first_sst(const akvi_run *r)
+{
+    return &r->info.ssts[0];
+}
+
+static const akvi_cat_sst *last_sst(const akvi_run *r)
+{
+    return &r->info.ssts[r->info.n_sst - 1];
+}
+
+/* A key range [lo, hi] of internal keys (pointers into catalog entries). */
+typedef struct range {
+    const uint8_t *lo, *hi;
+    size_t lo_len, hi_len;
+} range;
+
+static void widen(range *g, const akvi_run *r, bool first)
+{
+    const akvi_cat_sst *a = first_sst(r), *b = last_sst(r);
+    if (first || akv_bytes_cmp(a->smallest, a->smallest_len, g->lo, g->lo_len) < 0) {
+        g->lo = a->smallest;
+        g->lo_len = a->smallest_len;
+    }
+    if (first || akv_bytes_cmp(b->largest, b->largest_len, g->hi, g->hi_len) > 0) {
+        g->hi = b->largest;
+        g->hi_len = b->largest_len;
+    }
+}
+
+static bool overlaps(const akvi_run *r, const range *g)
+{
+    const akvi_cat_sst *a = first_sst(r), *b = last_sst(r);
+    return akv_bytes_cmp(b->largest, b->largest_len, g->lo, g->lo_len) >= 0 &&
+           akv_bytes_cmp(a->smallest, a->smallest_len, g->hi, g->hi_len) <= 0;
+}
+
+/* Round-robin over a level's runs: the first run after the last one
+ * compacted at that level (by range), else the level's first. */
+static const akvi_run *next_victim(akv_db *db, const akvi_version *v, int level)
+{
+    const akvi_run *first = NULL, *after = NULL;
+    const compact_cursor *c = &db->cursor[level];
+    for (size_t i = 0; i < v->n_run; i++) {
+        const akvi_run *r = v->runs[i];
+        if ((int)r->info.level != level)
+            continue;
+        if (!first)
+            first = r;
+        const akvi_cat_sst *a = first_sst(r);
+        if (!after && c->len && akv_bytes_cmp(a->smallest, a->smallest_len, c->key, c->len) > 0)
+            after = r;
+    }
+    return after ? after : first;
+}
+
+static void remember_victim(akv_db *db, int level, const akvi_run *r)
+{
+    const akvi_cat_sst *b = last_sst(r);
+    compact_cursor *c = &db->cursor[level];
+    uint8_t *k = realloc(c->key, b->largest_len ? b->largest_len : 1);
+    if (!k)
+        return; /* the round-robin restarts from the level's first run */
+    memcpy(k, b->largest, b->largest_len);
+    c->key = k;
+    c->len = b->largest_len;
+}
+
+typedef struct pick {
+    akvi_run **in;
+    rocksdb_column_family_handle_t **cfs;
+    size_t n;
+    int out_level;
+    uint64_t est;
+} pick;
+
+static void take(pick *p, akvi_run *r)
+{
+    p->in[p->n] = r;
+    p->cfs[p->n++] = r->cf;
+    p->est += r->info.raw_bytes;
+}
+
+/* Inputs newest first: the search order of v already is (L0 newest first,
+ * then level by level). */
+static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
+{
+    int deepest = akvi_deepest_level(v);
+    if (full) {
+        p->out_level = deepest > 1 ? deepest : 1;
+        for (size_t i = 0; i < v->n_run; i++)
+            take(p, v->runs[i]);
+        return;
+    }
+    int from = due_level(db, v);
+    if (from < 0)
+        return;
+    p->out_level = from + 1;
+    range g = {0};
+    bool any = false;
+    const akvi_run *victim = from > 0 ? next_victim(db, v, from) : NULL;
+    for (size_t i = 0; i < v->n_run; i++) {
+        const akvi_run *r = v->runs[i];
+        if ((int)r->info.level == from && (from == 0 || r == victim)) {
+            widen(&g, r, !any);
+            any = true;
+        }
+    }
+    if (!any)
+        return;
+    if (victim)
+        remember_victim(db, from, victim);
+    for (size_t i = 0; i < v->n_run; i++) {
+        akvi_run *r = v->runs[i];
+        int l = (int)r->info.level;
+        if ((l == from && (from == 0 || r == victim)) || (l == from + 1 && overlaps(r, &g)))
+            take(p, r);
+    }
+}
+
 int akvi_compact_step(akv_db *db, bool full)
 {
     akvi_version *v = akvi_current(db);
-    int from = full ? 0 : due_level(db, v);
-    int out_level = full ? (akvi_deepest_level(v) > 1 ? akvi_deepest_level(v) : 1) : from + 1;
-    akvi_run **in = calloc(v->n_run + 1, sizeof *in);
-    rocksdb_column_family_handle_t **cfs = calloc(v->n_run + 1, sizeof *cfs);
-    size_t n = 0;
-    uint64_t est = 0;
-    for (size_t i = 0; in && cfs && from >= 0 && i < v->n_run; i++) {
-        int l = (int)v->runs[i]->info.level;
-        if (full || l == from || l == out_level) {
-            in[n] = v->runs[i];
-            cfs[n++] = v->runs[i]->cf;
-            est += v->runs[i]->info.raw_bytes;
-        }
-    }
-    int rc = (in && cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
-    bool trivial = n == 0 || (full && n == 1 && (int)in[0]->info.level == out_level);
+    pick p = {calloc(v->n_run + 1, sizeof *p.in), calloc(v->n_run + 1, sizeof *p.cfs), 0, 0, 0};
+    int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
+    if (rc == AKV_OK)
+        choose(db, v, full, &p);
+    bool trivial = p.n == 0 || (full && p.n == 1 && (int)p.in[0]->info.level == p.out_level);
     if (rc == AKV_OK && !trivial) {
-        /* Tombstones can go only when nothing older lies below the output. */
-        bool last = akvi_deepest_level(v) <= out_level;
-        akvi_run *run = NULL;
-        rc = akvi_rw_merge(db, cfs, n, out_level, est, last, &run);
+        /* Tombstones can go only when nothing older lies below the output
+         * (flushes only add to L0, so this holds until the publish). */
+        bool last = akvi_deepest_level(v) <= p.out_level;
+        akvi_run **out = NULL;
+        size_t n_out = 0;
+        rc = akvi_rw_merge(db, p.cfs, p.n, p.out_level, p.est, db->opt.sst_target_bytes, last, &out, &n_out);
         if (rc == AKV_OK)
-            rc = akvi_publish(db, v, NULL, in, n, run);
-        else if (run)
-            akvi_run_unref(run);
+            rc = akvi_publish(db, NULL, p.in, p.n, out, n_out);
+        for (size_t i = 0; rc != AKV_OK && i < n_out; i++)
+            akvi_run_unref(out[i]);
+        free(out);
         if (rc == AKV_OK)
             atomic_fetch_add(&db->st.compactions, 1);
     }
-    free(in);
-    free(cfs);
+    free(p.in);
+    free(p.cfs);
     akvi_version_unref(v);
     return rc;
 }

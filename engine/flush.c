@@ -3,19 +3,25 @@
  * run writer, the run is committed and installed, and the memtable's keys
  * leave the guard.
  */
+#include <stdlib.h>
+
 #include "engine/internal.h"
 
 int akvi_flush_one(akv_db *db, akvi_mem *m)
 {
     akvi_version *v = akvi_current(db);
-    akvi_run *run = NULL;
-    /* Nothing older than the oldest memtable when there are no runs. */
-    int rc = akvi_rw_merge(db, &m->cf, 1, 0, atomic_load(&m->bytes), v->n_run == 0, &run);
-    if (rc == AKV_OK)
-        rc = akvi_publish(db, v, m, NULL, 0, run);
-    else if (run)
-        akvi_run_unref(run);
+    /* Nothing older than the oldest memtable when there are no runs (only
+     * this thread adds runs to an empty tree). */
+    bool drop_tombstones = v->n_run == 0;
     akvi_version_unref(v);
+    akvi_run **runs = NULL;
+    size_t n = 0;
+    int rc = akvi_rw_merge(db, &m->cf, 1, 0, atomic_load(&m->bytes), UINT64_MAX, drop_tombstones, &runs, &n);
+    if (rc == AKV_OK)
+        rc = akvi_publish(db, m, NULL, 0, runs, n);
+    for (size_t i = 0; rc != AKV_OK && i < n; i++)
+        akvi_run_unref(runs[i]);
+    free(runs);
     if (rc == AKV_OK)
         atomic_fetch_add(&db->st.flushes, 1);
     return rc;

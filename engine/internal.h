@@ -192,16 +192,25 @@ void akvi_mem_unref(akvi_mem *m);
 akvi_version *akvi_current(akv_db *db);
 /* Replace the current version (takes ownership of v's reference). */
 void akvi_install(akv_db *db, akvi_version *v);
-/* The runs of v (search order) with `drop` removed and `add` placed first
- * in its level; malloc'd array, count in *n. */
-akvi_run **akvi_runs_after(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *add, size_t *n);
-/* New version = current + add_mem (front) - drop_mem - drop_runs + add_run. */
+/* The runs of v with `drop` removed and `add` added, in search order;
+ * malloc'd array, count in *n. */
+akvi_run **akvi_runs_after(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *const *add,
+                           size_t n_add, size_t *n);
+/* New version = current + add_mem (front) - drop_mem - drop_runs + add_runs. */
 int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs,
-               size_t n_drop, akvi_run *add_run);
+               size_t n_drop, akvi_run *const *add_runs, size_t n_add);
+/* Runs in search order (level, then L0 newest first, deeper levels by range). */
+void akvi_sort_runs(akvi_run **runs, size_t n);
 size_t akvi_runs_at_level(const akvi_version *v, int level);
 int akvi_deepest_level(const akvi_version *v);
 
 /* ---- the database ------------------------------------------------------ */
+
+/* Where the last compaction of a level ended (its round-robin). */
+typedef struct compact_cursor {
+    uint8_t *key;
+    size_t len;
+} compact_cursor;
 
 struct akv_db {
     char *dir, *rdir, *fdir, *tdir; /* DIR, DIR/rocksdb, DIR/filters, DIR/tmp */
@@ -235,15 +244,19 @@ struct akv_db {
     uint64_t guard_cap;              /* keys the current guard was sized for (under wmu) */
     _Atomic uint64_t guard_observed; /* most keys a flushed memtable held; 0 before the first */
 
-    /* Background thread. */
-    pthread_t bg;
+    /* Background threads: one flushes, one compacts (neither waits for the
+     * other); both publish under pubmu. */
+    pthread_t flusher, compactor;
     bool bg_started;
+    compact_cursor cursor[AKV_MAX_LEVELS]; /* compaction thread only */
     pthread_mutex_t bgmu;
     pthread_cond_t bg_cv, done_cv;
     bool shutdown;
     uint64_t compact_req, compact_done;
     int bg_error;                          /* sticky: first background failure */
-    uint64_t next_run_id, flushed_mem_gen; /* bg thread (and open) only */
+    _Atomic uint64_t next_run_id; /* flush and compaction threads allocate */
+    uint64_t flushed_mem_gen;     /* under pubmu (and open) */
+    pthread_mutex_t pubmu;        /* serialises publishes: commit + install */
 
     _Atomic uint64_t build_fallbacks; /* filter builds that needed a fallback */
     pthread_mutex_t catmu;            /* serialises catalog + miss-log writes */
@@ -252,7 +265,8 @@ struct akv_db {
     struct {
         _Atomic uint64_t puts, deletes, gets, negative_lookups, probes, wasted_probes, slot_queries,
             slot_filtered, false_positives, adaptations, block_reads, flushes, compactions, write_stalls,
-            bytes_written_user, bytes_written_disk;
+            write_slowdowns, bytes_written_user, bytes_written_disk;
+        _Atomic uint64_t bytes_written_level[AKV_MAX_LEVELS];
     } st;
 };
 
@@ -272,6 +286,9 @@ int akvi_check_value(size_t vlen);
  * internal key ikey)? Hash layout: its shard; ordered: its key range. */
 bool akvi_sst_covers(const akv_db *db, const akvi_cat_run *r, const akvi_cat_sst *s, akv_hash h,
                      const uint8_t *ikey, size_t iklen);
+/* The one run lookup within a level >= 1 (runs sorted by range, disjoint):
+ * the index in runs[0..n) of the run whose range may hold the key; -1 if none. */
+long akvi_find_run(akvi_run *const *runs, size_t n, const uint8_t *ikey, size_t iklen);
 /* The one SST lookup: the SST of run r that may hold the key; -1 if none. */
 long akvi_find_sst(const akv_db *db, const akvi_cat_run *r, akv_hash h, const uint8_t *ikey, size_t iklen);
 /* The hash run r's slots see (shard prefix shifted out in the hash layout). */
@@ -364,9 +381,11 @@ int akvi_rw_add(akvi_runwriter *w, const uint8_t *ikey, size_t iklen, const uint
  * when nothing was added. */
 int akvi_rw_finish(akvi_runwriter *w, akvi_run **out);
 void akvi_rw_abort(akvi_runwriter *w);
-/* Merge column families (newest first) into a new run at `level`. */
+/* Merge column families (newest first) into new runs at `level`, each cut
+ * once it holds `run_bytes` raw bytes (disjoint ranges, ascending); the
+ * runs in a malloc'd array *out, count in *n_out (0 when all was dropped). */
 int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
-                  bool drop_tombstones, akvi_run **out);
+                  uint64_t run_bytes, bool drop_tombstones, akvi_run ***out, size_t *n_out);
 
 /* ---- adaptation (adapt.c) ---------------------------------------------- */
 
@@ -383,8 +402,10 @@ extern void (*_Atomic akvi_hook_before_revmap_read)(void);
 /* The catalog (sync) and miss log for the given runs and flushed gen. */
 int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_gen);
 /* Commit, then install, the replacement of `drop` (runs) and `mem` by `add`
- * in version v; replaced runs and the memtable become obsolete. */
-int akvi_publish(akv_db *db, akvi_version *v, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi_run *add);
+ * in the current version; replaced runs and the memtable become obsolete.
+ * Flush and compaction run on their own threads: commits are serialised,
+ * and each edits the version current at its commit. */
+int akvi_publish(akv_db *db, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi_run **add, size_t n_add);
 
 /* ---- flush (flush.c), compaction (compact.c) ---------------------------- */
 

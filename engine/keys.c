@@ -88,3 +88,21 @@ long akvi_find_sst(const akv_db *db, const akvi_cat_run *r, akv_hash h, const ui
     }
     return lo < r->n_sst && akvi_sst_covers(db, r, &r->ssts[lo], h, ikey, iklen) ? (long)lo : -1;
 }
+
+long akvi_find_run(akvi_run *const *runs, size_t n, const uint8_t *ikey, size_t iklen)
+{
+    size_t lo = 0, hi = n; /* the last run whose smallest key is <= ikey */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const akvi_cat_sst *first = &runs[mid]->info.ssts[0];
+        if (akv_bytes_cmp(first->smallest, first->smallest_len, ikey, iklen) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    const akvi_cat_run *r = &runs[lo - 1]->info;
+    const akvi_cat_sst *last = &r->ssts[r->n_sst - 1];
+    return akv_bytes_cmp(ikey, iklen, last->largest, last->largest_len) <= 0 ? (long)(lo - 1) : -1;
+}

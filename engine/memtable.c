@@ -36,7 +36,7 @@ int akvi_rotate(akv_db *db)
         rocksdb_column_family_handle_destroy(cf);
         return rc;
     }
-    rc = akvi_apply(db, m, NULL, NULL, 0, NULL);
+    rc = akvi_apply(db, m, NULL, NULL, 0, NULL, 0);
     if (rc != AKV_OK)
         akvi_mem_unref(m);
     return rc;

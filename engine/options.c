@@ -15,7 +15,7 @@ void akv_options_init(akv_options *opt)
     opt->sst_target_bytes = 64u << 20;
     opt->miss_log_bytes = 1u << 20;
     opt->l0_compaction_trigger = 4;
-    opt->l0_stall_runs = 8;
+    opt->l0_stall_runs = 20;
     opt->level_multiplier = 10;
     opt->create_if_missing = 1;
 }
@@ -35,6 +35,9 @@ int akvi_check_options(const akv_options *o)
     if (o->l0_compaction_trigger < 1 || o->l0_stall_runs < o->l0_compaction_trigger)
         return akvi_err(AKV_EINVAL, "need 1 <= l0_compaction_trigger (%d) <= l0_stall_runs (%d)",
                         o->l0_compaction_trigger, o->l0_stall_runs);
+    if (o->l0_slowdown_runs < 0 || o->l0_slowdown_runs > o->l0_stall_runs)
+        return akvi_err(AKV_EINVAL, "l0_slowdown_runs %d is outside [0, l0_stall_runs = %d]",
+                        o->l0_slowdown_runs, o->l0_stall_runs);
     if (o->level_multiplier < 2)
         return akvi_err(AKV_EINVAL, "level_multiplier %d is below 2", o->level_multiplier);
     return AKV_OK;

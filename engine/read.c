@@ -81,8 +81,15 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
     }
     if (g->info.wasted_probes > 0)
         akvi_guard_absorb(db, h); /* no memtable holds the key */
-    for (size_t i = 0; i < v->n_run; i++) {
-        akvi_run *r = v->runs[i];
+    for (size_t i = 0, end; i < v->n_run; i = end) {
+        /* L0 runs one by one; a deeper level's one run by its range. */
+        uint32_t level = v->runs[i]->info.level;
+        for (end = i + 1; level > 0 && end < v->n_run && v->runs[end]->info.level == level; end++)
+            ;
+        long at = level == 0 ? 0 : akvi_find_run(v->runs + i, end - i, ik, iklen);
+        if (at < 0)
+            continue;
+        akvi_run *r = v->runs[i + (size_t)at];
         long j = akvi_find_sst(db, &r->info, h, ik, iklen);
         if (j < 0)
             continue;

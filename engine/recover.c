@@ -392,6 +392,9 @@ static void db_free(akv_db *db)
     pthread_mutex_destroy(&db->wmu);
     pthread_mutex_destroy(&db->bgmu);
     pthread_mutex_destroy(&db->catmu);
+    pthread_mutex_destroy(&db->pubmu);
+    for (int l = 0; l < AKV_MAX_LEVELS; l++)
+        free(db->cursor[l].key);
     pthread_cond_destroy(&db->stall_cv);
     pthread_cond_destroy(&db->bg_cv);
     pthread_cond_destroy(&db->done_cv);
@@ -467,6 +470,7 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     pthread_mutex_init(&db->wmu, NULL);
     pthread_mutex_init(&db->bgmu, NULL);
     pthread_mutex_init(&db->catmu, NULL);
+    pthread_mutex_init(&db->pubmu, NULL);
     pthread_cond_init(&db->stall_cv, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);
@@ -499,6 +503,7 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     if (db->cur) {
         memcpy(db->cur->mems, mems, n_mem * sizeof *mems);
         memcpy(db->cur->runs, runs, n_run * sizeof *runs);
+        akvi_sort_runs(db->cur->runs, n_run);
         n_mem = n_run = 0;
         if (rc == AKV_OK)
             clean_files(db, db->cur);

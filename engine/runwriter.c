@@ -321,20 +321,48 @@ int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
         rocksdb_column_family_handle_destroy(cf);
     }
     atomic_fetch_add(&w->db->st.bytes_written_disk, w->bytes);
+    atomic_fetch_add(&w->db->st.bytes_written_level[w->level < AKV_MAX_LEVELS ? w->level : AKV_MAX_LEVELS - 1],
+                     w->bytes);
     akvi_rw_abort(w);
     return rc;
 }
 
 /* ---- a run from a merge of column families (flush, compaction) ---------- */
 
-static rocksdb_iterator_t *scan_iter(akv_db *db, rocksdb_column_family_handle_t *cf)
+/* Runs a merge is written into, in key order. */
+typedef struct outputs {
+    akvi_run **v;
+    size_t n;
+} outputs;
+
+static int seal(akvi_runwriter *w, outputs *o)
 {
-    return rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
+    akvi_run *r = NULL;
+    int rc = akvi_rw_finish(w, &r);
+    if (rc != AKV_OK || !r)
+        return rc;
+    akvi_run **v = realloc(o->v, (o->n + 1) * sizeof *v);
+    if (!v) {
+        akvi_run_unref(r);
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    o->v = v;
+    o->v[o->n++] = r;
+    return AKV_OK;
 }
 
-/* Stream a merge into a run writer; tombstones dropped when asked. */
-static int copy_merge(akvi_merge *mg, akvi_runwriter *w, bool drop_tombstones)
+/*
+ * Stream a merge into run writers, a new run once one holds run_bytes;
+ * tombstones dropped when asked. Hash layout: every SST must stay one
+ * aligned shard (its slot sees the hash with the shard prefix shifted out,
+ * and uniform bits), so all runs of a merge split on the same prefix bits
+ * (chosen from the whole merge's size) and a run ends only where a shard
+ * ends. Ordered layout: a run may end after any key.
+ */
+static int copy_merge(akv_db *db, akvi_merge *mg, int level, uint64_t est, uint64_t run_bytes,
+                      bool drop_tombstones, outputs *o)
 {
+    akvi_runwriter *w = NULL;
     int rc = AKV_OK;
     for (akvi_merge_seek_first(mg); rc == AKV_OK && akvi_merge_valid(mg); akvi_merge_next(mg)) {
         size_t kl, vl;
@@ -342,36 +370,65 @@ static int copy_merge(akvi_merge *mg, akvi_runwriter *w, bool drop_tombstones)
         const uint8_t *val = akvi_merge_value(mg, &vl);
         if (drop_tombstones && vl > 0 && val[0] == AKVI_TAG_DEL)
             continue;
+        if (w && w->raw_bytes + w->cur_bytes >= run_bytes) {
+            bool boundary = true;
+            if (db->layout == AKV_LAYOUT_HASH && kl >= 8)
+                boundary = w->prefix_bits && (akvi_get_be64(k) >> (64 - w->prefix_bits)) != w->cur_prefix;
+            if (boundary) {
+                rc = seal(w, o);
+                w = NULL;
+                if (rc != AKV_OK)
+                    break;
+            }
+        }
+        if (!w && (rc = akvi_rw_begin(db, level, est, &w)) != AKV_OK)
+            break;
         rc = akvi_rw_add(w, k, kl, val, vl);
     }
-    return rc != AKV_OK ? rc : akvi_merge_status(mg);
+    if (rc == AKV_OK)
+        rc = akvi_merge_status(mg);
+    if (rc == AKV_OK && w)
+        return seal(w, o);
+    akvi_rw_abort(w);
+    return rc;
+}
+
+static rocksdb_iterator_t *scan_iter(akv_db *db, rocksdb_column_family_handle_t *cf)
+{
+    return rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
 }
 
 int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
-                     bool drop_tombstones, akvi_run **out)
+                  uint64_t run_bytes, bool drop_tombstones, akvi_run ***out, size_t *n_out)
 {
+    *out = NULL;
+    *n_out = 0;
     rocksdb_iterator_t **its = calloc(n ? n : 1, sizeof *its);
     if (!its)
         return akvi_err(AKV_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++)
         its[i] = scan_iter(db, cfs[i]);
     akvi_merge *mg = akvi_merge_create(its, n);
-    akvi_runwriter *w = NULL;
-    int rc = mg ? akvi_rw_begin(db, level, est, &w) : akvi_err(AKV_ENOMEM, "out of memory");
-    if (rc == AKV_OK)
-        rc = copy_merge(mg, w, drop_tombstones);
-    if (rc == AKV_OK)
-        rc = akvi_rw_finish(w, out);
-    else
-        akvi_rw_abort(w);
-    if (mg)
-        akvi_merge_destroy(mg);
-    else {
+    if (!mg) {
         for (size_t i = 0; i < n; i++)
             rocksdb_iter_destroy(its[i]);
         free(its);
+        return akvi_err(AKV_ENOMEM, "out of memory");
     }
-    return rc;
+    outputs o = {NULL, 0};
+    int rc = copy_merge(db, mg, level, est, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones, &o);
+    akvi_merge_destroy(mg);
+    if (rc != AKV_OK) {
+        for (size_t i = 0; i < o.n; i++) { /* never committed: its family and files go */
+            atomic_store(&o.v[i]->obsolete, true);
+            akvi_run_unref(o.v[i]);
+        }
+        free(o.v);
+        return rc;
+    }
+    *out = o.v;
+    *n_out = o.n;
+    return AKV_OK;
 }
 
 void akvi_rw_abort(akvi_runwriter *w)

@@ -25,6 +25,9 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     st->flushes = atomic_load(&db->st.flushes);
     st->compactions = atomic_load(&db->st.compactions);
     st->write_stalls = atomic_load(&db->st.write_stalls);
+    st->write_slowdowns = atomic_load(&db->st.write_slowdowns);
+    for (int l = 0; l < AKV_MAX_LEVELS; l++)
+        st->bytes_written_per_level[l] = atomic_load(&db->st.bytes_written_level[l]);
     st->bytes_written_user = atomic_load(&db->st.bytes_written_user);
     st->bytes_written_disk = atomic_load(&db->st.bytes_written_disk);
     st->slot_filtered = atomic_load(&db->st.slot_filtered);
@@ -51,6 +54,14 @@ static void put_array32(char **p, const char *end, const char *name, const uint3
     *p += snprintf(*p, (size_t)(end - *p), ",\"%s\":[", name);
     for (int i = 0; i < AKV_MAX_LEVELS; i++)
         *p += snprintf(*p, (size_t)(end - *p), "%s%u", i ? "," : "", a[i]);
+    *p += snprintf(*p, (size_t)(end - *p), "]");
+}
+
+static void put_array64(char **p, const char *end, const char *name, const uint64_t *a)
+{
+    *p += snprintf(*p, (size_t)(end - *p), ",\"%s\":[", name);
+    for (int i = 0; i < AKV_MAX_LEVELS; i++)
+        *p += snprintf(*p, (size_t)(end - *p), "%s%llu", i ? "," : "", (unsigned long long)a[i]);
     *p += snprintf(*p, (size_t)(end - *p), "]");
 }
 
@@ -85,6 +96,7 @@ int akv_stats_json(akv_db *db, char **json)
     U64(flushes);
     U64(compactions);
     U64(write_stalls);
+    U64(write_slowdowns);
     U64(bytes_written_user);
     U64(bytes_written_disk);
     U64(filter_bytes);
@@ -94,9 +106,12 @@ int akv_stats_json(akv_db *db, char **json)
 #undef U64
     put_array32(&p, end, "runs_per_level", s.runs_per_level);
     put_array32(&p, end, "ssts_per_level", s.ssts_per_level);
-    p += snprintf(p, (size_t)(end - p), ",\"keys_per_level\":[");
+    put_array64(&p, end, "keys_per_level", s.keys_per_level);
+    put_array64(&p, end, "bytes_written_per_level", s.bytes_written_per_level);
+    p += snprintf(p, (size_t)(end - p), ",\"write_amp_per_level\":[");
     for (int i = 0; i < AKV_MAX_LEVELS; i++)
-        p += snprintf(p, (size_t)(end - p), "%s%llu", i ? "," : "", (unsigned long long)s.keys_per_level[i]);
+        p += snprintf(p, (size_t)(end - p), "%s%.3f", i ? "," : "",
+                      s.bytes_written_user ? (double)s.bytes_written_per_level[i] / (double)s.bytes_written_user : 0.0);
     snprintf(p, (size_t)(end - p), "]}");
     *json = buf;
     return AKV_OK;

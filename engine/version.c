@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine/internal.h"
+#include "util/order.h"
 
 akvi_version *akvi_version_new(size_t n_mem, size_t n_run)
 {
@@ -150,48 +151,63 @@ static bool in_list(const akvi_run *r, akvi_run *const *list, size_t n)
     return false;
 }
 
-/* Fill out[] (room for v->n_run + 1) with the runs after the edit. */
-static size_t place_runs(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *add,
-                         akvi_run **out)
+/*
+ * Search order: level ascending; within L0 newest first (flushes allocate
+ * run ids in order); within a level >= 1 by key range (runs there are
+ * disjoint, so a lookup finds its one run by binary search).
+ */
+static int run_order(const void *pa, const void *pb)
+{
+    const akvi_run *a = *(akvi_run *const *)pa, *b = *(akvi_run *const *)pb;
+    if (a->info.level != b->info.level)
+        return a->info.level < b->info.level ? -1 : 1;
+    if (a->info.level == 0)
+        return (a->info.id < b->info.id) - (a->info.id > b->info.id);
+    const akvi_cat_sst *x = &a->info.ssts[0], *y = &b->info.ssts[0];
+    return akv_bytes_cmp(x->smallest, x->smallest_len, y->smallest, y->smallest_len);
+}
+
+void akvi_sort_runs(akvi_run **runs, size_t n)
+{
+    qsort(runs, n, sizeof *runs, run_order);
+}
+
+/* Fill out[] (room for v->n_run + n_add) with the runs after the edit. */
+static size_t place_runs(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *const *add,
+                         size_t n_add, akvi_run **out)
 {
     size_t k = 0;
-    bool placed = add == NULL;
-    for (size_t i = 0; i < v->n_run; i++) {
-        akvi_run *r = v->runs[i];
-        if (in_list(r, drop, n_drop))
-            continue;
-        if (!placed && r->info.level >= add->info.level) {
-            out[k++] = add;
-            placed = true;
-        }
-        out[k++] = r;
-    }
-    if (!placed)
-        out[k++] = add;
+    for (size_t i = 0; i < v->n_run; i++)
+        if (!in_list(v->runs[i], drop, n_drop))
+            out[k++] = v->runs[i];
+    for (size_t i = 0; i < n_add; i++)
+        out[k++] = add[i];
+    akvi_sort_runs(out, k);
     return k;
 }
 
-akvi_run **akvi_runs_after(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *add, size_t *n)
+akvi_run **akvi_runs_after(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *const *add,
+                           size_t n_add, size_t *n)
 {
-    akvi_run **out = calloc(v->n_run + 1, sizeof *out);
+    akvi_run **out = calloc(v->n_run + n_add + 1, sizeof *out);
     if (out)
-        *n = place_runs(v, drop, n_drop, add, out);
+        *n = place_runs(v, drop, n_drop, add, n_add, out);
     return out;
 }
 
 /*
  * Derive and publish a new version from the current one, atomically with
  * respect to other edits (the writer rotates memtables while the background
- * thread replaces runs). `add_mem` and `add_run` hand their reference to the
+ * thread replaces runs). `add_mem` and `add_runs` hand their references to the
  * new version; the edit is applied under vmu so no edit is lost.
  */
 int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs,
-               size_t n_drop, akvi_run *add_run)
+               size_t n_drop, akvi_run *const *add_runs, size_t n_add)
 {
     pthread_rwlock_wrlock(&db->vmu);
     akvi_version *old = db->cur;
     size_t n_mem = old->n_mem + (add_mem != NULL) - (drop_mem != NULL);
-    akvi_version *v = akvi_version_new(n_mem, old->n_run + 1);
+    akvi_version *v = akvi_version_new(n_mem, old->n_run + n_add + 1);
     if (!v) {
         pthread_rwlock_unlock(&db->vmu);
         return akvi_err(AKV_ENOMEM, "out of memory installing a version");
@@ -204,10 +220,10 @@ int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run
             akvi_mem_ref(old->mems[i]);
             v->mems[k++] = old->mems[i];
         }
-    v->n_run = place_runs(old, drop_runs, n_drop, add_run, v->runs);
-    for (size_t i = 0; i < v->n_run; i++)
-        if (v->runs[i] != add_run)
-            akvi_run_ref(v->runs[i]);
+    for (size_t i = 0; i < old->n_run; i++)
+        if (!in_list(old->runs[i], drop_runs, n_drop))
+            akvi_run_ref(old->runs[i]);
+    v->n_run = place_runs(old, drop_runs, n_drop, add_runs, n_add, v->runs);
     db->cur = v;
     pthread_rwlock_unlock(&db->vmu);
     akvi_version_unref(old);

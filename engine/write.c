@@ -5,19 +5,45 @@
  * guard first; a full memtable is rotated and the background thread woken.
  */
 #include <stdlib.h>
+#include <time.h>
 
 #include "engine/internal.h"
 
-/* Under wmu: wait while the background thread is behind. */
-static int stall(akv_db *db)
+/* Writes while slowed down go at most this fast, halved for every L0 run
+ * (or waiting memtable) past the slowdown point: the ramp RocksDB's write
+ * controller applies, so writers slow before they stop. */
+#define SLOW_WRITE_RATE (16.0 * 1024 * 1024) /* bytes per second */
+
+static int l0_slowdown(const akv_db *db)
+{
+    int t = db->opt.l0_compaction_trigger, s = db->opt.l0_stall_runs;
+    if (db->opt.l0_slowdown_runs > 0)
+        return db->opt.l0_slowdown_runs;
+    return t + (s - t) / 2;
+}
+
+/* Under wmu (which rate-limits every writer while it sleeps): delay a write
+ * of `bytes` when the background threads fall behind, stop it while they
+ * are far behind (L0 at l0_stall_runs, or three memtables waiting). */
+static int stall(akv_db *db, uint64_t bytes)
 {
     bool counted = false;
     for (;;) {
         akvi_version *v = akvi_current(db);
-        bool behind = akvi_runs_at_level(v, 0) >= (size_t)db->opt.l0_stall_runs || v->n_mem > 3;
+        int l0 = (int)akvi_runs_at_level(v, 0), waiting = (int)v->n_mem - 1;
         akvi_version_unref(v);
-        if (!behind)
+        if (l0 < db->opt.l0_stall_runs && waiting < 3) {
+            int over = l0 - l0_slowdown(db) + 1;
+            if (waiting >= 2 && over < 1)
+                over = 1;
+            if (over < 1)
+                return AKV_OK;
+            atomic_fetch_add_explicit(&db->st.write_slowdowns, 1, memory_order_relaxed);
+            double secs = (double)(bytes + 64) / (SLOW_WRITE_RATE / (double)(1u << (over > 10 ? 10 : over - 1)));
+            struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+            nanosleep(&ts, NULL);
             return AKV_OK;
+        }
         pthread_mutex_lock(&db->bgmu);
         int err = db->bg_error;
         bool down = db->shutdown;
@@ -35,7 +61,10 @@ static int stall(akv_db *db)
 
 static int apply_locked(akv_db *db, const akvi_op *ops, size_t n, bool sync)
 {
-    int rc = stall(db);
+    uint64_t want = 0;
+    for (size_t i = 0; i < n; i++)
+        want += ops[i].klen + ops[i].vlen;
+    int rc = stall(db, want);
     if (rc != AKV_OK)
         return rc;
     akvi_version *v = akvi_current(db);

@@ -69,7 +69,7 @@ typedef struct akv_options {
     uint64_t sst_target_bytes; /* target SST size in runs; default 64 MiB */
     uint64_t miss_log_bytes;   /* negative-lookup summary budget; default 1 MiB */
     int l0_compaction_trigger; /* L0 runs that trigger a compaction; default 4 */
-    int l0_stall_runs;         /* writers stall at this many L0 runs; default 8 */
+    int l0_stall_runs;         /* writers stop at this many L0 runs; default 20 */
     int level_multiplier;      /* level i+1 holds this × level i; default 10 */
     int direct_reads;          /* O_DIRECT reads for SSTs (I/O measurements); default 0 */
     int sync;                  /* default for akv_put/akv_delete: fsync the WAL; default 0 */
@@ -79,6 +79,8 @@ typedef struct akv_options {
     /* Warnings (e.g. a filter rebuilt from data) go here; NULL = stderr. */
     void (*log)(void *arg, const char *msg);
     void *log_arg;
+    int l0_slowdown_runs;      /* writers slow down (rate-limited) from this many L0 runs;
+                                  0 (default) = half-way between the trigger and l0_stall_runs */
 } akv_options;
 
 /* Fill with defaults. Always call before setting fields. */
@@ -186,6 +188,10 @@ typedef struct akv_stats {
     uint32_t runs_per_level[AKV_MAX_LEVELS];
     uint32_t ssts_per_level[AKV_MAX_LEVELS];
     uint64_t keys_per_level[AKV_MAX_LEVELS];
+    uint64_t write_slowdowns;     /* writes delayed (rate-limited) while L0 or the flushes lag */
+    /* SST bytes written into each level (flushes into L0); divided by
+     * bytes_written_user, the write amplification of that level. */
+    uint64_t bytes_written_per_level[AKV_MAX_LEVELS];
 } akv_stats;
 
 int akv_get_stats(akv_db *db, akv_stats *st);

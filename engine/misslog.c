@@ -8,6 +8,14 @@
  * inherits its count, so a key that keeps coming back climbs over keys that
  * were seen once. Sampling keeps eviction O(1); the summary is a hint for
  * filter builds, not an exact count.
+ *
+ * The miss path is cheap: a key already in the table costs a lookup under
+ * its shard's lock; a lookup that cost no probe (its filters said no) does
+ * not wait for a contended shard (it is dropped, as a sample); once the
+ * table is full, a new such key is admitted one time in ADMIT_ONE_IN, with
+ * that many lookups to its count, so a key that keeps coming back still
+ * gets in quickly; and keys of up to INLINE_KEY bytes live in a slab
+ * allocated with the table, so recording allocates nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +28,8 @@
 #define SAMPLE         8
 #define ML_MAGIC       "AKVM"
 #define ML_VERSION     1
+#define INLINE_KEY     32 /* key bytes stored in the slab; longer keys are malloc'd */
+#define ADMIT_ONE_IN   8  /* new, probe-free negatives admitted at this rate */
 
 typedef struct ml_entry {
     akv_hash h;
@@ -37,6 +47,7 @@ typedef struct ml_shard {
     int32_t *index; /* open addressing on h.hi; -1 = empty */
     size_t index_mask;
     uint64_t rng;
+    uint8_t (*slab)[INLINE_KEY]; /* entry i's key when it fits */
 } ml_shard;
 
 /* Negative lookups come from every reader thread: the table is split into
@@ -97,9 +108,11 @@ static ml_shard *shard_create(uint64_t budget)
         isz <<= 1;
     ml->e = calloc(ml->cap, sizeof *ml->e);
     ml->index = malloc(isz * sizeof *ml->index);
-    if (!ml->e || !ml->index) {
+    ml->slab = malloc(ml->cap * sizeof *ml->slab);
+    if (!ml->e || !ml->index || !ml->slab) {
         free(ml->e);
         free(ml->index);
+        free(ml->slab);
         free(ml);
         return NULL;
     }
@@ -115,9 +128,11 @@ static void shard_destroy(ml_shard *ml)
     if (!ml)
         return;
     for (size_t i = 0; i < ml->n; i++)
-        free(ml->e[i].key);
+        if (ml->e[i].klen > INLINE_KEY)
+            free(ml->e[i].key);
     free(ml->e);
     free(ml->index);
+    free(ml->slab);
     pthread_mutex_destroy(&ml->mu);
     free(ml);
 }
@@ -149,17 +164,25 @@ static void remove_entry(ml_shard *ml, size_t x)
     long pos = find(ml, e->h, e->key, e->klen);
     index_delete(ml, (size_t)pos);
     ml->used -= ENTRY_OVERHEAD + e->klen;
-    free(e->key);
+    if (e->klen > INLINE_KEY)
+        free(e->key);
     size_t last = ml->n - 1;
     if (x != last) {
         ml->e[x] = ml->e[last];
+        if (ml->e[x].klen <= INLINE_KEY) { /* the slab slot moves with it */
+            memcpy(ml->slab[x], ml->slab[last], ml->e[x].klen);
+            ml->e[x].key = ml->slab[x];
+        }
         long lp = find(ml, ml->e[x].h, ml->e[x].key, ml->e[x].klen);
         ml->index[lp] = (int32_t)x;
     }
     ml->n--;
 }
 
-static void add_locked(ml_shard *ml, akv_hash h, const void *key, size_t klen, uint64_t count, double cost)
+/* `sampled`: once the table is full, a new key is admitted only one time in
+ * ADMIT_ONE_IN, with that many lookups (each admission evicts). */
+static void add_locked(ml_shard *ml, akv_hash h, const void *key, size_t klen, uint64_t count, double cost,
+                       bool sampled)
 {
     if (klen > ml->budget / 4)
         return; /* a single huge key would evict everything */
@@ -170,6 +193,13 @@ static void add_locked(ml_shard *ml, akv_hash h, const void *key, size_t klen, u
         e->cost += cost;
         return;
     }
+    bool full = ml->n == ml->cap || ml->used + ENTRY_OVERHEAD + klen > ml->budget;
+    if (sampled && full) {
+        ml->rng = akv_mix64(ml->rng + h.lo);
+        if (ml->rng % ADMIT_ONE_IN)
+            return;
+        count *= ADMIT_ONE_IN;
+    }
     uint64_t inherited = 0;
     while (ml->n > 0 && (ml->n == ml->cap || ml->used + ENTRY_OVERHEAD + klen > ml->budget)) {
         size_t v = pick_victim(ml);
@@ -177,12 +207,13 @@ static void add_locked(ml_shard *ml, akv_hash h, const void *key, size_t klen, u
             inherited = ml->e[v].count;
         remove_entry(ml, v);
     }
-    uint8_t *copy = malloc(klen ? klen : 1);
+    size_t x = ml->n;
+    uint8_t *copy = klen <= INLINE_KEY ? ml->slab[x] : malloc(klen);
     if (!copy)
         return;
     memcpy(copy, key, klen);
     pos = find(ml, h, key, klen);
-    size_t x = ml->n++;
+    ml->n++;
     ml->e[x] = (ml_entry){h, count + inherited, cost, copy, (uint32_t)klen};
     ml->index[-pos - 1] = (int32_t)x;
     ml->used += ENTRY_OVERHEAD + klen;
@@ -222,8 +253,13 @@ void akvi_misslog_destroy(akvi_misslog *m)
 void akvi_misslog_record(akvi_misslog *m, akv_hash h, const void *key, size_t klen, double wasted)
 {
     ml_shard *ml = shard_of(m, h);
-    pthread_mutex_lock(&ml->mu);
-    add_locked(ml, h, key, klen, 1, wasted);
+    if (wasted == 0) {
+        if (pthread_mutex_trylock(&ml->mu) != 0)
+            return;
+    } else {
+        pthread_mutex_lock(&ml->mu);
+    }
+    add_locked(ml, h, key, klen, 1, wasted, wasted == 0);
     pthread_mutex_unlock(&ml->mu);
 }
 
@@ -231,7 +267,7 @@ void akvi_misslog_hint(akvi_misslog *m, akv_hash h, const void *key, size_t klen
 {
     ml_shard *ml = shard_of(m, h);
     pthread_mutex_lock(&ml->mu);
-    add_locked(ml, h, key, klen, 0, cost);
+    add_locked(ml, h, key, klen, 0, cost, false);
     pthread_mutex_unlock(&ml->mu);
 }
 
@@ -352,7 +388,7 @@ int akvi_misslog_decode(akvi_misslog *m, const uint8_t *buf, size_t len)
             continue;
         ml_shard *ml = shard_of(m, h);
         pthread_mutex_lock(&ml->mu);
-        add_locked(ml, h, key, klen, count, cost);
+        add_locked(ml, h, key, klen, count, cost, false);
         pthread_mutex_unlock(&ml->mu);
     }
     return r.err ? akvi_err(AKV_ECORRUPT, "miss log record: truncated") : AKV_OK;

@@ -76,7 +76,7 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         g->info.wasted_probes++;
         if (db->policy.mem) {
             atomic_fetch_add_explicit(&db->guard_stats.fps, 1, memory_order_relaxed);
-            atomic_fetch_add(&db->st.false_positives, 1);
+            atomic_fetch_add_explicit(&db->st.false_positives, 1, memory_order_relaxed);
         }
     }
     if (g->info.wasted_probes > 0)
@@ -107,10 +107,10 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
             return rc;
         g->info.wasted_probes++;
         atomic_fetch_add_explicit(&s->fps, 1, memory_order_relaxed);
-        atomic_fetch_add(&db->st.false_positives, 1);
+        atomic_fetch_add_explicit(&db->st.false_positives, 1, memory_order_relaxed);
         if (adaptive(s) && akvi_adapt_slot(db, r, (size_t)j, sh) == AKV_OK) {
             atomic_fetch_add_explicit(&s->adaptations, 1, memory_order_relaxed);
-            atomic_fetch_add(&db->st.adaptations, 1);
+            atomic_fetch_add_explicit(&db->st.adaptations, 1, memory_order_relaxed);
         }
     }
     return LK_MISSING;
@@ -137,18 +137,18 @@ int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vle
     g.info.block_reads = akvi_thread_block_reads() - reads_before;
     if (ik != stackbuf)
         free(ik);
-    atomic_fetch_add(&db->st.gets, 1);
-    atomic_fetch_add(&db->st.slot_queries, g.info.slots_checked);
-    atomic_fetch_add(&db->st.probes, g.info.probes);
-    atomic_fetch_add(&db->st.wasted_probes, g.info.wasted_probes);
-    atomic_fetch_add(&db->st.block_reads, g.info.block_reads);
+    atomic_fetch_add_explicit(&db->st.gets, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&db->st.slot_queries, g.info.slots_checked, memory_order_relaxed);
+    atomic_fetch_add_explicit(&db->st.probes, g.info.probes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&db->st.wasted_probes, g.info.wasted_probes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&db->st.block_reads, g.info.block_reads, memory_order_relaxed);
     if (info)
         *info = g.info;
     if (rc == LK_PUT)
         return AKV_OK;
     if (rc < 0)
         return rc;
-    atomic_fetch_add(&db->st.negative_lookups, 1);
+    atomic_fetch_add_explicit(&db->st.negative_lookups, 1, memory_order_relaxed);
     akvi_misslog_record(db->ml, h, key, klen, g.info.wasted_probes);
     return AKV_NOTFOUND;
 }

@@ -51,7 +51,7 @@ static int stall(akv_db *db, uint64_t bytes)
         if (err || down)
             return akvi_err(err ? err : AKV_EBUSY, "background flush/compaction failed; writes are stopped");
         if (!counted) {
-            atomic_fetch_add(&db->st.write_stalls, 1);
+            atomic_fetch_add_explicit(&db->st.write_stalls, 1, memory_order_relaxed);
             counted = true;
         }
         akvi_bg_wake(db);
@@ -115,8 +115,8 @@ int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync)
     pthread_mutex_unlock(&db->wmu);
     if (rc == AKV_OK)
         for (size_t i = 0; i < n; i++) {
-            atomic_fetch_add(ops[i].tag == AKVI_TAG_PUT ? &db->st.puts : &db->st.deletes, 1);
-            atomic_fetch_add(&db->st.bytes_written_user, ops[i].klen + ops[i].vlen);
+            atomic_fetch_add_explicit(ops[i].tag == AKVI_TAG_PUT ? &db->st.puts : &db->st.deletes, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&db->st.bytes_written_user, ops[i].klen + ops[i].vlen, memory_order_relaxed);
         }
     return rc;
 }

@@ -5,30 +5,8 @@
  */
 #include "tools/kvshell/kvshell.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-void kvs_error(const kvs_ctx *c, const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    fflush(stdout); /* keep stdout and stderr in order on a terminal */
-    if (c && c->where)
-        fprintf(stderr, "%s: ", c->where);
-    if (cmd)
-        fprintf(stderr, "%s: ", cmd);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-const char *kvs_engine_msg(int rc)
-{
-    const char *m = akv_errmsg();
-    return m && *m ? m : akv_strerror(rc);
-}
 
 static int engine_fail(const kvs_ctx *c, const char *cmd, int rc)
 {
@@ -62,9 +40,7 @@ static int cmd_get(kvs_ctx *c, const kvs_words *w)
     int rc = akv_get(c->db, w->v[1].data, w->v[1].len, &val, &vlen);
     if (rc == AKV_NOTFOUND) {
         /* On stderr so that `v=$(kvshell DIR get k)` never captures it. */
-        fflush(stdout);
-        if (c->where)
-            fprintf(stderr, "%s: ", c->where);
+        kvs_error_begin(c, NULL);
         fputs("not found: ", stderr);
         kvs_print_escaped(stderr, w->v[1].data, w->v[1].len);
         fputc('\n', stderr);
@@ -379,9 +355,7 @@ int kvs_run(kvs_ctx *c, const kvs_words *w)
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (kvs_word_is(&w->v[0], commands[i].name))
             return commands[i].run(c, w);
-    fflush(stdout);
-    if (c->where)
-        fprintf(stderr, "%s: ", c->where);
+    kvs_error_begin(c, NULL);
     fputs("unknown command '", stderr);
     kvs_print_escaped(stderr, w->v[0].data, w->v[0].len);
     fputs("' (try: help)\n", stderr);

@@ -4,7 +4,10 @@
  * escape.c: splitting a command line into binary-safe words, decoding and
  * printing escapes, parsing sizes. It has no engine dependency so the tests
  * can exercise it alone.
- * commands.c / load.c: one function per command, against engine/adaptkv.h.
+ * report.c: failure messages on stderr, used by every file below it.
+ * commands.c: one function per command, against engine/adaptkv.h; `load`
+ * lives in load.c. The dependencies go one way: kvshell.c and repl.c call
+ * commands.c, which calls load.c; both call report.c and escape.c.
  * repl.c: the read loops (libedit on a TTY, plain lines otherwise).
  */
 #ifndef KVSHELL_H
@@ -70,14 +73,22 @@ typedef struct kvs_ctx {
     const char *where; /* "line 12" in stdin mode, NULL otherwise (for messages) */
 } kvs_ctx;
 
-/* Run one command; returns KVS_OK, KVS_FAIL, KVS_NOTFOUND or KVS_QUIT. */
-int kvs_run(kvs_ctx *c, const kvs_words *w);
+/* ---- report.c: failures ---------------------------------------------------- */
 
-/* Report a failure of command `cmd` on stderr ("put: message"). */
+/* Report a failure of command `cmd` (NULL: none) on stderr: "line 3: put: message". */
 void kvs_error(const kvs_ctx *c, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Flush stdout and print the prefixes of kvs_error, for messages that go on
+ * with escaped bytes; the caller ends the line. */
+void kvs_error_begin(const kvs_ctx *c, const char *cmd);
 
 /* The engine's last message for rc (akv_errmsg, or akv_strerror if empty). */
 const char *kvs_engine_msg(int rc);
+
+/* ---- commands.c, load.c ------------------------------------------------------ */
+
+/* Run one command; returns KVS_OK, KVS_FAIL, KVS_NOTFOUND or KVS_QUIT. */
+int kvs_run(kvs_ctx *c, const kvs_words *w);
 
 int kvs_cmd_load(kvs_ctx *c, const char *path);
 void kvs_help(FILE *f, const char *cmd);

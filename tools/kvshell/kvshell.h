@@ -91,7 +91,13 @@ const char *kvs_engine_msg(int rc);
 int kvs_run(kvs_ctx *c, const kvs_words *w);
 
 int kvs_cmd_load(kvs_ctx *c, const char *path);
-void kvs_help(FILE *f, const char *cmd);
+
+/* The command list (cmd NULL), or one command's usage; -1 if there is no
+ * command `cmd`. */
+int kvs_help(FILE *f, const char *cmd);
+
+/* The name of command i (aliases included), NULL past the last: for completion. */
+const char *kvs_command_name(size_t i);
 
 /* ---- read loops ---------------------------------------------------------- */
 

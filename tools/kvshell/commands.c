@@ -14,6 +14,12 @@ static int engine_fail(const kvs_ctx *c, const char *cmd, int rc)
     return KVS_FAIL;
 }
 
+static int interrupted(const kvs_ctx *c, const char *cmd)
+{
+    kvs_error(c, cmd, "interrupted");
+    return KVS_FAIL;
+}
+
 /* Commands that take an exact number of words after the command name. */
 static bool want_args(const kvs_ctx *c, const kvs_words *w, size_t n, const char *usage)
 {
@@ -92,7 +98,10 @@ static int print_range(kvs_ctx *c, const char *cmd, const kvs_word *from, const 
         akv_iter_seek(it, from->data, from->len);
     else
         akv_iter_seek_first(it);
+    bool stopped = false;
     for (uint64_t n = 0; n < limit && akv_iter_valid(it); n++, akv_iter_next(it)) {
+        if ((stopped = kvs_interrupted()))
+            break;
         size_t kl, vl;
         const void *k = akv_iter_key(it, &kl);
         const void *v = akv_iter_value(it, &vl);
@@ -105,7 +114,9 @@ static int print_range(kvs_ctx *c, const char *cmd, const kvs_word *from, const 
     }
     int rc = akv_iter_status(it);
     akv_iter_destroy(it);
-    return rc == AKV_OK ? KVS_OK : engine_fail(c, cmd, rc);
+    if (rc != AKV_OK)
+        return engine_fail(c, cmd, rc);
+    return stopped ? interrupted(c, cmd) : KVS_OK;
 }
 
 static int parse_count(const kvs_ctx *c, const char *cmd, const kvs_word *w, uint64_t *out)
@@ -166,12 +177,15 @@ static int cmd_count(kvs_ctx *c, const kvs_words *w)
     if (st != KVS_OK)
         return st;
     uint64_t n = 0;
-    for (akv_iter_seek_first(it); akv_iter_valid(it); akv_iter_next(it))
+    bool stopped = false;
+    for (akv_iter_seek_first(it); akv_iter_valid(it) && !(stopped = kvs_interrupted()); akv_iter_next(it))
         n++;
     int rc = akv_iter_status(it);
     akv_iter_destroy(it);
     if (rc != AKV_OK)
         return engine_fail(c, "count", rc);
+    if (stopped)
+        return interrupted(c, "count");
     printf("%llu\n", (unsigned long long)n);
     return KVS_OK;
 }

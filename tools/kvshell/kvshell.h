@@ -8,7 +8,9 @@
  * commands.c: one function per command, against engine/adaptkv.h; `load`
  * lives in load.c. The dependencies go one way: kvshell.c and repl.c call
  * commands.c, which calls load.c; both call report.c and escape.c.
- * repl.c: the read loops (libedit on a TTY, plain lines otherwise).
+ * repl.c: the read loops (libedit on a TTY, plain lines otherwise), with
+ * interrupt.c (Ctrl-C), history.c (the history file, no libedit) and
+ * complete.c (Tab).
  */
 #ifndef KVSHELL_H
 #define KVSHELL_H
@@ -99,11 +101,53 @@ int kvs_help(FILE *f, const char *cmd);
 /* The name of command i (aliases included), NULL past the last: for completion. */
 const char *kvs_command_name(size_t i);
 
-/* ---- read loops ---------------------------------------------------------- */
+/* ---- interrupt.c: Ctrl-C in an interactive session --------------------------- */
+
+/* Catch SIGINT and hold it in the calling (main) thread. Call it before the
+ * database opens, so that the engine's threads never take the signal. */
+int kvs_interrupt_setup(void);
+
+/* The terminal on stdin, opened anew for libedit to read: Ctrl-C makes a
+ * read on it return. NULL if it cannot be opened. */
+FILE *kvs_interrupt_input(void);
+
+/* Around reading a line: let SIGINT through while reading, hold it again after.
+ * Starting to read forgets a Ctrl-C pressed during the last command. */
+void kvs_interrupt_reading(bool reading);
+
+/* Whether Ctrl-C was pressed while reading, or is pending since the command
+ * began: commands that loop over records check it and stop. Always false
+ * unless kvs_interrupt_setup was called. */
+bool kvs_interrupted(void);
+
+/* ---- history.c: the history file --------------------------------------------- */
+
+enum { KVS_HISTORY_LEGACY = 1 };
+
+/* $KVSHELL_HISTORY (empty: no history), else ~/.kvshell_history; NULL: none. */
+char *kvs_history_path(void);
+
+/* Call add() with each of the newest `keep` saved commands, oldest first; a
+ * file holding more than 2 * keep is rewritten with those. Returns 0 (also
+ * when there is no file), KVS_HISTORY_LEGACY for a file in libedit's own
+ * format (nothing added), or -1 with errno. */
+int kvs_history_read(const char *path, size_t keep, void (*add)(const char *line, void *arg), void *arg);
+
+/* Append one command (a line holding a newline is not saved); 0 or -1 with errno. */
+int kvs_history_append(const char *path, const char *line);
+
+/* Replace the file with these commands, atomically; 0 or -1 with errno. */
+int kvs_history_write(const char *path, const char *const *lines, size_t n);
+
+/* ---- complete.c, repl.c: the read loops ---------------------------------------- */
+
+/* Tab completion of command names (and of file names after load). */
+void kvs_complete_setup(void);
 
 /* Commands from a non-TTY stream, one per line; returns the exit status. */
 int kvs_loop_stream(kvs_ctx *c, FILE *in);
-/* Interactive loop with line editing and history. */
+/* Interactive loop with line editing, completion and history; Ctrl-C cancels
+ * the line when kvs_interrupt_setup was called first. */
 int kvs_loop_tty(kvs_ctx *c, const char *dir);
 
 #endif

@@ -4,7 +4,8 @@
  *   kvshell [OPTIONS] DIR [COMMAND [ARG ...]]
  *
  * With a command: run it and exit. Otherwise read commands from the terminal
- * (line editing, history) or, when stdin is not a terminal, one per line.
+ * (line editing, completion, history saved as it goes, Ctrl-C cancels the
+ * line) or, when stdin is not a terminal, one per line.
  * Full reference: docs/kvshell.md.
  */
 #include "tools/kvshell/kvshell.h"

@@ -1,16 +1,22 @@
 /*
  * kvshell.h — pieces of the kvshell tool (docs/kvshell.md).
  *
- * escape.c: splitting a command line into binary-safe words, decoding and
- * printing escapes, parsing sizes. It has no engine dependency so the tests
- * can exercise it alone.
- * report.c: failure messages on stderr, used by every file below it.
- * commands.c: one function per command, against engine/adaptkv.h; `load`
- * lives in load.c. The dependencies go one way: kvshell.c and repl.c call
- * commands.c, which calls load.c; both call report.c and escape.c.
- * repl.c: the read loops (libedit on a TTY, plain lines otherwise), with
- * interrupt.c (Ctrl-C), history.c (the history file, no libedit) and
- * complete.c (Tab).
+ * One file per concept; the calls between them go one way, top to bottom:
+ *
+ *   kvshell.c     options, opening the database, choosing a mode
+ *   repl.c        the read loops: libedit on a terminal, plain lines otherwise
+ *   complete.c    Tab completion (libedit)
+ *   commands.c    one function per command, against engine/adaptkv.h
+ *   load.c        the `load` command
+ *   interrupt.c   Ctrl-C in an interactive session
+ *   history.c     the history file (no libedit)
+ *   report.c      failure messages on stderr
+ *   escape.c      words, escapes and sizes; no engine dependency, so the
+ *                 tests can exercise it alone (history.c too)
+ *
+ * repl.c calls complete.c, commands.c and the files below them; complete.c
+ * calls commands.c for the command names; commands.c calls load.c; both call
+ * interrupt.c, report.c and escape.c, which call nothing of kvshell.
  */
 #ifndef KVSHELL_H
 #define KVSHELL_H

@@ -6,7 +6,8 @@
  * session that is killed keeps what it typed and sessions running side by
  * side interleave whole lines. Reading keeps the newest `keep` commands and,
  * when the file holds more than twice that, rewrites it with those (a new
- * file renamed over the old one).
+ * file renamed over the old one; a line another session appends between the
+ * read and the rename is lost, which only a trim at start can cause).
  *
  * Earlier kvshell versions let libedit write the whole history at exit in its
  * own format, which starts with the line "_HiStOrY_V2_"; kvs_history_read

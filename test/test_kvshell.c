@@ -227,6 +227,30 @@ Test(kvshell, errors_and_exit_statuses)
     akvt_rmrf(f.tmp);
 }
 
+Test(kvshell, help_for_one_command_or_an_error)
+{
+    fixture f;
+    fixture_init(&f);
+    expect(run(f.tmp, NULL, "'%s' help put", f.db), 0, "put KEY VALUE\n    store VALUE under KEY\n", NULL,
+           "help put");
+    expect(run(f.tmp, NULL, "'%s' help exit", f.db), 0, "exit\n    leave the shell (same as quit)\n", NULL,
+           "help exit");
+    expect(run(f.tmp, NULL, "'%s' help nope", f.db), 1, "", "help: no command 'nope' (try: help)",
+           "help nope");
+    expect(run(f.tmp, NULL, "'%s' help 'pu\\x00t'", f.db), 1, "", "no command 'pu\\x00t'", "help NUL");
+    expect(run(f.tmp, NULL, "'%s' help put get", f.db), 1, "", "usage: help [COMMAND]", "help two words");
+    /* The full list names every command but not the exit alias. */
+    result r = run(f.tmp, NULL, "'%s' help", f.db);
+    cr_assert_eq(r.status, 0, "help: %s", r.err);
+    cr_assert_not_null(strstr(r.out, "  load FILE"), "help lacks load: %s", r.out);
+    cr_assert_null(strstr(r.out, "  exit"), "help lists the exit alias: %s", r.out);
+    result_free(&r);
+    /* In a session an unknown topic fails that line only. */
+    expect(run(f.tmp, "help nope\nput a 1\nget a\n", "'%s'", f.db), 1, "1\n",
+           "line 1: help: no command 'nope'", "piped help nope");
+    akvt_rmrf(f.tmp);
+}
+
 Test(kvshell, hash_layout_scans_are_refused_clearly)
 {
     fixture f;

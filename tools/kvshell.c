@@ -4,7 +4,8 @@
  *   kvshell [OPTIONS] DIR [COMMAND [ARG ...]]
  *
  * With a command: run it and exit. Otherwise read commands from the terminal
- * (line editing, history) or, when stdin is not a terminal, one per line.
+ * (line editing, completion, history saved as it goes, Ctrl-C cancels the
+ * line) or, when stdin is not a terminal, one per line.
  * Full reference: docs/kvshell.md.
  */
 #include "tools/kvshell/kvshell.h"
@@ -232,7 +233,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "kvshell: cannot create %s: %s\n", a.dir, strerror(errno));
         return KVS_USAGE;
     }
-    bool log_all = a.verbose || (!a.cmd && isatty(0));
+    bool interactive = !a.cmd && isatty(0);
+    /* Before the database opens: its threads inherit the signal mask. */
+    if (interactive && kvs_interrupt_setup() != 0) {
+        fprintf(stderr, "kvshell: cannot catch Ctrl-C: %s\n", strerror(errno));
+        return KVS_USAGE;
+    }
+    bool log_all = a.verbose || interactive;
     a.opt.log = engine_log;
     a.opt.log_arg = &log_all;
     akv_db *db = NULL;
@@ -245,7 +252,7 @@ int main(int argc, char **argv)
     int status;
     if (a.cmd)
         status = run_argv(&c, a.cmd, a.ncmd);
-    else if (isatty(0))
+    else if (interactive)
         status = kvs_loop_tty(&c, a.dir);
     else
         status = kvs_loop_stream(&c, stdin);

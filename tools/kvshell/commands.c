@@ -5,34 +5,18 @@
  */
 #include "tools/kvshell/kvshell.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-void kvs_error(const kvs_ctx *c, const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    fflush(stdout); /* keep stdout and stderr in order on a terminal */
-    if (c && c->where)
-        fprintf(stderr, "%s: ", c->where);
-    if (cmd)
-        fprintf(stderr, "%s: ", cmd);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-const char *kvs_engine_msg(int rc)
-{
-    const char *m = akv_errmsg();
-    return m && *m ? m : akv_strerror(rc);
-}
 
 static int engine_fail(const kvs_ctx *c, const char *cmd, int rc)
 {
     kvs_error(c, cmd, "%s", kvs_engine_msg(rc));
+    return KVS_FAIL;
+}
+
+static int interrupted(const kvs_ctx *c, const char *cmd)
+{
+    kvs_error(c, cmd, "interrupted");
     return KVS_FAIL;
 }
 
@@ -62,9 +46,7 @@ static int cmd_get(kvs_ctx *c, const kvs_words *w)
     int rc = akv_get(c->db, w->v[1].data, w->v[1].len, &val, &vlen);
     if (rc == AKV_NOTFOUND) {
         /* On stderr so that `v=$(kvshell DIR get k)` never captures it. */
-        fflush(stdout);
-        if (c->where)
-            fprintf(stderr, "%s: ", c->where);
+        kvs_error_begin(c, NULL);
         fputs("not found: ", stderr);
         kvs_print_escaped(stderr, w->v[1].data, w->v[1].len);
         fputc('\n', stderr);
@@ -116,7 +98,10 @@ static int print_range(kvs_ctx *c, const char *cmd, const kvs_word *from, const 
         akv_iter_seek(it, from->data, from->len);
     else
         akv_iter_seek_first(it);
+    bool stopped = false;
     for (uint64_t n = 0; n < limit && akv_iter_valid(it); n++, akv_iter_next(it)) {
+        if ((stopped = kvs_interrupted()))
+            break;
         size_t kl, vl;
         const void *k = akv_iter_key(it, &kl);
         const void *v = akv_iter_value(it, &vl);
@@ -129,7 +114,9 @@ static int print_range(kvs_ctx *c, const char *cmd, const kvs_word *from, const 
     }
     int rc = akv_iter_status(it);
     akv_iter_destroy(it);
-    return rc == AKV_OK ? KVS_OK : engine_fail(c, cmd, rc);
+    if (rc != AKV_OK)
+        return engine_fail(c, cmd, rc);
+    return stopped ? interrupted(c, cmd) : KVS_OK;
 }
 
 static int parse_count(const kvs_ctx *c, const char *cmd, const kvs_word *w, uint64_t *out)
@@ -190,12 +177,15 @@ static int cmd_count(kvs_ctx *c, const kvs_words *w)
     if (st != KVS_OK)
         return st;
     uint64_t n = 0;
-    for (akv_iter_seek_first(it); akv_iter_valid(it); akv_iter_next(it))
+    bool stopped = false;
+    for (akv_iter_seek_first(it); akv_iter_valid(it) && !(stopped = kvs_interrupted()); akv_iter_next(it))
         n++;
     int rc = akv_iter_status(it);
     akv_iter_destroy(it);
     if (rc != AKV_OK)
         return engine_fail(c, "count", rc);
+    if (stopped)
+        return interrupted(c, "count");
     printf("%llu\n", (unsigned long long)n);
     return KVS_OK;
 }
@@ -320,9 +310,22 @@ static int cmd_load(kvs_ctx *c, const kvs_words *w)
 
 static int cmd_help(kvs_ctx *c, const kvs_words *w)
 {
-    (void)c;
-    kvs_help(stdout, w->n > 1 ? w->v[1].data : NULL);
-    return KVS_OK;
+    if (w->n > 2) {
+        kvs_error(c, "help", "usage: help [COMMAND]");
+        return KVS_FAIL;
+    }
+    if (w->n == 1) {
+        kvs_help(stdout, NULL);
+        return KVS_OK;
+    }
+    const kvs_word *name = &w->v[1];
+    if (!memchr(name->data, '\0', name->len) && kvs_help(stdout, name->data) == 0)
+        return KVS_OK;
+    kvs_error_begin(c, "help");
+    fputs("no command '", stderr);
+    kvs_print_escaped(stderr, name->data, name->len);
+    fputs("' (try: help)\n", stderr);
+    return KVS_FAIL;
 }
 
 static int cmd_quit(kvs_ctx *c, const kvs_words *w)
@@ -335,41 +338,51 @@ typedef struct command {
     int (*run)(kvs_ctx *c, const kvs_words *w);
     const char *usage;
     const char *summary;
+    bool alias; /* left out of the command list */
 } command;
 
 static const command commands[] = {
-    {"put", cmd_put, "put KEY VALUE", "store VALUE under KEY"},
-    {"get", cmd_get, "get KEY", "print the value of KEY (\"not found: KEY\" on stderr if absent)"},
-    {"del", cmd_del, "del KEY", "delete KEY (deleting an absent key is not an error)"},
-    {"scan", cmd_scan, "scan [FROM [TO]] [--limit N]", "pairs with FROM <= key < TO (ordered layout)"},
-    {"count", cmd_count, "count", "number of live keys (ordered layout)"},
-    {"stats", cmd_stats, "stats [--json]", "engine statistics; --json prints one line"},
-    {"filters", cmd_filters, "filters", "one row per filter slot: level, run, sst, kind, counters"},
-    {"flush", cmd_flush, "flush", "write the memtable out as an L0 run"},
-    {"compact", cmd_compact, "compact", "flush, then compact every level into the last"},
-    {"load", cmd_load, "load FILE", "bulk load \"key<TAB>value\" or \"put K V\" lines"},
-    {"dump", cmd_dump, "dump", "every pair as key<TAB>value (ordered layout)"},
-    {"help", cmd_help, "help [COMMAND]", "this list"},
-    {"quit", cmd_quit, "quit", "leave the shell (also: exit, end of input)"},
-    {"exit", cmd_quit, "exit", NULL},
+    {"put", cmd_put, "put KEY VALUE", "store VALUE under KEY", false},
+    {"get", cmd_get, "get KEY", "print the value of KEY (\"not found: KEY\" on stderr if absent)", false},
+    {"del", cmd_del, "del KEY", "delete KEY (deleting an absent key is not an error)", false},
+    {"scan", cmd_scan, "scan [FROM [TO]] [--limit N]", "pairs with FROM <= key < TO (ordered layout)", false},
+    {"count", cmd_count, "count", "number of live keys (ordered layout)", false},
+    {"stats", cmd_stats, "stats [--json]", "engine statistics; --json prints one line", false},
+    {"filters", cmd_filters, "filters", "one row per filter slot: level, run, sst, kind, counters", false},
+    {"flush", cmd_flush, "flush", "write the memtable out as an L0 run", false},
+    {"compact", cmd_compact, "compact", "flush, then compact every level into the last", false},
+    {"load", cmd_load, "load FILE", "bulk load \"key<TAB>value\" or \"put K V\" lines", false},
+    {"dump", cmd_dump, "dump", "every pair as key<TAB>value (ordered layout)", false},
+    {"help", cmd_help, "help [COMMAND]", "this list, or one command's usage", false},
+    {"quit", cmd_quit, "quit", "leave the shell (also: exit, end of input)", false},
+    {"exit", cmd_quit, "exit", "leave the shell (same as quit)", true},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 
-void kvs_help(FILE *f, const char *cmd)
+const char *kvs_command_name(size_t i)
 {
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        if (cmd && strcmp(cmd, commands[i].name) == 0) {
-            fprintf(f, "%s\n    %s\n", commands[i].usage, commands[i].summary ? commands[i].summary : "");
-            return;
-        }
+    return i < NCOMMANDS ? commands[i].name : NULL;
+}
+
+int kvs_help(FILE *f, const char *cmd)
+{
+    if (cmd) {
+        for (size_t i = 0; i < NCOMMANDS; i++)
+            if (strcmp(cmd, commands[i].name) == 0) {
+                fprintf(f, "%s\n    %s\n", commands[i].usage, commands[i].summary);
+                return 0;
+            }
+        return -1;
+    }
     fputs("commands:\n", f);
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (commands[i].summary)
+        if (!commands[i].alias)
             fprintf(f, "  %-30s %s\n", commands[i].usage, commands[i].summary);
     fputs("keys and values may be quoted ('a b', \"a b\") and escaped: \\xNN \\n \\t \\r \\0 \\\\ \\\" \\'\n"
           "output escapes every byte outside printable ASCII as \\xNN and a backslash as \\\\\n",
           f);
+    return 0;
 }
 
 int kvs_run(kvs_ctx *c, const kvs_words *w)
@@ -379,9 +392,7 @@ int kvs_run(kvs_ctx *c, const kvs_words *w)
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (kvs_word_is(&w->v[0], commands[i].name))
             return commands[i].run(c, w);
-    fflush(stdout);
-    if (c->where)
-        fprintf(stderr, "%s: ", c->where);
+    kvs_error_begin(c, NULL);
     fputs("unknown command '", stderr);
     kvs_print_escaped(stderr, w->v[0].data, w->v[0].len);
     fputs("' (try: help)\n", stderr);

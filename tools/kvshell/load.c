@@ -5,8 +5,8 @@
  * escapes decoded in both parts, quotes ordinary), which is exactly what
  * `dump` prints, so dump | load round-trips. Any other line is a command,
  * and only `put K V` and `del K` are accepted. Blank lines and lines starting
- * with '#' are skipped. Loading stops at the first bad line; the lines before
- * it are stored.
+ * with '#' are skipped. Loading stops at the first bad line, or at Ctrl-C in
+ * an interactive session; the lines before it are stored.
  */
 #include "tools/kvshell/kvshell.h"
 
@@ -137,6 +137,11 @@ static int load_stream(loader *l, FILE *f)
     int rc = 0;
     while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
         l->lineno++;
+        if (kvs_interrupted()) { /* Ctrl-C: this line and the rest are not loaded */
+            kvs_error(l->c, "load", "%s: interrupted", l->path);
+            rc = -1;
+            break;
+        }
         l->done_bytes += (uint64_t)n;
         rc = add_line(l, line, (size_t)n);
         if (rc == 0 && (akv_batch_count(l->b) >= BATCH_OPS || l->batch_bytes >= BATCH_BYTES)) {

@@ -166,7 +166,7 @@ int akv_kb_workload_load(akv_kb_workload *w, akv_kb_props *p)
         akv_kb_props_f64(p, "hotspotdatafraction", 0.2, 0, 1, &w->hot_data) ||
         akv_kb_props_f64(p, "hotspotopnfraction", 0.8, 0, 1, &w->hot_opn) ||
         akv_kb_props_f64(p, "exponential.percentile", 95, 0.001, 99.999, &w->exp_percentile) ||
-        akv_kb_props_f64(p, "exponential.frac", 0.8571428571, 1e-9, 1e9, &w->exp_frac) ||
+        akv_kb_props_f64(p, "exponential.frac", 0.8571428571, 1e-9, 1, &w->exp_frac) ||
         akv_kb_props_f64(p, "negativeproportion", 0, 0, 1, &w->negative) ||
         akv_kb_props_f64(p, "adversaryproportion", 0, 0, 1, &w->adversary) ||
         akv_kb_props_f64(p, "adversaryexplore", 0.1, 0, 1, &w->adv_explore) || check_hotspot(w, p) ||

@@ -188,10 +188,11 @@ Test(ycsb_trace, a_line_cut_inside_a_value_is_an_error)
     free(s);
 }
 
-static int trace_lines(akv_kb_trace *t, const char *const *lines)
+/* Parse the first n of `lines` as lines 1..n of a trace "tr". */
+static int trace_lines(akv_kb_trace *t, const char *const *lines, int n)
 {
     memset(t, 0, sizeof *t);
-    for (int i = 0; lines[i]; i++)
+    for (int i = 0; i < n; i++)
         if (akv_kb_trace_parse_line(t, "tr", i + 1, lines[i], strlen(lines[i])))
             return -1;
     return akv_kb_trace_end(t, "tr");
@@ -200,23 +201,22 @@ static int trace_lines(akv_kb_trace *t, const char *const *lines)
 Test(ycsb_trace, malformed_lines_name_file_and_line)
 {
     const char *const bad[][3] = {
-        {"READ usertable", NULL, "tr:1: READ without a key"},
+        {"READ usertable", "", "tr:1: READ without a key"},
         {"READ usertable user1 [ <all fields>]", "SCAN usertable user1 x [ ]", "tr:2: SCAN record count 'x'"},
-        {"SCAN usertable user1 -1 [ <all fields>]", NULL, "tr:1: SCAN record count '-1'"},
-        {"GET user1", NULL, "tr:1: unrecognized line 'GET user1'"},
-        {"UPDATE usertable user1 [ field0=ab", NULL,
-         "tr:1: UPDATE: the line ends inside the value of field0"},
-        {"UPDATE usertable user1 [ field0", NULL, "tr:1: UPDATE: the line ends inside the field list"},
-        {"UPDATE usertable user1 field0=ab ]", NULL, "tr:1: UPDATE: expected ' [ '"},
-        {"READ usertable user1 [ <all fi", NULL, "tr:1: READ: the field list is neither"},
-        {"DELETE usertable user1 [ ]", NULL, "tr:1: unexpected text after DELETE's key"},
+        {"SCAN usertable user1 -1 [ <all fields>]", "", "tr:1: SCAN record count '-1'"},
+        {"GET user1", "", "tr:1: unrecognized line 'GET user1'"},
+        {"UPDATE usertable user1 [ field0=ab", "", "tr:1: UPDATE: the line ends inside the value of field0"},
+        {"UPDATE usertable user1 [ field0", "", "tr:1: UPDATE: the line ends inside the field list"},
+        {"UPDATE usertable user1 field0=ab ]", "", "tr:1: UPDATE: expected ' [ '"},
+        {"READ usertable user1 [ <all fi", "", "tr:1: READ: the field list is neither"},
+        {"DELETE usertable user1 [ ]", "", "tr:1: unexpected text after DELETE's key"},
         {"***************** properties *****************", "\"fieldlength\"=\"4\"",
          "tr:1: the properties block opened here does not close"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         akv_kb_trace t;
-        const char *const lines[] = {bad[i][0], bad[i][1], NULL};
-        cr_expect_neq(trace_lines(&t, lines), 0, "%s", bad[i][0]);
+        const char *const lines[] = {bad[i][0], bad[i][1]};
+        cr_expect_neq(trace_lines(&t, lines, 2), 0, "%s", bad[i][0]);
         cr_expect(strstr(t.err, bad[i][2]) != NULL, "%s", t.err);
         akv_kb_trace_free(&t);
     }
@@ -224,21 +224,19 @@ Test(ycsb_trace, malformed_lines_name_file_and_line)
 
 Test(ycsb_trace, the_properties_block_fixes_the_value_length)
 {
-    const char *const ok[] = {"***************** properties *****************",
-                              "\"fieldlength\"=\"4\"",
+    const char *const ok[] = {"***************** properties *****************", "\"fieldlength\"=\"4\"",
                               "\"fieldnameprefix\"=\"field\"",
                               "**********************************************",
-                              "UPDATE usertable user1 [ field0=a ]b field3=]]]] ]",
-                              NULL};
+                              "UPDATE usertable user1 [ field0=a ]b field3=]]]] ]"};
     akv_kb_trace t;
-    cr_assert_eq(trace_lines(&t, ok), 0, "%s", t.err);
+    cr_assert_eq(trace_lines(&t, ok, 5), 0, "%s", t.err);
     cr_expect_eq(t.n, 1);
     cr_expect_eq(t.ops[0].vlen, 8);
     akv_kb_trace_free(&t);
     const char *const bad[] = {"***************** properties *****************", "\"fieldlength\"=\"4\"",
                                "**********************************************",
-                               "UPDATE usertable user1 [ field0=abc field1=defg ]", NULL};
-    cr_expect_neq(trace_lines(&t, bad), 0);
+                               "UPDATE usertable user1 [ field0=abc field1=defg ]"};
+    cr_expect_neq(trace_lines(&t, bad, 4), 0);
     cr_expect(strstr(t.err, "tr:4: UPDATE: the value of field0 is not 4 bytes long") != NULL, "%s", t.err);
     akv_kb_trace_free(&t);
 }

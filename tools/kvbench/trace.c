@@ -56,6 +56,16 @@ static bool starts(const char *s, size_t n, const char *prefix)
     return n >= l && memcmp(s, prefix, l) == 0;
 }
 
+/* The first `needle` in s[0..n), or NULL. */
+static const char *find(const char *s, size_t n, const char *needle)
+{
+    size_t l = strlen(needle);
+    for (size_t i = 0; i + l <= n; i++)
+        if (s[i] == needle[0] && memcmp(s + i, needle, l) == 0)
+            return s + i;
+    return NULL;
+}
+
 /* ---- what is not an operation ---------------------------------------------- */
 
 /* What YCSB's client, bin/ycsb and Maven print around the operations. */
@@ -93,7 +103,7 @@ static bool is_banner(const char *s, size_t n)
     if (stars == n)
         return true;
     /* status lines: "[label]2024-01-01 12:00:00:000 10 sec: 1000 operations; ..." */
-    return memmem(s, n, " sec: ", 6) && memmem(s, n, " operations;", 12);
+    return find(s, n, " sec: ") && find(s, n, " operations;");
 }
 
 /* "Command line: -db site.ycsb.BasicDB ..." (Client) and the java command
@@ -106,14 +116,14 @@ static bool is_command(const char *s, size_t n)
     size_t first = sp ? (size_t)(sp - s) : n;
     bool java = (first >= 4 && memcmp(s + first - 4, "java", 4) == 0) ||
                 (first >= 8 && memcmp(s + first - 8, "java.exe", 8) == 0);
-    return java && memmem(s, n, " site.ycsb.", 11) != NULL;
+    return java && find(s, n, " site.ycsb.") != NULL;
 }
 
 /* A line of BasicDB's properties block: "name"="value". Remembers what
  * fixes the length of every value. */
 static void block_property(akv_kb_trace *t, const char *s, size_t n)
 {
-    const char *sep = memmem(s, n, "\"=\"", 3);
+    const char *sep = find(s, n, "\"=\"");
     if (!sep)
         return;
     size_t nl = (size_t)(sep - s) - 1;
@@ -352,7 +362,7 @@ int akv_kb_trace_parse_line(akv_kb_trace *t, const char *file, int line, const c
     int o = op_of(s, sp ? (size_t)(sp - s) : n);
     if (o >= 0)
         return operation(t, file, line, s, n, o);
-    if (starts(s, n, "*") && memmem(s, n, " properties ", 12)) {
+    if (starts(s, n, "*") && find(s, n, " properties ")) {
         t->block_line = line;
         t->fl_constant = true; /* YCSB's defaults: constant, 100 bytes */
         t->fl_length = 100;

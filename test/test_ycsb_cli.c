@@ -58,7 +58,7 @@ static char *slurp(const char *path)
 typedef struct run {
     int status;
     char *out, *err;
-    char dir[64];
+    char dir[512];
 } run;
 
 /* Run "kvbench ARGS --db DIR/db" from the source tree, with DIR a fresh
@@ -66,9 +66,9 @@ typedef struct run {
 static run kvbench(const char *args)
 {
     run r = {0};
-    snprintf(r.dir, sizeof r.dir, "/tmp/kvbench-cli-XXXXXX");
+    snprintf(r.dir, sizeof r.dir, "%s/kvbench-cli-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     cr_assert_not_null(mkdtemp(r.dir));
-    char exe[1100], expanded[4096], cmd[8192];
+    char exe[1100], expanded[8192], cmd[12288];
     kvbench_path(exe, sizeof exe);
     cr_assert_eq(access(exe, X_OK), 0, "kvbench not found at %s (build it: make tools)", exe);
     size_t o = 0;
@@ -85,7 +85,7 @@ static run kvbench(const char *args)
              r.dir, r.dir);
     int st = system(cmd);
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    char p[128];
+    char p[600];
     snprintf(p, sizeof p, "%s/out", r.dir);
     r.out = slurp(p);
     snprintf(p, sizeof p, "%s/err", r.dir);
@@ -96,7 +96,7 @@ static run kvbench(const char *args)
 
 static void run_free(run *r)
 {
-    char cmd[128];
+    char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", r->dir);
     cr_expect_eq(system(cmd), 0);
     free(r->out);
@@ -159,7 +159,7 @@ Test(ycsb_cli, client_properties)
                 "--json {D}/r.json");
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_expect_eq(strstr(r.out, "[OVERALL]"), NULL, "the report goes to exportfile: %s", r.out);
-    char p[128];
+    char p[600];
     snprintf(p, sizeof p, "%s/rep.txt", r.dir);
     char *rep = slurp(p), *json;
     cr_assert_not_null(rep);

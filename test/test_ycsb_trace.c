@@ -121,7 +121,8 @@ static char *slurp(const char *path, size_t *len)
 /* Load the first `len` bytes of `text` as a trace; 0 or -1. */
 static int load_bytes(akv_kb_trace *t, const char *text, size_t len)
 {
-    char path[] = "/tmp/kvbench-trace-XXXXXX";
+    char path[512];
+    snprintf(path, sizeof path, "%s/kvbench-trace-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     int fd = mkstemp(path);
     cr_assert(fd >= 0);
     FILE *f = fdopen(fd, "wb");

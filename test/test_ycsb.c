@@ -2,9 +2,12 @@
  * test_ycsb.c — kvbench's pieces behave like YCSB's: FNV values and key
  * names, Zipfian frequencies against theory, scrambling that spreads the
  * popular items, latest/hotspot/uniform/sequential choices, property files
- * (and errors that name file and line), basic-binding traces, histogram
- * percentiles and the workload's operation mix. The tool's sources are
- * included directly: test binaries link only libadaptkv.
+ * (and errors that name file and line, -p over -P), how recordcount,
+ * insertstart and insertcount combine, field length histogram files, YCSB's
+ * client properties, latency histogram percentiles and the workload's
+ * operation mix. Distributions against YCSB's algorithms: test_ycsb_dist.c;
+ * traces: test_ycsb_trace.c; the binary: test_ycsb_cli.c. The tool's sources
+ * are included directly: test binaries link only libadaptkv.
  */
 #include <criterion/criterion.h>
 #include <math.h>

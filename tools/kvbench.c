@@ -21,13 +21,14 @@
 
 typedef struct args {
     akv_kb_props props;
+    akv_kb_clientopts opts;
     akv_kb_cfg cfg;
     const char *json, *csv, *timeline, *phase, *workload_name;
     const char *traces[16];
     int ntraces;
     unsigned threads, interval_ms;
     uint64_t seed;
-    bool flush_after_load, quiet;
+    bool flush_after_load, quiet, threads_given;
 } args;
 
 /* One bench thread; counters the sampler reads are atomics. */
@@ -39,9 +40,10 @@ typedef struct worker {
     void *etls;
     char *vbuf;
     size_t vbuf_len;
-    akv_kb_hist hist[AKV_KB_NOPS];
+    akv_kb_hist hist[AKV_KB_NOPS], ihist[AKV_KB_NOPS];
+    uint64_t ret[AKV_KB_NOPS][AKV_KB_NRET];
     _Atomic uint64_t ops, negatives, neg_wasted, block_reads, adv_reads, adv_wasted;
-    uint64_t reads_found, probes, wasted, intended, errors, unsupported;
+    uint64_t reads_found, probes, wasted, intended, errors, unsupported, retries;
 } worker;
 
 typedef struct bench {
@@ -65,11 +67,11 @@ static void usage(FILE *out)
     fprintf(out, "usage: kvbench -P WORKLOAD [-p name=value ...] [options]\n"
                  "       kvbench --trace FILE [--trace FILE ...] [options]\n"
                  "  -P FILE              YCSB workload property file (repeatable; later files override)\n"
-                 "  -p name=value        override one property\n"
+                 "  -p name=value        set one property (wins over every -P file)\n"
                  "  --engine E           adaptkv (default) | rocksdb\n"
                  "  --db DIR             database directory (default ./kvbench-db)\n"
                  "  --phase P            load | run | both (default both)\n"
-                 "  --threads N          client threads (default 1)\n"
+                 "  --threads N          client threads (default: threadcount, else 1)\n"
                  "  --trace FILE         replay YCSB basic-binding output instead of generating ops\n"
                  "  --layout L           adaptkv: hash (default) | ordered\n"
                  "  --policy STR         adaptkv slot policy, e.g. mem=sscf,l0=aqf,l1+=habf\n"
@@ -118,29 +120,70 @@ static const char *value_for(worker *w, uint64_t len)
 
 #define KEY(r) ((r)->ext ? (r)->ext : (r)->key)
 
-static int exec(worker *w, const akv_kb_req *r, akv_kb_cost *c)
+/* Runs one request. A read-modify-write is a read, then an update whatever
+ * the read found (as YCSB): *mid is when the read ended, rc[0] and rc[1]
+ * the two results. Returns the request's result: an error if any call
+ * failed, else the read's (found or not) or the write's. */
+static int exec(worker *w, const akv_kb_req *r, akv_kb_cost *c, uint64_t *mid, int rc[2])
 {
     akv_kb_engine *e = w->b->e;
+    rc[1] = 0;
     switch (r->op) {
     case AKV_KB_READ:
-        return e->read(e, w->etls, KEY(r), r->klen, c);
+        return rc[0] = e->read(e, w->etls, KEY(r), r->klen, c);
     case AKV_KB_UPDATE:
     case AKV_KB_INSERT:
-        return e->write(e, w->etls, KEY(r), r->klen, value_for(w, r->vlen), r->vlen);
+        return rc[0] = e->write(e, w->etls, KEY(r), r->klen, value_for(w, r->vlen), r->vlen);
     case AKV_KB_SCAN:
-        return e->scan(e, w->etls, KEY(r), r->klen, r->scan, c);
-    case AKV_KB_RMW: {
-        int rc = e->read(e, w->etls, KEY(r), r->klen, c);
-        return rc < 0 ? rc : e->write(e, w->etls, KEY(r), r->klen, value_for(w, r->vlen), r->vlen);
-    }
+        return rc[0] = e->scan(e, w->etls, KEY(r), r->klen, r->scan, c);
+    case AKV_KB_RMW:
+        rc[0] = e->read(e, w->etls, KEY(r), r->klen, c);
+        *mid = now_ns();
+        rc[1] = e->write(e, w->etls, KEY(r), r->klen, value_for(w, r->vlen), r->vlen);
+        return rc[0] < 0 ? rc[0] : rc[1] < 0 ? rc[1] : rc[0];
     default:
-        return e->remove(e, w->etls, KEY(r), r->klen);
+        return rc[0] = e->remove(e, w->etls, KEY(r), r->klen);
     }
 }
 
-static void account(worker *w, const akv_kb_req *r, int rc, const akv_kb_cost *c, uint64_t ns)
+static int ret_kind(const akv_kb_req *r, int rc)
 {
-    akv_kb_hist_add(&w->hist[r->op], ns);
+    if (rc < 0)
+        return AKV_KB_RET_ERROR;
+    return rc == AKV_KB_NOTFOUND && r->op != AKV_KB_SCAN ? AKV_KB_RET_NOT_FOUND : AKV_KB_RET_OK;
+}
+
+/* One engine call's latency as measurement.interval asks: from its start
+ * (op) or from the request's intended start (intended, both). Without a
+ * target throughput the intended start is the call's own start, as in
+ * YCSB. */
+static void measure(worker *w, int op, uint64_t start, uint64_t end, uint64_t intended)
+{
+    int mode = w->b->a->opts.interval;
+    uint64_t from = intended ? intended : start;
+    akv_kb_hist_add(&w->hist[op], end - (mode == AKV_KB_MEASURE_INTENDED ? from : start));
+    if (mode == AKV_KB_MEASURE_BOTH)
+        akv_kb_hist_add(&w->ihist[op], end - from);
+}
+
+/* Latencies and Return= counts of one request; a read-modify-write counts
+ * its read and its update too, as YCSB measures every database call. */
+static void measure_req(worker *w, const akv_kb_req *r, const int rc[2], uint64_t t0, uint64_t mid,
+                        uint64_t t1, uint64_t intended)
+{
+    if (r->op == AKV_KB_RMW) {
+        measure(w, AKV_KB_READ, t0, mid, intended);
+        measure(w, AKV_KB_UPDATE, mid, t1, intended);
+        w->ret[AKV_KB_READ][ret_kind(r, rc[0])]++;
+        w->ret[AKV_KB_UPDATE][ret_kind(r, rc[1])]++;
+    } else {
+        w->ret[r->op][ret_kind(r, rc[0])]++;
+    }
+    measure(w, r->op, t0, t1, intended);
+}
+
+static void account(worker *w, const akv_kb_req *r, int rc, const akv_kb_cost *c)
+{
     if (rc < 0 && !(r->op == AKV_KB_SCAN && rc == AKV_KB_ENOTSUP)) {
         if (w->errors++ == 0) {
             bench *b = w->b;
@@ -167,6 +210,40 @@ static void account(worker *w, const akv_kb_req *r, int rc, const akv_kb_cost *c
         BUMP(w->adv_wasted, c->wasted);
     }
     BUMP(w->ops, 1);
+}
+
+static void sleep_until(uint64_t deadline_ns)
+{
+    for (uint64_t t = now_ns(); t < deadline_ns; t = now_ns()) {
+        uint64_t d = deadline_ns - t;
+        struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Executes and accounts one request. A failed insert of the load phase is
+ * retried core_workload_insertion_retry_limit times, core_workload_insertion_
+ * retry_interval seconds apart (times 0.8 to 1.2), as CoreWorkload.doInsert. */
+static int run_req(worker *w, const akv_kb_req *r, akv_kb_cost *c, uint64_t intended)
+{
+    const akv_kb_clientopts *o = &w->b->a->opts;
+    for (uint64_t attempt = 1;; attempt++) {
+        int rc2[2];
+        memset(c, 0, sizeof *c);
+        uint64_t t0 = now_ns(), mid = t0;
+        int rc = exec(w, r, c, &mid, rc2);
+        uint64_t t1 = now_ns();
+        measure_req(w, r, rc2, t0, mid, t1, intended);
+        if (rc >= 0 || !w->b->load || attempt > o->retry_limit) {
+            account(w, r, rc, c);
+            return rc;
+        }
+        w->retries++;
+        fprintf(stderr, "kvbench: retrying insertion of %.*s, retry count: %llu\n",
+                (int)(r->klen > 64 ? 64 : r->klen), KEY(r), (unsigned long long)attempt);
+        double pause = 1e9 * (double)o->retry_interval * (0.8 + 0.4 * akv_kb_rng_double(&w->cl.rng));
+        sleep_until(now_ns() + (uint64_t)pause);
+    }
 }
 
 static void trace_req(const akv_kb_trace_op *t, akv_kb_req *r)
@@ -201,20 +278,37 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     bench *b = w->b;
+    const akv_kb_clientopts *o = &b->a->opts;
     w->etls = b->e->thread_begin ? b->e->thread_begin(b->e) : NULL;
     akv_kb_req r;
+    /* target: this thread's share, one operation every `tick` ns (YCSB's
+     * ClientThread; below one per ms a thread starts after a random part of
+     * a tick, so threads do not move in lockstep). */
+    uint64_t tick = o->target > 0 ? (uint64_t)(1e9 * b->a->threads / o->target) : 0;
+    if (tick >= 1000000)
+        sleep_until(now_ns() + akv_kb_rng_below(&w->cl.rng, tick));
     /* maxexecutiontime bounds the run phase; a load always inserts every record. */
     uint64_t i, limit_ns = b->w && !b->load ? b->w->maxexecutiontime * 1000000000ull : 0, t_start = now_ns();
+    uint64_t done = 0, intended = 0;
     while (next_req(w, &r, &i)) {
-        akv_kb_cost c = {0};
-        uint64_t t0 = now_ns();
-        int rc = exec(w, &r, &c);
-        uint64_t t1 = now_ns();
-        account(w, &r, rc, &c, t1 - t0);
+        akv_kb_cost c;
+        int rc = run_req(w, &r, &c, intended);
         if (!b->trace)
             akv_kb_client_done(&w->cl, &r, rc, &c);
+        uint64_t t1 = now_ns();
         if (limit_ns && t1 - t_start > limit_ns)
             atomic_store(&b->done, true);
+        if (rc < 0 && b->load && !b->trace && !o->keep_going) {
+            fprintf(stderr,
+                    "kvbench: thread %u stops loading after a failed insert, as YCSB's "
+                    "(core_workload_insertion_keep_going_on_error=false)\n",
+                    w->id);
+            break;
+        }
+        if (tick) {
+            intended = t_start + ++done * tick;
+            sleep_until(intended);
+        }
     }
     if (b->e->thread_end)
         b->e->thread_end(b->e, w->etls);
@@ -301,7 +395,7 @@ static void sample_loop(bench *b)
 
 static size_t max_value(const akv_kb_workload *w, const akv_kb_trace *t)
 {
-    size_t m = w ? (size_t)(w->fieldcount * w->fieldlength) : 0;
+    size_t m = w ? (size_t)w->max_value : 0;
     for (size_t i = 0; t && i < t->n; i++)
         if (t->ops[i].vlen > m)
             m = t->ops[i].vlen;
@@ -315,10 +409,12 @@ static int worker_init(bench *b, worker *w, unsigned id, size_t vmax)
     memset(w, 0, sizeof *w);
     w->id = id;
     w->b = b;
-    for (int i = 0; i < AKV_KB_NOPS; i++)
+    for (int i = 0; i < AKV_KB_NOPS; i++) {
         akv_kb_hist_reset(&w->hist[i]);
+        akv_kb_hist_reset(&w->ihist[i]);
+    }
     if (b->w)
-        akv_kb_client_init(&w->cl, b->w, &b->sh, b->a->seed, id, b->a->threads);
+        akv_kb_client_init(&w->cl, b->w, &b->sh, b->a->seed, id);
     else
         akv_kb_rng_seed(&w->cl.rng, b->a->seed + id);
     w->vbuf_len = vmax + (1u << 20);
@@ -346,8 +442,13 @@ static void collect(bench *b, akv_kb_result *r)
         r->intended_negatives += w->intended;
         r->errors += w->errors;
         r->scans_unsupported += w->unsupported;
-        for (int k = 0; k < AKV_KB_NOPS; k++)
+        r->insert_retries += w->retries;
+        for (int k = 0; k < AKV_KB_NOPS; k++) {
             akv_kb_hist_merge(&r->hist[k], &w->hist[k]);
+            akv_kb_hist_merge(&r->ihist[k], &w->ihist[k]);
+            for (int s = 0; s < AKV_KB_NRET; s++)
+                r->ret[k][s] += w->ret[k][s];
+        }
     }
     r->adversary_pool = b->sh.pool_n;
 }
@@ -382,8 +483,10 @@ static int run_phase(bench *b, akv_kb_result *r)
     atomic_store(&b->done, true);
     if (sampling)
         pthread_join(sampler, NULL);
-    for (int k = 0; k < AKV_KB_NOPS; k++)
+    for (int k = 0; k < AKV_KB_NOPS; k++) {
         akv_kb_hist_reset(&r->hist[k]);
+        akv_kb_hist_reset(&r->ihist[k]);
+    }
     if (b->ws)
         collect(b, r);
     for (unsigned i = 0; b->ws && i < n; i++)
@@ -482,18 +585,20 @@ static const struct num_opt {
 
 static void set_num(args *a, int id, double v)
 {
-    if (id == O_THREADS)
+    if (id == O_THREADS) {
         a->threads = (unsigned)v;
-    else if (id == O_BPK)
+        a->threads_given = true;
+    } else if (id == O_BPK) {
         a->cfg.bits_per_key = v;
-    else if (id == O_MEMTABLE)
+    } else if (id == O_MEMTABLE) {
         a->cfg.memtable_bytes = (uint64_t)v;
-    else if (id == O_CACHE)
+    } else if (id == O_CACHE) {
         a->cfg.cache_bytes = (uint64_t)v;
-    else if (id == O_SEED)
+    } else if (id == O_SEED) {
         a->seed = (uint64_t)v;
-    else
+    } else {
         a->interval_ms = (unsigned)v;
+    }
 }
 
 /* -1 on a bad number, 0 when handled, 1 when c is not a numeric option. */
@@ -646,8 +751,16 @@ static int open_engine(akv_kb_engine *e, const args *a)
 
 static int write_outputs(const args *a, const akv_kb_result *r)
 {
-    if (!a->quiet)
+    const char *ef = a->opts.exportfile;
+    if (ef) { /* YCSB's exportfile: the report goes there instead of stdout */
+        FILE *f = fopen(ef, "w");
+        if (f)
+            akv_kb_report_text(r, f);
+        if (!f || ferror(f) | fclose(f))
+            return die("cannot write exportfile %s", ef);
+    } else if (!a->quiet) {
         akv_kb_report_text(r, stdout);
+    }
     if (a->json) {
         FILE *f = strcmp(a->json, "-") ? fopen(a->json, "w") : stdout;
         if (!f || akv_kb_report_json(r, f) || (f != stdout && fclose(f)))
@@ -672,7 +785,7 @@ static int do_phase(bench *b, akv_kb_result *r, bool load)
     if (b->trace)
         b->total = b->trace->n;
     else if (w)
-        b->total = load ? w->insertcount : w->operationcount;
+        b->total = load ? w->loadcount : w->operationcount ? w->operationcount : UINT64_MAX; /* 0: no limit */
     int rc = run_phase(b, r);
     if (w)
         akv_kb_shared_free(&b->sh);
@@ -711,6 +824,7 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     r->workload = b.trace ? "trace" : w->name;
     r->phase = do_run ? "run" : "load";
     r->cfg = &a->cfg;
+    r->opts = &a->opts;
     r->threads = a->threads;
     r->records = w ? w->recordcount : 0;
     r->load_ops = load.ops;
@@ -720,6 +834,22 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     if (rc == 0)
         rc = write_outputs(a, r);
     return rc ? rc : (load.errors || run.errors) ? 1 : 0;
+}
+
+static int load_trace(akv_kb_trace *t, const char *path, bool quiet)
+{
+    size_t ops = t->n;
+    uint64_t props = t->skipped_props, banner = t->skipped_banner, cmds = t->skipped_commands;
+    if (akv_kb_trace_load(t, path))
+        return die("%s", t->err);
+    if (!quiet)
+        fprintf(stderr,
+                "kvbench: %s: %zu operations; skipped %llu properties, %llu command lines and %llu other "
+                "lines (banner, status, summary)\n",
+                path, t->n - ops, (unsigned long long)(t->skipped_props - props),
+                (unsigned long long)(t->skipped_commands - cmds),
+                (unsigned long long)(t->skipped_banner - banner));
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -738,9 +868,12 @@ int main(int argc, char **argv)
         if (rc == 0 && !a.quiet)
             akv_kb_props_warn_unknown(&a.props, stderr);
     }
+    if (rc == 0 && akv_kb_clientopts_load(&a.opts, &a.props))
+        rc = die("%s", a.props.err);
+    if (rc == 0 && !a.threads_given && a.opts.threadcount)
+        a.threads = (unsigned)a.opts.threadcount;
     for (int i = 0; rc == 0 && i < a.ntraces; i++)
-        if (akv_kb_trace_load(&t, a.traces[i]))
-            rc = die("%s", t.err);
+        rc = load_trace(&t, a.traces[i], a.quiet);
     if (rc == 0)
         rc = open_engine(&e, &a);
     if (rc == 0) {
@@ -750,6 +883,7 @@ int main(int argc, char **argv)
         e.close(&e);
     }
     akv_kb_trace_free(&t);
+    akv_kb_workload_free(&w);
     akv_kb_props_free(&a.props);
     return rc;
 }

@@ -12,7 +12,8 @@
 #include "tools/kvbench/kvbench.h"
 
 const char *const akv_kb_dist_names[] = {"uniform",    "zipfian",     "latest",   "hotspot",
-                                         "sequential", "exponential", "constant", NULL};
+                                         "sequential", "exponential", "constant", "plain zipfian",
+                                         "histogram",  NULL};
 
 /* ---- xoshiro256** seeded by splitmix64: fast, per thread, reproducible ---- */
 
@@ -100,47 +101,49 @@ double akv_kb_zeta(uint64_t st, uint64_t n, double theta, double initial)
     return sum;
 }
 
-static void zipf_derive(akv_kb_zipf *z)
+/* eta depends on the item count given at construction and on the current
+ * zetan: YCSB recomputes it with the constructor's count when zetan grows. */
+static void zipf_eta(akv_kb_zipf *z)
 {
-    z->alpha = 1.0 / (1.0 - z->theta);
-    z->eta = (1 - pow(2.0 / (double)z->items, 1 - z->theta)) / (1 - z->zeta2 / z->zetan);
+    z->eta = z->items ? (1 - pow(2.0 / (double)z->items, 1 - z->theta)) / (1 - z->zeta2 / z->zetan) : 0;
 }
 
-void akv_kb_zipf_init_zeta(akv_kb_zipf *z, uint64_t min, uint64_t max, double theta, double zetan)
+void akv_kb_zipf_init_zeta(akv_kb_zipf *z, uint64_t base, uint64_t items, double theta, double zetan)
 {
-    z->base = min;
-    z->items = max - min + 1;
+    z->base = base;
+    z->items = items;
     z->theta = theta;
     z->zeta2 = akv_kb_zeta(0, 2, theta, 0);
+    z->alpha = 1.0 / (1.0 - theta);
     z->zetan = zetan;
-    z->count_for_zeta = z->items;
-    zipf_derive(z);
+    z->count_for_zeta = items;
+    zipf_eta(z);
 }
 
-void akv_kb_zipf_init(akv_kb_zipf *z, uint64_t min, uint64_t max, double theta)
+void akv_kb_zipf_init(akv_kb_zipf *z, uint64_t base, uint64_t items, double theta)
 {
-    akv_kb_zipf_init_zeta(z, min, max, theta, akv_kb_zeta(0, max - min + 1, theta, 0));
+    akv_kb_zipf_init_zeta(z, base, items, theta, akv_kb_zeta(0, items, theta, 0));
 }
 
-uint64_t akv_kb_zipf_next_n(akv_kb_zipf *z, akv_kb_rng *r, uint64_t items)
+uint64_t akv_kb_zipf_next_n(akv_kb_zipf *z, akv_kb_rng *r, uint64_t itemcount)
 {
-    if (items != z->count_for_zeta) {
-        /* YCSB grows zeta incrementally (inserts under "latest"); shrinking
-         * is recomputed from scratch. */
-        if (items > z->count_for_zeta)
-            z->zetan = akv_kb_zeta(z->count_for_zeta, items, z->theta, z->zetan);
-        else
-            z->zetan = akv_kb_zeta(0, items, z->theta, 0);
-        z->count_for_zeta = z->items = items;
-        z->eta = (1 - pow(2.0 / (double)items, 1 - z->theta)) / (1 - z->zeta2 / z->zetan);
+    /* More items than zeta was computed for: grow zetan incrementally. Fewer
+     * (another thread's stale count, in YCSB) recompute nothing. */
+    if (itemcount > z->count_for_zeta) {
+        z->zetan = akv_kb_zeta(z->count_for_zeta, itemcount, z->theta, z->zetan);
+        z->count_for_zeta = itemcount;
+        zipf_eta(z);
     }
     double u = akv_kb_rng_double(r), uz = u * z->zetan;
     if (uz < 1.0)
         return z->base;
     if (uz < 1.0 + pow(0.5, z->theta))
         return z->base + 1;
-    uint64_t v = (uint64_t)((double)items * pow(z->eta * u - z->eta + 1, z->alpha));
-    return z->base + (v < items ? v : items - 1);
+    if (z->items == 0) /* eta is undefined (0/0 in Java, whose (long) cast makes it 0) */
+        return z->base;
+    double v = (double)itemcount * pow(z->eta * u - z->eta + 1, z->alpha);
+    /* v < itemcount but for rounding; clamp so the cast stays defined. */
+    return z->base + (v < (double)itemcount ? (uint64_t)v : itemcount - 1);
 }
 
 uint64_t akv_kb_zipf_next(akv_kb_zipf *z, akv_kb_rng *r)
@@ -152,9 +155,10 @@ void akv_kb_scrambled_init(akv_kb_scrambled *s, uint64_t min, uint64_t max, doub
 {
     s->min = min;
     s->items = max - min + 1;
-    double zetan =
-        theta == AKV_KB_ZIPF_THETA ? AKV_KB_ZETAN_1E10_099 : akv_kb_zeta(0, AKV_KB_SCRAMBLED_ITEMS, theta, 0);
-    akv_kb_zipf_init_zeta(&s->z, 0, AKV_KB_SCRAMBLED_ITEMS - 1, theta, zetan);
+    /* YCSB builds ZipfianGenerator(0, ITEM_COUNT): 10^10 + 1 items. */
+    uint64_t n = AKV_KB_SCRAMBLED_ITEMS + 1;
+    double zetan = theta == AKV_KB_ZIPF_THETA ? AKV_KB_ZETAN_1E10_099 : akv_kb_zeta(0, n, theta, 0);
+    akv_kb_zipf_init_zeta(&s->z, 0, n, theta, zetan);
 }
 
 uint64_t akv_kb_scrambled_next(akv_kb_scrambled *s, akv_kb_rng *r)
@@ -164,31 +168,86 @@ uint64_t akv_kb_scrambled_next(akv_kb_scrambled *s, akv_kb_rng *r)
 
 /* ---- any distribution --------------------------------------------------- */
 
-void akv_kb_gen_init(akv_kb_gen *g, akv_kb_dist d, uint64_t lo, uint64_t hi, double theta)
+static void gen_reset(akv_kb_gen *g, akv_kb_dist d, uint64_t lo, uint64_t hi)
 {
     memset(g, 0, sizeof *g);
     g->dist = d;
     g->lo = lo;
     g->hi = hi < lo ? lo : hi;
-    g->hot_data = 0.2;
-    g->hot_opn = 0.8;
-    g->seq = lo;
-    if (d == AKV_KB_ZIPFIAN)
-        akv_kb_scrambled_init(&g->sz, g->lo, g->hi, theta);
-    if (d == AKV_KB_LATEST)
-        akv_kb_zipf_init(&g->z, 0, g->hi - g->lo, theta);
-    /* YCSB's defaults: 95% of draws fall in the newest 85.71% of the range. */
-    g->exp_gamma = -log(1.0 - 0.95) / ((double)(g->hi - g->lo + 1) * 0.8571428571);
 }
 
+void akv_kb_gen_uniform(akv_kb_gen *g, uint64_t lo, uint64_t hi)
+{
+    gen_reset(g, AKV_KB_UNIFORM, lo, hi);
+}
+
+void akv_kb_gen_constant(akv_kb_gen *g, uint64_t v)
+{
+    gen_reset(g, AKV_KB_CONSTANT, v, v);
+}
+
+void akv_kb_gen_zipfian(akv_kb_gen *g, uint64_t lo, uint64_t hi, double theta)
+{
+    gen_reset(g, AKV_KB_ZIPFIAN, lo, hi);
+    akv_kb_scrambled_init(&g->sz, g->lo, g->hi, theta);
+}
+
+void akv_kb_gen_plain_zipfian(akv_kb_gen *g, uint64_t lo, uint64_t hi, double theta)
+{
+    gen_reset(g, AKV_KB_PLAIN_ZIPFIAN, lo, hi);
+    akv_kb_zipf_init(&g->z, g->lo, g->hi - g->lo + 1, theta);
+}
+
+void akv_kb_gen_latest(akv_kb_gen *g, uint64_t last, double theta)
+{
+    gen_reset(g, AKV_KB_LATEST, 0, last);
+    akv_kb_zipf_init(&g->z, 0, last, theta); /* YCSB: new ZipfianGenerator(basis.lastValue()) */
+}
+
+void akv_kb_gen_hotspot(akv_kb_gen *g, uint64_t lo, uint64_t hi, double hot_data, double hot_opn)
+{
+    gen_reset(g, AKV_KB_HOTSPOT, lo, hi);
+    g->hot = (uint64_t)((double)(g->hi - g->lo + 1) * hot_data);
+    g->hot_opn = hot_opn;
+}
+
+void akv_kb_gen_sequential(akv_kb_gen *g, uint64_t lo, uint64_t hi, _Atomic uint64_t *counter)
+{
+    gen_reset(g, AKV_KB_SEQUENTIAL, lo, hi);
+    g->counter = counter;
+}
+
+void akv_kb_gen_exponential(akv_kb_gen *g, double percentile, double range)
+{
+    gen_reset(g, AKV_KB_EXPONENTIAL, 0, 0);
+    g->exp_gamma = -log(1.0 - percentile / 100.0) / range;
+}
+
+void akv_kb_gen_histogram(akv_kb_gen *g, const akv_kb_lenhist *h)
+{
+    gen_reset(g, AKV_KB_HISTOGRAM, 0, akv_kb_lenhist_max(h));
+    g->hist = h;
+}
+
+/* HotspotIntegerGenerator. A side with no keys is never chosen: the
+ * workload refuses fractions that would need it (YCSB divides by zero). */
 static uint64_t hotspot(akv_kb_gen *g, akv_kb_rng *r)
 {
-    uint64_t n = g->hi - g->lo + 1, hot = (uint64_t)((double)n * g->hot_data);
-    if (hot == 0 || hot >= n)
-        return g->lo + akv_kb_rng_below(r, n);
-    if (akv_kb_rng_double(r) < g->hot_opn)
-        return g->lo + akv_kb_rng_below(r, hot);
-    return g->lo + hot + akv_kb_rng_below(r, n - hot);
+    uint64_t n = g->hi - g->lo + 1;
+    if (g->hot > 0 && (g->hot >= n || akv_kb_rng_double(r) < g->hot_opn))
+        return g->lo + akv_kb_rng_below(r, g->hot);
+    return g->lo + g->hot + akv_kb_rng_below(r, n - g->hot);
+}
+
+/* ExponentialGenerator as CoreWorkload.nextKeynum uses it: `last` minus an
+ * exponential draw, redrawn while that would fall below key 0. */
+static uint64_t exponential(akv_kb_gen *g, akv_kb_rng *r, uint64_t last)
+{
+    for (;;) {
+        double back = -log1p(-akv_kb_rng_double(r)) / g->exp_gamma;
+        if (back < (double)last + 1)
+            return last - (uint64_t)back;
+    }
 }
 
 uint64_t akv_kb_gen_next(akv_kb_gen *g, akv_kb_rng *r, uint64_t last)
@@ -196,22 +255,22 @@ uint64_t akv_kb_gen_next(akv_kb_gen *g, akv_kb_rng *r, uint64_t last)
     switch (g->dist) {
     case AKV_KB_ZIPFIAN:
         return akv_kb_scrambled_next(&g->sz, r);
-    case AKV_KB_LATEST: /* SkewedLatestGenerator: newest items most popular */
-        return last - akv_kb_zipf_next_n(&g->z, r, last + 1 > g->lo ? last + 1 - g->lo : 1);
+    case AKV_KB_PLAIN_ZIPFIAN:
+        return akv_kb_zipf_next(&g->z, r);
+    case AKV_KB_LATEST: /* SkewedLatestGenerator: last - nextLong(last) */
+        return last - akv_kb_zipf_next_n(&g->z, r, last);
     case AKV_KB_HOTSPOT:
         return hotspot(g, r);
     case AKV_KB_SEQUENTIAL: {
-        uint64_t v = g->seq++;
-        if (g->seq > g->hi)
-            g->seq = g->lo;
-        return v;
+        uint64_t i = g->counter ? atomic_fetch_add(g->counter, 1) : g->seq++;
+        return g->lo + i % (g->hi - g->lo + 1);
     }
-    case AKV_KB_EXPONENTIAL: {
-        uint64_t back = (uint64_t)(-log(1.0 - akv_kb_rng_double(r)) / g->exp_gamma);
-        return back > last - g->lo ? last - akv_kb_rng_below(r, last - g->lo + 1) : last - back;
-    }
+    case AKV_KB_EXPONENTIAL:
+        return exponential(g, r, last);
+    case AKV_KB_HISTOGRAM:
+        return akv_kb_lenhist_next(g->hist, r);
     case AKV_KB_CONSTANT:
-        return g->hi;
+        return g->lo;
     case AKV_KB_UNIFORM:
     default:
         return g->lo + akv_kb_rng_below(r, g->hi - g->lo + 1);

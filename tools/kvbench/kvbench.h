@@ -63,20 +63,23 @@ uint64_t akv_kb_fnv64(uint64_t v);
 double akv_kb_zeta(uint64_t st, uint64_t n, double theta, double initial);
 
 /* YCSB's ZipfianGenerator (Gray et al., "Quickly generating billion-record
- * synthetic databases"): item 0 is the most popular. */
+ * synthetic databases"): `items` items from `base`, base the most popular.
+ * Asked for more items than it was built for (SkewedLatest), it grows zetan
+ * incrementally and recomputes eta with the item count it was built for. */
 typedef struct akv_kb_zipf {
     uint64_t base, items, count_for_zeta;
     double theta, zeta2, alpha, zetan, eta;
 } akv_kb_zipf;
 
-void akv_kb_zipf_init(akv_kb_zipf *z, uint64_t min, uint64_t max, double theta);
-void akv_kb_zipf_init_zeta(akv_kb_zipf *z, uint64_t min, uint64_t max, double theta, double zetan);
+void akv_kb_zipf_init(akv_kb_zipf *z, uint64_t base, uint64_t items, double theta);
+void akv_kb_zipf_init_zeta(akv_kb_zipf *z, uint64_t base, uint64_t items, double theta, double zetan);
 uint64_t akv_kb_zipf_next(akv_kb_zipf *z, akv_kb_rng *r);
-/* Draw over `items` items; grows zeta incrementally when items grew (latest). */
-uint64_t akv_kb_zipf_next_n(akv_kb_zipf *z, akv_kb_rng *r, uint64_t items);
+/* YCSB's nextLong(itemcount). */
+uint64_t akv_kb_zipf_next_n(akv_kb_zipf *z, akv_kb_rng *r, uint64_t itemcount);
 
-/* YCSB's ScrambledZipfianGenerator: a Zipfian over 10^10 items hashed into
- * [min, max], so popular items are spread over the key space. */
+/* YCSB's ScrambledZipfianGenerator: a Zipfian over 0 .. 10^10 (10^10 + 1
+ * items), each draw hashed into [min, max], so popular items are spread
+ * over the key space. */
 typedef struct akv_kb_scrambled {
     akv_kb_zipf z;
     uint64_t min, items;
@@ -89,35 +92,85 @@ typedef struct akv_kb_scrambled {
 void akv_kb_scrambled_init(akv_kb_scrambled *s, uint64_t min, uint64_t max, double theta);
 uint64_t akv_kb_scrambled_next(akv_kb_scrambled *s, akv_kb_rng *r);
 
-/* Request distributions of YCSB's CoreWorkload. */
+/* YCSB's HistogramGenerator (fieldlengthdistribution=histogram): a file
+ * "BlockSize<TAB>B" then "i<TAB>count" for i = 0, 1, 2, ... (lenhist.c). */
+typedef struct akv_kb_lenhist {
+    uint64_t block, area;
+    uint64_t *buckets;
+    size_t n;
+} akv_kb_lenhist;
+
+int akv_kb_lenhist_load(akv_kb_lenhist *h, const char *path, char *err, size_t errlen);
+int akv_kb_lenhist_parse(akv_kb_lenhist *h, const char *file, const char *buf, size_t len, char *err,
+                         size_t errlen);
+uint64_t akv_kb_lenhist_next(const akv_kb_lenhist *h, akv_kb_rng *r);
+uint64_t akv_kb_lenhist_max(const akv_kb_lenhist *h);
+void akv_kb_lenhist_free(akv_kb_lenhist *h);
+
+/* The distributions of YCSB's CoreWorkload. The first six are request
+ * distributions (requestdistribution=NAME, in this order). */
 typedef enum akv_kb_dist {
     AKV_KB_UNIFORM,
-    AKV_KB_ZIPFIAN,
+    AKV_KB_ZIPFIAN, /* scrambled */
     AKV_KB_LATEST,
     AKV_KB_HOTSPOT,
     AKV_KB_SEQUENTIAL,
     AKV_KB_EXPONENTIAL,
     AKV_KB_CONSTANT,
+    AKV_KB_PLAIN_ZIPFIAN, /* scan and field lengths */
+    AKV_KB_HISTOGRAM,     /* field lengths */
 } akv_kb_dist;
 
 extern const char *const akv_kb_dist_names[]; /* NULL-terminated, enum order */
 
-/* A number generator of any distribution over [lo, hi] (inclusive). */
+/* A number generator of any of them. */
 typedef struct akv_kb_gen {
     akv_kb_dist dist;
-    uint64_t lo, hi;
-    akv_kb_scrambled sz; /* zipfian */
-    akv_kb_zipf z;       /* latest, zipfian scan lengths */
-    double hot_data, hot_opn, exp_gamma;
-    uint64_t seq;
+    uint64_t lo, hi; /* inclusive range (uniform, hotspot, sequential, zipfians); constant's value */
+    akv_kb_scrambled sz;
+    akv_kb_zipf z; /* plain zipfian; latest */
+    uint64_t hot, seq;
+    double hot_opn, exp_gamma;
+    _Atomic uint64_t *counter; /* sequential: shared by the threads (NULL: seq) */
+    const akv_kb_lenhist *hist;
 } akv_kb_gen;
 
-void akv_kb_gen_init(akv_kb_gen *g, akv_kb_dist d, uint64_t lo, uint64_t hi, double theta);
+void akv_kb_gen_uniform(akv_kb_gen *g, uint64_t lo, uint64_t hi);
+void akv_kb_gen_constant(akv_kb_gen *g, uint64_t v);
+void akv_kb_gen_zipfian(akv_kb_gen *g, uint64_t lo, uint64_t hi, double theta);
+void akv_kb_gen_plain_zipfian(akv_kb_gen *g, uint64_t lo, uint64_t hi, double theta);
+/* `last`: the newest acknowledged key number when the workload starts. */
+void akv_kb_gen_latest(akv_kb_gen *g, uint64_t last, double theta);
+void akv_kb_gen_hotspot(akv_kb_gen *g, uint64_t lo, uint64_t hi, double hot_data, double hot_opn);
+void akv_kb_gen_sequential(akv_kb_gen *g, uint64_t lo, uint64_t hi, _Atomic uint64_t *counter);
+void akv_kb_gen_exponential(akv_kb_gen *g, double percentile, double range);
+void akv_kb_gen_histogram(akv_kb_gen *g, const akv_kb_lenhist *h);
 /* `last` is the newest acknowledged item (latest, exponential). */
 uint64_t akv_kb_gen_next(akv_kb_gen *g, akv_kb_rng *r, uint64_t last);
 
 /* "user" + (hashed) number, zero-padded to `pad` digits: YCSB's buildKeyName. */
 size_t akv_kb_key(char *buf, size_t cap, uint64_t keynum, bool hashed, unsigned pad);
+
+/* ---- YCSB client properties (clientopts.c) ------------------------------ */
+
+#define AKV_KB_MAX_PCTS 32
+
+enum { AKV_KB_MEASURE_OP, AKV_KB_MEASURE_INTENDED, AKV_KB_MEASURE_BOTH }; /* measurement.interval */
+
+typedef struct akv_kb_clientopts {
+    uint64_t threadcount;   /* 0: not given */
+    double target;          /* operations per second over all threads; 0: no limit */
+    const char *exportfile; /* the text report goes there (NULL: stdout) */
+    int interval;           /* AKV_KB_MEASURE_* */
+    double pcts[AKV_KB_MAX_PCTS];
+    size_t npcts;
+    bool keep_going; /* core_workload_insertion_keep_going_on_error */
+    uint64_t retry_limit, retry_interval;
+} akv_kb_clientopts;
+
+int akv_kb_clientopts_load(akv_kb_clientopts *o, akv_kb_props *p);
+/* How YCSB names a percentile: "50th", "1st", "99.9". */
+void akv_kb_pct_name(char *out, size_t cap, double pct);
 
 /* ---- latency histogram (histogram.c) ----------------------------------- */
 
@@ -208,17 +261,23 @@ extern const char *const akv_kb_op_names[]; /* "READ", "UPDATE", … */
 
 typedef struct akv_kb_workload {
     char name[64];
-    uint64_t recordcount, operationcount, insertstart, insertcount;
+    /* operationcount 0: no limit. loadcount: records the load phase inserts
+     * (insertcount if given, else recordcount). expectednewkeys: YCSB's
+     * room for the run's inserts in the zipfian key range. */
+    uint64_t recordcount, operationcount, insertstart, insertcount, loadcount, expectednewkeys;
     double prop[AKV_KB_NOPS]; /* proportion per op type */
     akv_kb_dist reqdist, fieldlendist, scanlendist, negdist;
     double theta, hot_data, hot_opn, exp_percentile, exp_frac;
     uint64_t fieldcount, fieldlength, minfieldlength, minscan, maxscan, zeropadding;
+    uint64_t max_value; /* the largest record a write can carry */
+    akv_kb_lenhist fieldhist;
     bool hashed_inserts;
     double negative, adversary, adv_explore;
     uint64_t negative_keys, adv_pool, maxexecutiontime;
 } akv_kb_workload;
 
 int akv_kb_workload_load(akv_kb_workload *w, akv_kb_props *p);
+void akv_kb_workload_free(akv_kb_workload *w);
 
 /* Keys never inserted: key numbers from their own range, far above any
  * record, for negative reads and for the attacker's exploration. */
@@ -230,6 +289,7 @@ int akv_kb_workload_load(akv_kb_workload *w, akv_kb_props *p);
  * attacker's pool of keys that cost a probe. */
 typedef struct akv_kb_shared {
     _Atomic uint64_t next_insert;
+    _Atomic uint64_t seq; /* requestdistribution=sequential */
     uint64_t load_end;
     pthread_mutex_t ack_mu;
     uint64_t acked; /* every key number below this was acknowledged */
@@ -265,7 +325,7 @@ int akv_kb_shared_init(akv_kb_shared *s, const akv_kb_workload *w, bool load);
 void akv_kb_shared_free(akv_kb_shared *s);
 uint64_t akv_kb_last_acked(akv_kb_shared *s);
 void akv_kb_client_init(akv_kb_client *c, const akv_kb_workload *w, akv_kb_shared *s, uint64_t seed,
-                        unsigned thread, unsigned threads);
+                        unsigned thread);
 bool akv_kb_client_load_next(akv_kb_client *c, akv_kb_req *r);
 void akv_kb_client_next(akv_kb_client *c, akv_kb_req *r);
 uint64_t akv_kb_value_len(akv_kb_client *c);
@@ -284,18 +344,33 @@ typedef struct akv_kb_trace_op {
 typedef struct akv_kb_trace {
     akv_kb_trace_op *ops;
     size_t n, cap;
+    /* Lines skipped, over all files: "name"="value" lines of BasicDB's
+     * properties blocks, other non-operation output (banner, status, the
+     * blocks' frames, the summary), and the command lines. */
+    uint64_t skipped_props, skipped_banner, skipped_commands;
+    /* Parse state of the current file. */
+    int block_line;       /* > 0: inside the properties block opened on this line */
+    bool fl_constant;     /* the block's fieldlengthdistribution is constant */
+    uint64_t fl_length;   /* the block's fieldlength */
+    uint64_t field_bytes; /* > 0: every traced value has this many bytes */
     char err[AKV_KB_ERRLEN];
 } akv_kb_trace;
 
 int akv_kb_trace_load(akv_kb_trace *t, const char *path);
+/* One line (without its newline) of file `file`; *then* akv_kb_trace_end. */
 int akv_kb_trace_parse_line(akv_kb_trace *t, const char *file, int line, const char *s, size_t len);
+int akv_kb_trace_end(akv_kb_trace *t, const char *file);
 void akv_kb_trace_free(akv_kb_trace *t);
 
 /* ---- results (report.c) ------------------------------------------------- */
 
+/* Per operation type, how each ended (YCSB's Return= lines). */
+enum { AKV_KB_RET_OK, AKV_KB_RET_NOT_FOUND, AKV_KB_RET_ERROR, AKV_KB_NRET };
+
 typedef struct akv_kb_result {
     const char *engine, *label, *workload, *phase;
     const akv_kb_cfg *cfg;
+    const akv_kb_clientopts *opts;
     unsigned threads;
     uint64_t ops, errors, records;
     double seconds, load_seconds;
@@ -305,7 +380,12 @@ typedef struct akv_kb_result {
     uint64_t scans_unsupported;
     akv_kb_estats es;
     uint64_t adaptations; /* during the run phase */
-    akv_kb_hist hist[AKV_KB_NOPS];
+    uint64_t insert_retries;
+    /* hist: what measurement.interval measures (op, or intended with
+     * "intended"); ihist: the intended latencies when it is "both". A
+     * read-modify-write also counts as one READ and one UPDATE, as in YCSB. */
+    akv_kb_hist hist[AKV_KB_NOPS], ihist[AKV_KB_NOPS];
+    uint64_t ret[AKV_KB_NOPS][AKV_KB_NRET];
 } akv_kb_result;
 
 /* A label fit for one CSV field: the commas of slot policies become ';'. */

@@ -4,9 +4,16 @@
  */
 #include "tools/kvbench/kvbench.h"
 
+/* total UINT64_MAX: no limit (operationcount=0), so no bar. */
 void akv_kb_progress(FILE *tty, const char *phase, uint64_t done, uint64_t total, double secs)
 {
     enum { WIDTH = 30 };
+    if (total == UINT64_MAX) {
+        fprintf(tty, "\r%-5s %llu ops  %.0f ops/s   ", phase, (unsigned long long)done,
+                secs > 0 ? (double)done / secs : 0);
+        fflush(tty);
+        return;
+    }
     double frac = total ? (double)done / (double)total : 0;
     if (frac > 1)
         frac = 1;

@@ -203,12 +203,22 @@ int akv_kb_props_set_arg(akv_kb_props *p, const char *arg, int argno)
     return add(p, "-p", argno, arg, (size_t)(eq - arg), eq + 1, vlen);
 }
 
+/* As YCSB's Client: a -p setting wins over every -P file, wherever it
+ * stands on the command line; among -p settings, and among files, the
+ * last one wins. */
 const akv_kb_prop *akv_kb_props_find(const akv_kb_props *p, const char *name)
 {
-    for (size_t i = p->n; i-- > 0;) /* the last setting wins, as -p overrides -P */
-        if (strcmp(p->v[i].name, name) == 0)
-            return &p->v[i];
-    return NULL;
+    const akv_kb_prop *file = NULL;
+    for (size_t i = p->n; i-- > 0;) {
+        const akv_kb_prop *e = &p->v[i];
+        if (strcmp(e->name, name) != 0)
+            continue;
+        if (strcmp(e->file, "-p") == 0)
+            return e;
+        if (!file)
+            file = e;
+    }
+    return file;
 }
 
 static int bad_value(akv_kb_props *p, const akv_kb_prop *e, const char *what)
@@ -304,7 +314,9 @@ int akv_kb_props_choice(akv_kb_props *p, const char *name, const char *def, cons
 }
 
 /* YCSB silently ignores unknown names; a typo then runs the wrong workload,
- * so we warn (but accept, since YCSB's client has many more properties). */
+ * so we warn (but accept, since YCSB's client has many more properties).
+ * Known: what kvbench honours, and YCSB's client properties that do not
+ * apply to it (docs: workloads/README.md). */
 static const char *const known[] = {"workload",
                                     "db",
                                     "exporter",
@@ -345,6 +357,18 @@ static const char *const known[] = {"workload",
                                     "exponential.frac",
                                     "maxexecutiontime",
                                     "measurementtype",
+                                    "measurement.interval",
+                                    "measurement.trackjvm",
+                                    "measurement.histogram.verbose",
+                                    "hdrhistogram.percentiles",
+                                    "hdrhistogram.fileoutput",
+                                    "hdrhistogram.output.path",
+                                    "reportlatencyforeacherror",
+                                    "latencytrackederrors",
+                                    "dotransactions",
+                                    "status",
+                                    "label",
+                                    "core_workload_insertion_keep_going_on_error",
                                     "histogram.buckets",
                                     "timeseries.granularity",
                                     "core_workload_insertion_retry_limit",

@@ -20,23 +20,47 @@ static double throughput(const akv_kb_result *r)
     return r->seconds > 0 ? (double)r->ops / r->seconds : 0;
 }
 
+static const char *const ret_names[AKV_KB_NRET] = {"OK", "NOT_FOUND", "ERROR"};
+
+/* One measurement as YCSB's OneMeasurementHdrHistogram exports it. */
+static void measurement(const akv_kb_result *r, const char *name, const akv_kb_hist *h, const uint64_t *ret,
+                        FILE *out)
+{
+    static const double defaults[] = {50, 95, 99};
+    const double *pcts = r->opts ? r->opts->pcts : defaults;
+    size_t npcts = r->opts ? r->opts->npcts : 3;
+    fprintf(out, "[%s], Operations, %llu\n", name, (unsigned long long)h->count);
+    fprintf(out, "[%s], AverageLatency(us), %.2f\n", name, us(h->sum_ns) / (double)h->count);
+    fprintf(out, "[%s], MinLatency(us), %.2f\n", name, us(h->min_ns));
+    fprintf(out, "[%s], MaxLatency(us), %.2f\n", name, us(h->max_ns));
+    for (size_t i = 0; i < npcts; i++) {
+        char pn[48];
+        akv_kb_pct_name(pn, sizeof pn, pcts[i]);
+        fprintf(out, "[%s], %sPercentileLatency(us), %.2f\n", name, pn, us(akv_kb_hist_pct(h, pcts[i])));
+    }
+    for (int k = 0; ret && k < AKV_KB_NRET; k++)
+        if (ret[k])
+            fprintf(out, "[%s], Return=%s, %llu\n", name, ret_names[k], (unsigned long long)ret[k]);
+}
+
 void akv_kb_report_text(const akv_kb_result *r, FILE *out)
 {
     fprintf(out, "[OVERALL], Engine, %s\n", r->label);
     fprintf(out, "[OVERALL], RunTime(ms), %.0f\n", r->seconds * 1000);
     fprintf(out, "[OVERALL], Throughput(ops/sec), %.1f\n", throughput(r));
+    bool both = r->opts && r->opts->interval == AKV_KB_MEASURE_BOTH;
     for (int i = 0; i < AKV_KB_NOPS; i++) {
-        const akv_kb_hist *h = &r->hist[i];
-        if (!h->count)
+        if (!r->hist[i].count)
             continue;
-        const char *n = akv_kb_op_names[i];
-        fprintf(out, "[%s], Operations, %llu\n", n, (unsigned long long)h->count);
-        fprintf(out, "[%s], AverageLatency(us), %.2f\n", n, us(h->sum_ns) / (double)h->count);
-        fprintf(out, "[%s], 50thPercentileLatency(us), %.2f\n", n, us(akv_kb_hist_pct(h, 50)));
-        fprintf(out, "[%s], 95thPercentileLatency(us), %.2f\n", n, us(akv_kb_hist_pct(h, 95)));
-        fprintf(out, "[%s], 99thPercentileLatency(us), %.2f\n", n, us(akv_kb_hist_pct(h, 99)));
-        fprintf(out, "[%s], 99.9thPercentileLatency(us), %.2f\n", n, us(akv_kb_hist_pct(h, 99.9)));
-        fprintf(out, "[%s], MaxLatency(us), %.2f\n", n, us(h->max_ns));
+        /* Read-modify-writes report no status of their own (their read and
+         * update do), as in YCSB. */
+        measurement(r, akv_kb_op_names[i], &r->hist[i], i == AKV_KB_RMW ? NULL : r->ret[i], out);
+    }
+    for (int i = 0; both && i < AKV_KB_NOPS; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "Intended-%s", akv_kb_op_names[i]);
+        if (r->ihist[i].count)
+            measurement(r, name, &r->ihist[i], NULL, out);
     }
     fprintf(out, "[NEGATIVE], Lookups, %llu\n", (unsigned long long)r->negative_lookups);
     fprintf(out, "[NEGATIVE], WastedProbesPerLookup, %.4f\n", per(r->negative_wasted, r->negative_lookups));
@@ -47,6 +71,8 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
     fprintf(out, "[FILTER], BitsPerKey, %.2f\n", r->es.filter_bits_per_key);
     fprintf(out, "[FILTER], SstBitsPerKey, %.2f\n", r->es.sst_filter_bits_per_key);
     fprintf(out, "[FILTER], Adaptations, %llu\n", (unsigned long long)r->adaptations);
+    if (r->insert_retries)
+        fprintf(out, "[OVERALL], InsertRetries, %llu\n", (unsigned long long)r->insert_retries);
     if (r->errors)
         fprintf(out, "[OVERALL], Errors, %llu\n", (unsigned long long)r->errors);
 }

@@ -1,0 +1,217 @@
+/*
+ * test_ycsb_cli.c — kvbench as a YCSB user drives it: property precedence,
+ * YCSB's client properties (threadcount, exportfile, hdrhistogram.percentiles,
+ * measurement.interval), the load and run counts, read-modify-writes in the
+ * report, and replaying traces of YCSB's basic binding end to end.
+ *
+ * The binary is $AKV_BUILD/kvbench when AKV_BUILD is set, else the kvbench
+ * next to this test's build directory (BUILD/test/test_ycsb_cli ->
+ * BUILD/kvbench), so sanitizer builds test their own kvbench.
+ */
+#include <criterion/criterion.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void kvbench_path(char *buf, size_t cap)
+{
+    const char *b = getenv("AKV_BUILD");
+    if (b && *b) {
+        snprintf(buf, cap, "%s/kvbench", b);
+        return;
+    }
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        snprintf(buf, cap, "%s/../kvbench", dirname(exe));
+        if (access(buf, X_OK) == 0)
+            return;
+    }
+    snprintf(buf, cap, "build/kvbench");
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0, r;
+    char *s = malloc(cap);
+    cr_assert_not_null(s);
+    while ((r = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (cap - n < 2) {
+            char *t = realloc(s, cap *= 2);
+            cr_assert_not_null(t);
+            s = t;
+        }
+    }
+    fclose(f);
+    s[n] = '\0';
+    return s;
+}
+
+typedef struct run {
+    int status;
+    char *out, *err;
+    char dir[512];
+} run;
+
+/* Run "kvbench ARGS --db DIR/db" from the source tree, with DIR a fresh
+ * directory that "{D}" in ARGS stands for. */
+static run kvbench(const char *args)
+{
+    run r = {0};
+    snprintf(r.dir, sizeof r.dir, "%s/kvbench-cli-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert_not_null(mkdtemp(r.dir));
+    char exe[1100], expanded[8192], cmd[12288];
+    kvbench_path(exe, sizeof exe);
+    cr_assert_eq(access(exe, X_OK), 0, "kvbench not found at %s (build it: make tools)", exe);
+    size_t o = 0;
+    for (const char *a = args; *a && o + sizeof r.dir < sizeof expanded;) {
+        if (strncmp(a, "{D}", 3) == 0) {
+            o += (size_t)snprintf(expanded + o, sizeof expanded - o, "%s", r.dir);
+            a += 3;
+        } else {
+            expanded[o++] = *a++;
+        }
+    }
+    expanded[o] = '\0';
+    snprintf(cmd, sizeof cmd, "'%s' %s --db '%s/db' >'%s/out' 2>'%s/err' </dev/null", exe, expanded, r.dir,
+             r.dir, r.dir);
+    int st = system(cmd);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char p[600];
+    snprintf(p, sizeof p, "%s/out", r.dir);
+    r.out = slurp(p);
+    snprintf(p, sizeof p, "%s/err", r.dir);
+    r.err = slurp(p);
+    cr_assert(r.out && r.err);
+    return r;
+}
+
+static void run_free(run *r)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", r->dir);
+    cr_expect_eq(system(cmd), 0);
+    free(r->out);
+    free(r->err);
+}
+
+/* The number after "[SECTION], NAME, " in a report, or -1. */
+static double metric(const char *report, const char *section, const char *name)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "[%s], %s, ", section, name);
+    const char *p = report ? strstr(report, pat) : NULL;
+    return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+Test(ycsb_cli, read_modify_write_counts_its_read_and_update)
+{
+    run r = kvbench("-P workloads/workloadf -p recordcount=200 -p operationcount=300");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    double rmw = metric(r.out, "READ-MODIFY-WRITE", "Operations");
+    cr_expect(rmw > 100 && rmw < 200, "%s", r.out);
+    /* Workload F: reads and read-modify-writes only. Every transaction reads;
+     * every update is a read-modify-write's. */
+    cr_expect_eq(metric(r.out, "READ", "Operations"), 300);
+    cr_expect_eq(metric(r.out, "UPDATE", "Operations"), rmw);
+    cr_expect_eq(metric(r.out, "READ", "Return=OK"), 300);
+    cr_expect_eq(metric(r.out, "READ-MODIFY-WRITE", "Return=OK"), -1); /* YCSB reports none for it */
+    cr_expect(metric(r.out, "READ", "MinLatency(us)") >= 0);
+    cr_expect(metric(r.out, "READ", "50thPercentileLatency(us)") >= 0); /* YCSB's default: 50,95,99 */
+    cr_expect(metric(r.out, "READ", "99thPercentileLatency(us)") >= 0);
+    run_free(&r);
+}
+
+Test(ycsb_cli, dash_p_wins_whatever_the_order)
+{
+    run r = kvbench("-p recordcount=150 -P workloads/workloada --phase load");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(metric(r.out, "INSERT", "Operations"), 150, "%s", r.out);
+    run_free(&r);
+}
+
+Test(ycsb_cli, insertstart_loads_recordcount_records)
+{
+    run r = kvbench("-P workloads/workloadc -p recordcount=120 -p insertstart=40 --phase load");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(metric(r.out, "INSERT", "Operations"), 120, "%s", r.out);
+    run_free(&r);
+    r = kvbench("-P workloads/workloadc -p recordcount=120 -p insertstart=40 -p insertcount=81");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "insertstart + insertcount (40 + 81) must be between 1 and recordcount (120)"),
+              "%s", r.err);
+    run_free(&r);
+}
+
+Test(ycsb_cli, client_properties)
+{
+    run r =
+        kvbench("-P workloads/workloadb -p recordcount=100 -p operationcount=200 -p threadcount=2 "
+                "-p hdrhistogram.percentiles=90,99.9 -p measurement.interval=both -p exportfile={D}/rep.txt "
+                "--json {D}/r.json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(strstr(r.out, "[OVERALL]"), NULL, "the report goes to exportfile: %s", r.out);
+    char p[600];
+    snprintf(p, sizeof p, "%s/rep.txt", r.dir);
+    char *rep = slurp(p), *json;
+    cr_assert_not_null(rep);
+    cr_expect(metric(rep, "READ", "90thPercentileLatency(us)") >= 0, "%s", rep);
+    cr_expect(metric(rep, "READ", "99.9PercentileLatency(us)") >= 0, "%s", rep);
+    cr_expect_eq(metric(rep, "READ", "50thPercentileLatency(us)"), -1);
+    cr_expect_eq(metric(rep, "Intended-READ", "Operations"), metric(rep, "READ", "Operations"));
+    snprintf(p, sizeof p, "%s/r.json", r.dir);
+    json = slurp(p);
+    cr_assert_not_null(json);
+    cr_expect(strstr(json, "\"threads\":2,") != NULL, "%s", json);
+    free(json);
+    free(rep);
+    run_free(&r);
+
+    r = kvbench(
+        "-P workloads/workloadb -p recordcount=100 -p operationcount=100 -p threadcount=2 --threads 1 "
+        "--quiet --json -");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "\"threads\":1,") != NULL, "--threads wins: %s", r.out);
+    cr_expect_eq(strstr(r.err, "unknown property"), NULL, "%s", r.err);
+    run_free(&r);
+}
+
+Test(ycsb_cli, operationcount_zero_runs_until_maxexecutiontime)
+{
+    run r = kvbench("-P workloads/workloadc -p recordcount=100 -p operationcount=0 -p maxexecutiontime=1");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    double ops = metric(r.out, "READ", "Operations");
+    cr_expect(ops > 1000, "%.0f reads: operationcount=0 is no limit, not the default 1000", ops);
+    run_free(&r);
+}
+
+Test(ycsb_cli, replays_basic_binding_traces)
+{
+    run r = kvbench("--trace test/data/ycsb/basic-load.txt --trace test/data/ycsb/basic-run.txt "
+                    "--trace test/data/ycsb/basic-run-fields.txt --layout ordered");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(metric(r.out, "INSERT", "Operations"), 10, "%s", r.out);
+    cr_expect_eq(metric(r.out, "READ", "Operations"), 8);
+    cr_expect_eq(metric(r.out, "UPDATE", "Operations"), 8);
+    cr_expect_eq(metric(r.out, "SCAN", "Operations"), 2);
+    cr_expect_eq(metric(r.out, "DELETE", "Operations"), 1);
+    cr_expect_eq(metric(r.out, "READ", "Return=OK"), 8); /* every traced read finds its record */
+    cr_expect(strstr(r.err,
+                     "basic-run.txt: 17 operations; skipped 38 properties, 2 command lines and 42 other "
+                     "lines") != NULL,
+              "%s", r.err);
+    run_free(&r);
+
+    r = kvbench("--trace test/data/ycsb/fieldlengths.hist");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "fieldlengths.hist:1: unrecognized line 'BlockSize") != NULL, "%s", r.err);
+    run_free(&r);
+}

@@ -76,6 +76,10 @@ static void usage(FILE *out)
                  "  --layout L           adaptkv: hash (default) | ordered\n"
                  "  --policy STR         adaptkv slot policy, e.g. mem=sscf,l0=aqf,l1+=habf\n"
                  "  --filter F           rocksdb: bloom (default) | ribbon\n"
+                 "  --rocksdb-memtable-bloom R\n"
+                 "                       rocksdb: memtable Bloom filter of R x the memtable size,\n"
+                 "                       whole keys (default 0.02, RocksDB's OptimizeForPointLookup;\n"
+                 "                       0 = off); its memory is counted as filter memory\n"
                  "  --bits-per-key B     filter memory per key (default 10)\n"
                  "  --memtable-mb N      memtable size (default 64)\n"
                  "  --cache-mb N         block cache size (default 64)\n"
@@ -540,6 +544,7 @@ enum {
     O_TIMELINE,
     O_INTERVAL,
     O_QUIET,
+    O_MEMBLOOM,
     O_HELP
 };
 
@@ -553,6 +558,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},     {"db",
                                           {"seed", 1, 0, O_SEED},         {"json", 1, 0, O_JSON},
                                           {"csv", 1, 0, O_CSV},           {"timeline", 1, 0, O_TIMELINE},
                                           {"interval", 1, 0, O_INTERVAL}, {"quiet", 0, 0, O_QUIET},
+                                          {"rocksdb-memtable-bloom", 1, 0, O_MEMBLOOM},
                                           {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
 
 static void defaults(args *a)
@@ -562,6 +568,7 @@ static void defaults(args *a)
     a->cfg.dir = "kvbench-db";
     a->cfg.filter = "bloom";
     a->cfg.bits_per_key = 10;
+    a->cfg.memtable_bloom_ratio = AKV_KB_MEMTABLE_BLOOM_RATIO;
     a->cfg.memtable_bytes = 64ull << 20;
     a->cfg.cache_bytes = 64ull << 20;
     a->phase = "both";
@@ -581,7 +588,8 @@ static const struct num_opt {
                 {O_MEMTABLE, "--memtable-mb", 1, 1e6, 1048576},
                 {O_CACHE, "--cache-mb", 1, 1e6, 1048576},
                 {O_SEED, "--seed", 0, 1e18, 1},
-                {O_INTERVAL, "--interval", 10, 1e6, 1}};
+                {O_INTERVAL, "--interval", 10, 1e6, 1},
+                {O_MEMBLOOM, "--rocksdb-memtable-bloom", 0, 0.25, 1}};
 
 static void set_num(args *a, int id, double v)
 {
@@ -596,6 +604,8 @@ static void set_num(args *a, int id, double v)
         a->cfg.cache_bytes = (uint64_t)v;
     } else if (id == O_SEED) {
         a->seed = (uint64_t)v;
+    } else if (id == O_MEMBLOOM) {
+        a->cfg.memtable_bloom_ratio = v;
     } else {
         a->interval_ms = (unsigned)v;
     }

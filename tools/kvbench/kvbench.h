@@ -193,12 +193,17 @@ uint64_t akv_kb_hist_lower(size_t idx);
 
 /* ---- engines (engine_akv.c, engine_rocksdb.c) --------------------------- */
 
+/* RocksDB's memtable Bloom filter as its OptimizeForPointLookup() sets it:
+ * whole-key filtering, 2% of the write buffer. */
+#define AKV_KB_MEMTABLE_BLOOM_RATIO 0.02
+
 typedef struct akv_kb_cfg {
     const char *engine; /* "adaptkv" | "rocksdb" */
     const char *dir;
     bool ordered;       /* adaptkv layout */
     const char *policy; /* adaptkv slot policy (NULL = default) */
     const char *filter; /* rocksdb: "bloom" | "ribbon" */
+    double memtable_bloom_ratio; /* rocksdb: memtable Bloom, x write buffer size (0 = off) */
     double bits_per_key;
     uint64_t memtable_bytes, cache_bytes;
     bool direct_reads, sync;

@@ -29,20 +29,6 @@ void (*_Atomic akvi_hook_before_revmap_read)(void);
 
 #define MAX_ROUNDS 4
 
-typedef struct in_sst_arg {
-    const akv_db *db;
-    const akvi_cat_run *run;
-    const akvi_cat_sst *sst;
-} in_sst_arg;
-
-/* Reverse-map keys are user keys; in the ordered layout the internal key is
- * the user key, in the hash layout only the hash decides. */
-static bool in_sst(void *arg, akv_hash h, const uint8_t *ukey, size_t klen)
-{
-    const in_sst_arg *a = arg;
-    return akvi_sst_covers(a->db, a->run, a->sst, h, ukey, klen);
-}
-
 static int collect(void *arg, akv_hash h)
 {
     akv_memrevmap *m = arg;
@@ -58,7 +44,7 @@ static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, uns
     void (*hook)(void) = atomic_load(&akvi_hook_before_revmap_read);
     if (hook)
         hook();
-    in_sst_arg arg = {db, &r->info, &r->info.ssts[j]};
+    akvi_sst_ref arg = {db, &r->info, &r->info.ssts[j]};
     akv_rocksrevmap rr = {
         .db = db->rdb,
         .ro = db->ro,
@@ -66,7 +52,7 @@ static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, uns
         .seed = db->seed,
         .prefix_bits = db->layout == AKV_LAYOUT_HASH ? r->info.prefix_bits : 0,
         .prefix = r->info.ssts[j].prefix,
-        .in_sst = in_sst,
+        .in_sst = akvi_sst_holds_user_key,
         .in_sst_arg = &arg,
     };
     akv_memrevmap *m = NULL;

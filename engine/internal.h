@@ -286,6 +286,16 @@ int akvi_check_value(size_t vlen);
  * internal key ikey)? Hash layout: its shard; ordered: its key range. */
 bool akvi_sst_covers(const akv_db *db, const akvi_cat_run *r, const akvi_cat_sst *s, akv_hash h,
                      const uint8_t *ikey, size_t iklen);
+/* An SST of a run, for callbacks that ask whether a user key is in it (the
+ * miss log's negatives for a build, a reverse map's keys): in the ordered
+ * layout the internal key is the user key; in the hash layout only the
+ * hash matters. */
+typedef struct akvi_sst_ref {
+    const akv_db *db;
+    const akvi_cat_run *run;
+    const akvi_cat_sst *sst;
+} akvi_sst_ref;
+bool akvi_sst_holds_user_key(void *ref, akv_hash h, const void *ukey, size_t klen);
 /* The one run lookup within a level >= 1 (runs sorted by range, disjoint):
  * the index in runs[0..n) of the run whose range may hold the key; -1 if none. */
 long akvi_find_run(akvi_run *const *runs, size_t n, const uint8_t *ikey, size_t iklen);

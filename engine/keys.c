@@ -62,6 +62,12 @@ bool akvi_sst_covers(const akv_db *db, const akvi_cat_run *r, const akvi_cat_sst
            akv_bytes_cmp(ikey, iklen, s->largest, s->largest_len) <= 0;
 }
 
+bool akvi_sst_holds_user_key(void *ref, akv_hash h, const void *ukey, size_t klen)
+{
+    const akvi_sst_ref *r = ref;
+    return akvi_sst_covers(r->db, r->run, r->sst, h, ukey, klen);
+}
+
 long akvi_find_sst(const akv_db *db, const akvi_cat_run *r, akv_hash h, const uint8_t *ikey, size_t iklen)
 {
     size_t lo = 0, hi = r->n_sst;

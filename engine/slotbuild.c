@@ -22,29 +22,15 @@ static void sort_hashes(akv_hash *h, size_t n)
         }
 }
 
-typedef struct range_arg {
-    const akv_db *db;
-    const akvi_cat_run *run;
-    const akvi_cat_sst *sst;
-} range_arg;
-
-/* Is a miss-log key inside this SST? (Ordered layout: the internal key is
- * the user key; hash layout: only the hash matters.) */
-static bool in_sst_range(void *arg, akv_hash h, const void *key, size_t klen)
-{
-    const range_arg *ra = arg;
-    return akvi_sst_covers(ra->db, ra->run, ra->sst, h, key, klen);
-}
-
 /* Negatives for this SST, minus any that are now keys of it. */
 static size_t negatives_for(akv_db *db, const akvi_cat_run *run, const akvi_cat_sst *sst,
                             const akv_hash *keys, size_t n, akv_negative **out)
 {
-    range_arg ra = {db, run, sst};
+    akvi_sst_ref ra = {db, run, sst};
     /* At most a quarter as many negatives as keys: pre-adapting costs the
      * filter room that its keys need. */
     size_t max = n / 4 < MAX_NEGATIVES ? n / 4 : MAX_NEGATIVES;
-    size_t k = akvi_misslog_collect(db->ml, in_sst_range, &ra, max, out);
+    size_t k = akvi_misslog_collect(db->ml, akvi_sst_holds_user_key, &ra, max, out);
     size_t j = 0;
     for (size_t i = 0; i < k; i++)
         (*out)[i].h = akvi_run_slot_hash(db, run, (*out)[i].h);

@@ -53,7 +53,7 @@ bool akv_memrevmap_missed(const akv_memrevmap *m, uint64_t *hi, unsigned *nbits)
  * from its user key with `seed`. `in_sst` keeps exactly the SST's own keys
  * (a run holds many SSTs); the engine passes its one SST-range test.
  */
-typedef bool (*akv_rocksrevmap_in_sst)(void *arg, akv_hash h, const uint8_t *ukey, size_t klen);
+typedef bool (*akv_rocksrevmap_in_sst)(void *arg, akv_hash h, const void *ukey, size_t klen);
 
 typedef struct akv_rocksrevmap {
     akv_revmap rm;

@@ -139,6 +139,9 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
     s->filter_bits_per_key =
         st.live_keys_estimate ? (double)st.filter_bytes * 8 / (double)st.live_keys_estimate : 0;
     s->sst_filter_bits_per_key = sst_bits_per_key(e->db);
+    s->write_amp = st.bytes_written_user ? (double)st.bytes_written_disk / (double)st.bytes_written_user : 0;
+    s->write_stalls = st.write_stalls;
+    s->write_slowdowns = st.write_slowdowns;
     return 0;
 }
 

@@ -207,6 +207,13 @@ static double table_prop(const char *s, const char *key)
     return p ? strtod(p + strlen(key), NULL) : 0;
 }
 
+/* The number after `key` in RocksDB's "rocksdb.stats" text (0 if absent). */
+static double stats_num(const char *s, const char *key)
+{
+    const char *p = s ? strstr(s, key) : NULL;
+    return p ? strtod(p + strlen(key), NULL) : 0;
+}
+
 static int r_stats(akv_kb_engine *e, akv_kb_estats *s)
 {
     rdb *r = e->db;
@@ -225,6 +232,21 @@ static int r_stats(akv_kb_engine *e, akv_kb_estats *s)
     s->filter_bytes = (uint64_t)(fbytes + mbytes);
     s->filter_bits_per_key = entries > 0 ? (fbytes + mbytes) * 8 / entries : 0;
     s->sst_filter_bits_per_key = entries > 0 ? fbytes * 8 / entries : 0;
+    /* Write amplification from RocksDB's own DB statistics: flush and
+     * compaction GB written over the GB the application ingested. */
+    char *st = rocksdb_property_value(r->db, "rocksdb.stats");
+    double ingest = stats_num(st, "Cumulative writes:") > 0 ? stats_num(strstr(st, "Cumulative writes:"), "ingest: ") : 0;
+    double flush = stats_num(st, "Flush(GB): cumulative ");
+    double compact = stats_num(st, "Cumulative compaction: ");
+    const char *stall = st ? strstr(st, "Cumulative stall: ") : NULL;
+    if (stall) {
+        unsigned h = 0, m = 0;
+        double sec = 0;
+        if (sscanf(stall, "Cumulative stall: %u:%u:%lf", &h, &m, &sec) == 3)
+            s->stall_seconds = h * 3600.0 + m * 60.0 + sec;
+    }
+    free(st);
+    s->write_amp = ingest > 0 ? (flush + compact) / ingest : 0;
     return 0;
 }
 

@@ -221,6 +221,12 @@ typedef struct akv_kb_estats {
     uint64_t adaptations, filter_bytes, keys;
     double filter_bits_per_key;     /* all filter memory (memtable guard too) per key */
     double sst_filter_bits_per_key; /* SST filters only: what RocksDB's figure measures */
+    /* Write amplification: SST bytes written by flushes and compactions
+     * over the key+value bytes the application wrote (each engine's own
+     * statistics); 0 when unknown. */
+    double write_amp;
+    uint64_t write_stalls, write_slowdowns; /* adaptkv: writes stopped / delayed */
+    double stall_seconds;                   /* rocksdb: cumulative stall time */
 } akv_kb_estats;
 
 enum { AKV_KB_FOUND = 0, AKV_KB_NOTFOUND = 1, AKV_KB_ENOTSUP = -4 };

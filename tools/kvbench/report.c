@@ -71,6 +71,8 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
     fprintf(out, "[FILTER], BitsPerKey, %.2f\n", r->es.filter_bits_per_key);
     fprintf(out, "[FILTER], SstBitsPerKey, %.2f\n", r->es.sst_filter_bits_per_key);
     fprintf(out, "[FILTER], Adaptations, %llu\n", (unsigned long long)r->adaptations);
+    if (r->es.write_amp > 0)
+        fprintf(out, "[WRITE], Amplification, %.3f\n", r->es.write_amp);
     if (r->insert_retries)
         fprintf(out, "[OVERALL], InsertRetries, %llu\n", (unsigned long long)r->insert_retries);
     if (r->errors)
@@ -148,6 +150,10 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_f64(out, "filter_bits_per_key", r->es.filter_bits_per_key);
     json_f64(out, "sst_filter_bits_per_key", r->es.sst_filter_bits_per_key);
     json_u64(out, "filter_bytes", r->es.filter_bytes);
+    json_f64(out, "write_amp", r->es.write_amp);
+    json_u64(out, "write_stalls", r->es.write_stalls);
+    json_u64(out, "write_slowdowns", r->es.write_slowdowns);
+    json_f64(out, "stall_seconds", r->es.stall_seconds);
     json_u64(out, "adaptations", r->adaptations);
     json_u64(out, "adversary_reads", r->adversary_reads);
     json_f64(out, "adversary_wasted_probes_per_read", per(r->adversary_wasted, r->adversary_reads));

@@ -19,6 +19,8 @@
 #define AKV_FUZZ_NO_MAIN
 #include "test/fuzz/fuzz_catalog.c"
 #include "test/fuzz/fuzz_filter.c"
+#include "test/fuzz/fuzz_kvbench.c"
+#include "test/fuzz/fuzz_kvshell.c"
 #include "test/fuzz/fuzz_misslog.c"
 
 static bool is_dir(const char *p)
@@ -122,4 +124,14 @@ Test(fuzz_replay, catalog)
 Test(fuzz_replay, misslog)
 {
     replay("misslog", fuzz_misslog);
+}
+
+Test(fuzz_replay, kvshell)
+{
+    replay("kvshell", fuzz_kvshell);
+}
+
+Test(fuzz_replay, kvbench)
+{
+    replay("kvbench", fuzz_kvbench);
 }

@@ -1,8 +1,10 @@
 /*
  * gen_seeds.c — writes the seed corpora of test/fuzz from the library's own
  * output: small valid filters of every kind (and variants: layouts, shifts,
- * older payload versions), ShBF_A/ShBF_X blobs, catalogs and miss logs, in
- * the input formats the harnesses read (see each fuzz_*.c).
+ * older payload versions), ShBF_A/ShBF_X blobs, catalogs and miss logs, and
+ * for the tool parsers a few command lines, words, sizes and kvbench's own
+ * sample workloads, traces and histogram; in the input formats the
+ * harnesses read (see each fuzz_*.c).
  *
  *   test/fuzz/run.sh seeds      (builds this with the normal build and runs it)
  *
@@ -279,6 +281,48 @@ static void misslog_seeds(void)
     put_misslog("one.rec", ml, 0);
 }
 
+/* ---- tool parsers ----------------------------------------------------------- */
+
+static void put_text(const char *target, const char *name, uint8_t mode, const char *text)
+{
+    put(target, name, mode, NULL, 0, (const uint8_t *)text, strlen(text));
+}
+
+/* A file of the source tree (run from its root), as input of `mode`. */
+static void put_file(const char *target, const char *name, uint8_t mode, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    static uint8_t buf[8192];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (!f || ferror(f) || n == sizeof buf) {
+        fprintf(stderr, "%s: missing, unreadable or too large for a seed\n", path);
+        exit(1);
+    }
+    fclose(f);
+    put(target, name, mode, NULL, 0, buf, n);
+}
+
+static void tool_seeds(void)
+{
+    put_text("kvshell", "put.line", 0, "put user1 \"a value\" ");
+    put_text("kvshell", "scan.line", 0, "scan --limit 10 'from\\x00' \"\" to\\ \\\"end\\\"");
+    put_text("kvshell", "escapes.line", 0, "get k\\x41\\n\\t\\r\\0\\\\ \\' \\\" \"it's\" 'say \"hi\"'");
+    put_text("kvshell", "key.word", 1, "key\\x00with\\ttab and 'quotes' \\\\");
+    put_text("kvshell", "value.word", 1, "\\xff\\xFEvalue");
+    put_text("kvshell", "size-k", 2, "64K");
+    put_text("kvshell", "size-mib", 2, "4MiB");
+    put_text("kvshell", "size-b", 2, "1GB");
+    put_file("kvbench", "workloada.props", 0, "workloads/workloada");
+    put_file("kvbench", "workloade.props", 0, "workloads/workloade");
+    put_file("kvbench", "workloadx.props", 0, "workloads/workloadx");
+    put_text("kvbench", "escapes.props", 0,
+             "# comment\n! comment\nname\\ with\\ blanks = value \\\n  continued\nkey:\\u0041\\t\n"
+             "insertstart 5\r\nrecordcount=100\ninsertcount=50\nrequestdistribution=hotspot\n");
+    put_file("kvbench", "basic-load.trace", 1, "test/data/ycsb/basic-load.txt");
+    put_file("kvbench", "basic-run-fields.trace", 1, "test/data/ycsb/basic-run-fields.txt");
+    put_file("kvbench", "fieldlengths.hist", 2, "test/data/ycsb/fieldlengths.hist");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -289,5 +333,6 @@ int main(int argc, char **argv)
     filter_seeds();
     catalog_seeds();
     misslog_seeds();
+    tool_seeds();
     return 0;
 }

@@ -132,4 +132,12 @@ lint:
 clean:
 	rm -rf build
 
+# make fuzz [SECONDS=N]: the libFuzzer targets of test/fuzz, built with clang
+# and sanitizers into build/fuzz/ (apart from the normal build), each run N
+# seconds with its seed corpus, one at a time (docs/reliability.md, "Fuzzing").
+SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	@MAKE="$(MAKE)" test/fuzz/run.sh run $(SECONDS)
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -99,13 +99,43 @@ static void decode_sst(akv_rbuf *r, akvi_cat_sst *s)
     s->bytes = akv_r_u64(r);
     s->prefix = akv_r_u64(r);
     uint8_t kl = akv_r_u8(r);
-    if (kl >= sizeof s->kind || !akv_r_bytes(r, s->kind, kl)) {
+    /* A kind name: 1..15 bytes, no NUL (the encoder writes strnlen bytes). */
+    if (kl == 0 || kl >= sizeof s->kind || !akv_r_bytes(r, s->kind, kl) || memchr(s->kind, 0, kl)) {
         r->err = true;
         return;
     }
     s->kind[kl] = 0;
     s->smallest = take_copy(r, &s->smallest_len);
     s->largest = take_copy(r, &s->largest_len);
+}
+
+/* Bytewise order of internal keys (RocksDB's default comparator). */
+static int key_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+/*
+ * What lookups rely on, in either layout: SST ids ascending (each names its
+ * own filter file), prefixes inside 2^prefix_bits and non-decreasing (hash
+ * routing is a binary search over them), each SST's smallest <= largest and
+ * ranges ascending without overlap (ordered routing is a binary search over
+ * them; in the hash layout internal keys start with h.hi, so they ascend
+ * with the prefixes).
+ */
+static bool run_consistent(const akvi_cat_run *run)
+{
+    for (size_t j = 0; j < run->n_sst; j++) {
+        const akvi_cat_sst *s = &run->ssts[j], *p = j ? &run->ssts[j - 1] : NULL;
+        if (s->prefix >> run->prefix_bits != 0 || /* decode_run checked prefix_bits <= 30 */
+            key_cmp(s->smallest, s->smallest_len, s->largest, s->largest_len) > 0)
+            return false;
+        if (p && (s->id <= p->id || s->prefix < p->prefix ||
+                  key_cmp(p->largest, p->largest_len, s->smallest, s->smallest_len) >= 0))
+            return false;
+    }
+    return true;
 }
 
 static void decode_run(akv_rbuf *r, akvi_cat_run *run)
@@ -130,6 +160,8 @@ static void decode_run(akv_rbuf *r, akvi_cat_run *run)
     run->n_sst = n;
     for (uint32_t j = 0; j < n && !r->err; j++)
         decode_sst(r, &run->ssts[j]);
+    if (!r->err && !run_consistent(run))
+        r->err = true;
 }
 
 int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c)
@@ -148,14 +180,22 @@ int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c)
     c->next_run_id = akv_r_u64(&r);
     c->flushed_mem_gen = akv_r_u64(&r);
     uint32_t n = akv_r_u32(&r);
-    if (r.err || n > (r.len - r.off) / 44)
+    if (r.err || (c->layout != AKV_LAYOUT_HASH && c->layout != AKV_LAYOUT_ORDERED))
+        return akvi_err(AKV_ECORRUPT, "catalog record: bad layout");
+    /* Each run takes at least 44 bytes: reject counts the buffer cannot hold. */
+    if (n > (r.len - r.off) / 44)
         return akvi_err(AKV_ECORRUPT, "catalog record: bad run count");
     c->runs = calloc(n ? n : 1, sizeof *c->runs);
     if (!c->runs)
         return akvi_err(AKV_ENOMEM, "out of memory decoding the catalog");
     c->n_run = n;
-    for (uint32_t i = 0; i < n && !r.err; i++)
+    for (uint32_t i = 0; i < n && !r.err; i++) {
         decode_run(&r, &c->runs[i]);
+        /* Run ids are allocated below next_run_id: one at or above it would
+         * be handed out again. */
+        if (c->runs[i].id >= c->next_run_id)
+            r.err = true;
+    }
     if (r.err || r.off != r.len) {
         akvi_catalog_free(c);
         return akvi_err(AKV_ECORRUPT, "catalog record: truncated or inconsistent");

@@ -376,20 +376,31 @@ int akvi_misslog_decode(akvi_misslog *m, const uint8_t *buf, size_t len)
     if (akv_r_u32(&r) != ML_VERSION)
         return akvi_err(AKV_ENOTSUP, "miss log record: unknown version");
     uint32_t n = akv_r_u32(&r);
-    for (uint32_t i = 0; i < n && !r.err; i++) {
-        akv_hash h;
-        h.hi = akv_r_u64(&r);
-        h.lo = akv_r_u64(&r);
-        uint64_t count = akv_r_u64(&r);
-        double cost = akv_r_f64(&r);
-        uint32_t klen = akv_r_u32(&r);
-        const uint8_t *key = akv_r_take(&r, klen);
-        if (!key || !(cost >= 0))
-            continue;
-        ml_shard *ml = shard_of(m, h);
-        pthread_mutex_lock(&ml->mu);
-        add_locked(ml, h, key, klen, count, cost, false);
-        pthread_mutex_unlock(&ml->mu);
+    size_t first = r.off;
+    /* Two passes: the whole record is checked before anything is added, so
+     * a record refused as corrupt leaves the summary as it was (the caller
+     * then starts empty, as it says). Each entry takes at least 36 bytes. */
+    if (r.err || n > (r.len - r.off) / 36)
+        return akvi_err(AKV_ECORRUPT, "miss log record: bad entry count");
+    for (int pass = 0; pass < 2; pass++) {
+        r.off = first;
+        for (uint32_t i = 0; i < n && !r.err; i++) {
+            akv_hash h;
+            h.hi = akv_r_u64(&r);
+            h.lo = akv_r_u64(&r);
+            uint64_t count = akv_r_u64(&r);
+            double cost = akv_r_f64(&r);
+            uint32_t klen = akv_r_u32(&r);
+            const uint8_t *key = akv_r_take(&r, klen);
+            if (pass == 0 || !key || !(cost >= 0)) /* a negative or NaN cost is skipped */
+                continue;
+            ml_shard *ml = shard_of(m, h);
+            pthread_mutex_lock(&ml->mu);
+            add_locked(ml, h, key, klen, count, cost, false);
+            pthread_mutex_unlock(&ml->mu);
+        }
+        if (r.err || r.off != r.len)
+            return akvi_err(AKV_ECORRUPT, "miss log record: truncated or trailing bytes");
     }
-    return r.err ? akvi_err(AKV_ECORRUPT, "miss log record: truncated") : AKV_OK;
+    return AKV_OK;
 }

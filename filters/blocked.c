@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "util/bits.h"
-#include "blocked.h"
-#include "util/codec.h"
 #include "adaptkv/filter.h"
+#include "blocked.h"
+#include "util/bits.h"
+#include "util/codec.h"
 
 #define BLOCK_BITS  512u
 #define BLOCK_BYTES 64u
@@ -367,8 +367,9 @@ static int blocked_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter
     uint64_t nb = akv_r_u64(&r);
     uint32_t k = akv_r_u32(&r);
     uint64_t n = akv_r_u64(&r);
-    if (r.err || nb < 1 || k < 1 || k > MAX_K || nb > (len - r.off) / BLOCK_BYTES ||
-        nb * BLOCK_BYTES != len - r.off)
+    /* nb * 64 wraps for nb >= 2^58: bound nb by division first. */
+    if (r.err || nb < 1 || k < 1 || k > MAX_K || nb > akv_r_left(&r) / BLOCK_BYTES ||
+        nb * BLOCK_BYTES != akv_r_left(&r))
         return AKV_ECORRUPT;
     blocked *b = blocked_alloc(nb, k, true);
     if (!b)

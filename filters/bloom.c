@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "adaptkv/filter.h"
 #include "util/bits.h"
 #include "util/codec.h"
-#include "adaptkv/filter.h"
 
 typedef struct bloom {
     akv_filter base;
@@ -137,7 +137,8 @@ static int bloom_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter *
     uint64_t m = akv_r_u64(&r);
     uint32_t k = akv_r_u32(&r);
     uint64_t n = akv_r_u64(&r);
-    if (r.err || m < 1 || k < 1 || k > 64 || (m + 7) / 8 != len - r.off)
+    /* (m + 7) / 8 would wrap to 0 for m near 2^64 and match an empty tail. */
+    if (r.err || m < 1 || k < 1 || k > 64 || akv_bytes_of_bits(m) != akv_r_left(&r))
         return AKV_ECORRUPT;
     bloom *b = bloom_alloc(m, k);
     if (!b)

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "util/codec.h"
 #include "adaptkv/filter.h"
 #include "filters/sscf.h"
+#include "util/codec.h"
 
 #define CBF_MAX   15
 #define CBF_MAX_K 32
@@ -177,7 +177,8 @@ static int cbf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **o
     uint64_t m = akv_r_u64(&r);
     uint32_t k = akv_r_u32(&r);
     uint64_t n = akv_r_u64(&r), sat = akv_r_u64(&r);
-    if (r.err || m < 64 || k < 1 || k > CBF_MAX_K || m / 2 > len || cbf_bytes(m) != len - r.off || sat > m)
+    /* m / 2 + (m & 1), not (m + 1) / 2: that wraps to 0 for m = 2^64 - 1. */
+    if (r.err || m < 64 || k < 1 || k > CBF_MAX_K || m / 2 + (m & 1) != akv_r_left(&r) || sat > m)
         return AKV_ECORRUPT;
     cbf *b = cbf_alloc(m, k);
     if (!b)

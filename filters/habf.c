@@ -29,10 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/bits.h"
-#include "util/codec.h"
 #include "adaptkv/filter.h"
 #include "filters/hash_expressor.h"
+#include "util/bits.h"
+#include "util/codec.h"
 
 #define NIL            UINT32_MAX
 #define HABF_K_MIN     3 /* default k range with negatives (see habf_default_k) */
@@ -654,10 +654,12 @@ static int habf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **
     uint64_t seed = akv_r_u64(&r), m = akv_r_u64(&r), omega = akv_r_u64(&r), n = akv_r_u64(&r);
     uint64_t negs = akv_r_u64(&r), queued = akv_r_u64(&r), adjusted = akv_r_u64(&r);
     double before = akv_r_f64(&r), after = akv_r_f64(&r), total = akv_r_f64(&r);
-    uint64_t room = (uint64_t)(len - (r.err ? len : r.off)) * 8;
-    if (r.err || m < 64 || m > room || omega > room || (omega && omega < 2u * k + 2) ||
-        (m + 7) / 8 + (omega * alpha + 7) / 8 != (len - r.off) || queued > negs ||
-        adjusted > 8 * negs + queued || !stats_valid(before, after, total))
+    /* Both arrays are the tail: bound m and omega by it (by division, which
+     * cannot wrap) before any size is computed from them. */
+    uint64_t left = akv_r_left(&r);
+    if (r.err || m < 64 || m / 8 > left || omega / 8 > left || (omega && omega < 2u * k + 2) ||
+        akv_bytes_of_bits(m) + akv_bytes_of_bits(akv_size_mul_add(omega, alpha, 0)) != left ||
+        queued > negs || adjusted > 8 * negs + queued || !stats_valid(before, after, total))
         return AKV_ECORRUPT;
     habf *f = calloc(1, sizeof *f);
     if (!f)

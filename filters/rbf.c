@@ -20,9 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "adaptkv/filter.h"
 #include "util/bits.h"
 #include "util/codec.h"
-#include "adaptkv/filter.h"
 
 /* Index into akv_hash_nth's family for the activation hash ("RBFA"). */
 #define ACT_NTH 0x52424641u
@@ -174,7 +174,7 @@ static int rbf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **o
     uint64_t thr = akv_r_u64(&rd);
     uint64_t n = akv_r_u64(&rd);
     uint64_t n_act = akv_r_u64(&rd);
-    if (rd.err || m < 1 || m > UINT64_MAX - 7 || (m + 7) / 8 != len - rd.off)
+    if (rd.err || m < 1 || akv_bytes_of_bits(m) != akv_r_left(&rd))
         return AKV_ECORRUPT;
     if ((k_int == 0 && thr == 0) || k_int > AKV_RBF_MAX_K || (k_int == AKV_RBF_MAX_K && thr) || n_act > n ||
         (thr == 0 && n_act))

@@ -27,10 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "util/bits.h"
-#include "util/codec.h"
 #include "adaptkv/filter.h"
 #include "shbf.h"
+#include "util/bits.h"
+#include "util/codec.h"
 
 #define WBAR       57u /* w - 7 for 64-bit windows: offsets 1..56 */
 #define MAX_K      64u
@@ -271,7 +271,7 @@ static int shbf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **
     uint64_t n = akv_r_u64(&r);
     /* wbar ≤ 57 keeps a whole group inside one 64-bit window. */
     if (r.err || ver < 1 || m < 1 || m > (1ULL << 62) || !shape_ok(k, wbar, t) ||
-        (m + wbar - 1 + 7) / 8 != len - r.off)
+        akv_bytes_of_bits(m + wbar - 1) != akv_r_left(&r))
         return AKV_ECORRUPT;
     shbf *s = shbf_alloc(m, k, wbar, t);
     if (!s)

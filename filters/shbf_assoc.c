@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adaptkv/filter.h"
+#include "seal.h"
+#include "shbf.h"
 #include "util/bits.h"
 #include "util/codec.h"
-#include "seal.h"
-#include "adaptkv/filter.h"
-#include "shbf.h"
 
 #define WBAR    57u
 #define HALF    ((WBAR - 1) / 2)
@@ -209,7 +209,8 @@ int akv_shbfa_deserialize(const uint8_t *buf, size_t len, akv_shbfa **out)
     uint64_t m = akv_r_u64(&r);
     uint32_t k = akv_r_u32(&r);
     uint64_t n = akv_r_u64(&r);
-    if (r.err || m < 1 || m > (1ULL << 62) || k < 1 || k > MAX_K || (m + WBAR - 1 + 7) / 8 != r.len - r.off)
+    if (r.err || m < 1 || m > (1ULL << 62) || k < 1 || k > MAX_K ||
+        akv_bytes_of_bits(m + WBAR - 1) != akv_r_left(&r))
         return AKV_ECORRUPT;
     akv_shbfa *f = calloc(1, sizeof *f);
     uint8_t *bits = calloc(1, akv_bits_bytes(m + WBAR - 1));

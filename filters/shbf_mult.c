@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adaptkv/filter.h"
+#include "seal.h"
+#include "shbf.h"
 #include "util/bits.h"
 #include "util/codec.h"
-#include "seal.h"
-#include "adaptkv/filter.h"
-#include "shbf.h"
 
 #define MAX_C 57u /* a window holds 57 valid bits */
 #define MAX_K 64u
@@ -326,7 +326,7 @@ int akv_shbfx_deserialize(const uint8_t *buf, size_t len, akv_shbfx **out)
     uint32_t k = akv_r_u32(&r), c = akv_r_u32(&r);
     uint64_t n = akv_r_u64(&r);
     if (r.err || m < 1 || m > (1ULL << 62) || k < 1 || k > MAX_K || c < 1 || c > MAX_C ||
-        (m + c - 1 + 7) / 8 != r.len - r.off)
+        akv_bytes_of_bits(m + c - 1) != akv_r_left(&r))
         return AKV_ECORRUPT;
     akv_shbfx *f = calloc(1, sizeof *f);
     uint8_t *bits = calloc(1, akv_bits_bytes(m + c - 1));

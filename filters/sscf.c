@@ -49,10 +49,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/bits.h"
-#include "util/codec.h"
 #include "adaptkv/filter.h"
 #include "filters/sscf.h"
+#include "util/bits.h"
+#include "util/codec.h"
 
 #define SSCF_MAX_K      16
 #define SSCF_KHAT       2  /* backup functions (η2 = 1 bit) */
@@ -685,11 +685,14 @@ static int sscf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **
     uint64_t m = akv_r_u64(&r), nhm = akv_r_u64(&r), hdr[8];
     for (size_t i = 0; i < 8; i++)
         hdr[i] = akv_r_u64(&r);
-    uint64_t room = r.err ? 0 : (uint64_t)(len - r.off) * 8;
+    /* The arrays are the tail: bound m and nhm by it (by division, which
+     * cannot wrap) before arrays_bytes adds sizes computed from them. */
+    uint64_t left = akv_r_left(&r);
     if (r.err || ver < 1 || adaptive > 1 || k < 1 || k > SSCF_MAX_K || layout > LAYOUT_PACKED ||
-        (ver < 2 && !wide) || m < 64 || m > room || nhm < 16 || nhm > room || hdr[0] == 0)
+        (ver < 2 && !wide) || m < 64 || m / 8 > left || nhm < 16 || nhm / 8 > left || hdr[0] == 0)
         return AKV_ECORRUPT;
-    if (arrays_bytes(m, nhm, wide, adaptive) != len - r.off || hdr[2] > hdr[0] || hdr[6] > m || hdr[7] > nhm)
+    if (arrays_bytes(m, nhm, wide, adaptive) != akv_r_left(&r) || hdr[2] > hdr[0] || hdr[6] > m ||
+        hdr[7] > nhm)
         return AKV_ECORRUPT;
     sscf *s = sscf_alloc(m, nhm, adaptive, wide);
     if (!s)

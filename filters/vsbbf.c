@@ -24,10 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "util/bits.h"
-#include "util/codec.h"
 #include "adaptkv/filter.h"
 #include "rbf.h"
+#include "util/bits.h"
+#include "util/codec.h"
 
 #define ACT_NTH     0x56534241u /* "VSBA": base index of the activation hashes */
 #define KNOWN_FLAGS AKV_VSBBF_LITERAL
@@ -257,13 +257,13 @@ static int vsbbf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter *
     uint32_t flags = akv_r_u32(&r);
     uint64_t n = akv_r_u64(&r);
     /* The bit array is the tail: its length bounds m before allocating. */
-    if (r.err || m < 1 || n_plan < 1 || (flags & ~KNOWN_FLAGS) || m > UINT64_MAX - 7 || (m + 7) / 8 > len)
+    if (r.err || m < 1 || n_plan < 1 || (flags & ~KNOWN_FLAGS) || akv_bytes_of_bits(m) > akv_r_left(&r))
         return AKV_ECORRUPT;
     vsbbf *v = vsbbf_alloc(m, n_plan, flags);
     if (!v)
         return AKV_ENOMEM;
     v->base.n_keys = n;
-    if (!load_blocks(&r, v) || (m + 7) / 8 != len - r.off) {
+    if (!load_blocks(&r, v) || akv_bytes_of_bits(m) != akv_r_left(&r)) {
         akv_filter_destroy(&v->base);
         return AKV_ECORRUPT;
     }

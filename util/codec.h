@@ -24,7 +24,10 @@ static inline void akv_w_bytes(akv_wbuf *w, const void *src, size_t n)
         memcpy(w->p + w->len, src, n);
     w->len += n;
 }
-static inline void akv_w_u8(akv_wbuf *w, uint8_t v) { akv_w_bytes(w, &v, 1); }
+static inline void akv_w_u8(akv_wbuf *w, uint8_t v)
+{
+    akv_w_bytes(w, &v, 1);
+}
 static inline void akv_w_u16(akv_wbuf *w, uint16_t v)
 {
     uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
@@ -83,10 +86,22 @@ static inline uint64_t akv_r_uint(akv_rbuf *r, int nbytes)
             v |= (uint64_t)s[i] << (8 * i);
     return v;
 }
-static inline uint8_t akv_r_u8(akv_rbuf *r) { return (uint8_t)akv_r_uint(r, 1); }
-static inline uint16_t akv_r_u16(akv_rbuf *r) { return (uint16_t)akv_r_uint(r, 2); }
-static inline uint32_t akv_r_u32(akv_rbuf *r) { return (uint32_t)akv_r_uint(r, 4); }
-static inline uint64_t akv_r_u64(akv_rbuf *r) { return akv_r_uint(r, 8); }
+static inline uint8_t akv_r_u8(akv_rbuf *r)
+{
+    return (uint8_t)akv_r_uint(r, 1);
+}
+static inline uint16_t akv_r_u16(akv_rbuf *r)
+{
+    return (uint16_t)akv_r_uint(r, 2);
+}
+static inline uint32_t akv_r_u32(akv_rbuf *r)
+{
+    return (uint32_t)akv_r_uint(r, 4);
+}
+static inline uint64_t akv_r_u64(akv_rbuf *r)
+{
+    return akv_r_uint(r, 8);
+}
 static inline double akv_r_f64(akv_rbuf *r)
 {
     uint64_t v = akv_r_u64(r);
@@ -94,7 +109,35 @@ static inline double akv_r_f64(akv_rbuf *r)
     memcpy(&d, &v, 8);
     return d;
 }
+/*
+ * Overflow-safe size arithmetic for loaders. A size read from a payload is
+ * hostile until checked: (nbits + 7) / 8 wraps to 0 for nbits near 2^64 and
+ * a * b wraps for large counts, and a wrapped size can then match the real
+ * length. These never wrap.
+ */
+/* ceil(nbits / 8) for every nbits (no "+ 7"). */
+static inline uint64_t akv_bytes_of_bits(uint64_t nbits)
+{
+    return nbits / 8 + ((nbits & 7) != 0);
+}
+/* a * b + c, or UINT64_MAX when that does not fit in 64 bits. */
+static inline uint64_t akv_size_mul_add(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t x;
+    if (__builtin_mul_overflow(a, b, &x) || __builtin_add_overflow(x, c, &x))
+        return UINT64_MAX;
+    return x;
+}
+/* Bytes left to read. */
+static inline size_t akv_r_left(const akv_rbuf *r)
+{
+    return r->err ? 0 : r->len - r->off;
+}
+
 /* True when the whole buffer was consumed without error. */
-static inline bool akv_r_done(const akv_rbuf *r) { return !r->err && r->off == r->len; }
+static inline bool akv_r_done(const akv_rbuf *r)
+{
+    return !r->err && r->off == r->len;
+}
 
 #endif

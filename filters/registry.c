@@ -1,5 +1,5 @@
 /*
- * filter.c — kind registry, argument-checking wrappers and the serialized
+ * registry.c — kind registry, argument-checking wrappers and the serialized
  * envelope shared by every kind (magic, versions, kind id, length, checksum).
  */
 #include "adaptkv/filter.h"

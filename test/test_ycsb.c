@@ -16,6 +16,7 @@
 
 #include "tools/kvbench/clientopts.c"
 #include "tools/kvbench/generators.c"
+#include "tools/kvbench/rng.c"
 #include "tools/kvbench/histogram.c"
 #include "tools/kvbench/lenhist.c"
 #include "tools/kvbench/props.c"

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "tools/kvbench/generators.c"
+#include "tools/kvbench/rng.c"
 #include "tools/kvbench/histogram.c"
 #include "tools/kvbench/lenhist.c"
 #include "tools/kvbench/props.c"

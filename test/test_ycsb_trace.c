@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "tools/kvbench/generators.c"
+#include "tools/kvbench/rng.c"
 #include "tools/kvbench/lenhist.c"
 #include "tools/kvbench/props.c"
 #include "tools/kvbench/trace.c"

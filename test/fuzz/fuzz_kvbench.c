@@ -19,6 +19,7 @@
 
 #include "test/fuzz/fuzz.h"
 #include "tools/kvbench/generators.c"
+#include "tools/kvbench/rng.c"
 #include "tools/kvbench/lenhist.c"
 #include "tools/kvbench/props.c"
 #include "tools/kvbench/trace.c"

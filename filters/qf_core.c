@@ -47,148 +47,15 @@
  * longer matches any fingerprint keeps not matching after later adaptations.
  */
 #include "filters/qf_core.h"
+#include "filters/qf_int.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/codec.h"
 #include "revmap/revmap.h"
-
-#define QF_BAD (-2)
-#define W_OCC  0
-#define W_REND 1
-#define W_EXT  2
-
-/* ---- word access: relaxed atomics so a racing reader is defined -------- */
-
-static inline uint64_t ld(const uint64_t *p)
-{
-    return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-static inline void st(uint64_t *p, uint64_t v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-static inline uint64_t *blkp(const akv_qf *f, uint64_t b)
-{
-    return f->w + b * f->bwords;
-}
-static inline uint64_t occw(const akv_qf *f, uint64_t b)
-{
-    return ld(blkp(f, b) + W_OCC);
-}
-static inline uint64_t rendw(const akv_qf *f, uint64_t b)
-{
-    return ld(blkp(f, b) + W_REND);
-}
-static inline uint64_t extw(const akv_qf *f, uint64_t b)
-{
-    return f->mwords == 3 ? ld(blkp(f, b) + W_EXT) : 0;
-}
-static inline uint64_t offw(const akv_qf *f, uint64_t b)
-{
-    return ld(blkp(f, b) + f->mwords);
-}
-static inline void set_off(akv_qf *f, uint64_t b, uint64_t v)
-{
-    st(blkp(f, b) + f->mwords, v);
-}
-static inline uint64_t rmask(uint32_t r)
-{
-    return r >= 64 ? ~0ULL : (1ULL << r) - 1;
-}
-
-static inline bool bit_get(const akv_qf *f, int which, uint64_t i)
-{
-    if (which == W_EXT && f->mwords == 2)
-        return false;
-    return (ld(blkp(f, i >> 6) + which) >> (i & 63)) & 1;
-}
-
-static inline void bit_put(akv_qf *f, int which, uint64_t i, bool v)
-{
-    if (which == W_EXT && f->mwords == 2)
-        return;
-    uint64_t *p = blkp(f, i >> 6) + which;
-    uint64_t m = 1ULL << (i & 63), x = ld(p);
-    st(p, v ? x | m : x & ~m);
-}
-
-static inline uint64_t slot_get(const akv_qf *f, uint64_t i)
-{
-    const uint64_t *s = blkp(f, i >> 6) + f->mwords + 1;
-    uint64_t bit = (i & 63) * f->r, wi = bit >> 6, sh = bit & 63;
-    uint64_t v = ld(s + wi) >> sh;
-    if (sh + f->r > 64)
-        v |= ld(s + wi + 1) << (64 - sh);
-    return v & rmask(f->r);
-}
-
-static inline void slot_set(akv_qf *f, uint64_t i, uint64_t v)
-{
-    uint64_t *s = blkp(f, i >> 6) + f->mwords + 1;
-    uint64_t bit = (i & 63) * f->r, wi = bit >> 6, sh = bit & 63, m = rmask(f->r);
-    st(s + wi, (ld(s + wi) & ~(m << sh)) | (v << sh));
-    if (sh + f->r > 64) {
-        uint64_t m2 = m >> (64 - sh);
-        st(s + wi + 1, (ld(s + wi + 1) & ~m2) | (v >> (64 - sh)));
-    }
-}
-
-/* ---- 128-bit fingerprint helpers --------------------------------------- */
-
-static inline akv_u128 mask128(unsigned len)
-{
-    return len == 0 ? 0 : ~(akv_u128)0 << (128 - len);
-}
-static inline unsigned fp_len(const akv_qf *f, uint32_t k)
-{
-    return f->q + f->r + k * f->r;
-}
-static inline bool fp_prefix_of(const akv_qf *f, akv_qf_fp fp, akv_u128 x)
-{
-    return ((fp.s ^ x) & mask128(fp_len(f, fp.k))) == 0;
-}
-static inline akv_qf_fp make_fp(const akv_qf *f, akv_u128 x, uint32_t k)
-{
-    return (akv_qf_fp){x & mask128(fp_len(f, k)), k};
-}
-static inline unsigned lcp128(akv_u128 a, akv_u128 b)
-{
-    akv_u128 d = a ^ b;
-    uint64_t hi = (uint64_t)(d >> 64), lo = (uint64_t)d;
-    if (hi)
-        return (unsigned)__builtin_clzll(hi);
-    return lo ? 64 + (unsigned)__builtin_clzll(lo) : 128;
-}
-/* Fewest extension chunks whose fingerprint is longer than `lcp` bits. */
-static inline uint32_t chunks_for(const akv_qf *f, unsigned lcp)
-{
-    return lcp < f->q + f->r ? 0 : (lcp - f->q - f->r) / f->r + 1;
-}
-static inline uint64_t quo_of(const akv_qf *f, akv_u128 x)
-{
-    return (uint64_t)(x >> (128 - f->q));
-}
-static inline uint64_t rem_of(const akv_qf *f, akv_u128 x)
-{
-    return (uint64_t)(x >> (128 - f->q - f->r)) & rmask(f->r);
-}
-static inline uint64_t chunk_of(const akv_qf *f, akv_u128 x, uint32_t j)
-{
-    return (uint64_t)(x >> (128 - fp_len(f, j))) & rmask(f->r);
-}
-static inline akv_u128 mid_of(const akv_qf *f, akv_u128 x)
-{
-    return x & mask128(f->q + f->r);
-}
-
-static inline bool hash_lt(akv_hash a, akv_hash b)
-{
-    return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo);
-}
+#include "util/codec.h"
 
 /* ---- allocation --------------------------------------------------------- */
 
@@ -399,48 +266,6 @@ unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h)
 
 /* ---- run decoding -------------------------------------------------------- */
 
-typedef struct fpvec {
-    akv_qf_fp *v;
-    size_t n, cap;
-    akv_qf_fp small[16];
-} fpvec;
-
-static void fv_init(fpvec *v)
-{
-    v->v = v->small;
-    v->n = 0;
-    v->cap = 16;
-}
-static void fv_free(fpvec *v)
-{
-    if (v->v != v->small)
-        free(v->v);
-}
-static int fv_push(fpvec *v, akv_qf_fp fp)
-{
-    if (v->n == v->cap) {
-        size_t nc = v->cap * 2;
-        akv_qf_fp *nv = malloc(nc * sizeof *nv);
-        if (!nv)
-            return AKV_ENOMEM;
-        memcpy(nv, v->v, v->n * sizeof *nv);
-        fv_free(v);
-        v->v = nv;
-        v->cap = nc;
-    }
-    v->v[v->n++] = fp;
-    return AKV_OK;
-}
-static int fv_insert(fpvec *v, size_t at, akv_qf_fp fp)
-{
-    int rc = fv_push(v, fp);
-    if (rc == AKV_OK) {
-        memmove(v->v + at + 1, v->v + at, (v->n - 1 - at) * sizeof *v->v);
-        v->v[at] = fp;
-    }
-    return rc;
-}
-
 /* The record whose remainder is at slot i, as a fingerprint; *end = its last slot. */
 static akv_qf_fp read_record(const akv_qf *f, uint64_t home, uint64_t i, uint64_t *end)
 {
@@ -473,7 +298,7 @@ static int decode_run_at(const akv_qf *f, uint64_t home, uint64_t s, uint64_t *l
 }
 
 /* Start and length (0 when empty) of the run of `home`, and its records. */
-static int load_run(const akv_qf *f, uint64_t home, uint64_t *s, uint64_t *len, fpvec *out)
+int akv_qfi_load_run(const akv_qf *f, uint64_t home, uint64_t *s, uint64_t *len, fpvec *out)
 {
     int64_t st0 = run_start(f, home);
     if (st0 < 0)
@@ -645,7 +470,8 @@ static int compact_tail(akv_qf *f, uint64_t home, uint64_t run_s, int64_t own_en
 
 /* Replace the run of `home` (at slot s, old_len slots, 0 if absent) with
  * the records fps[0..n). Everything else keeps its canonical place. */
-static int replace_run(akv_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akv_qf_fp *fps, size_t n)
+int akv_qfi_replace_run(akv_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akv_qf_fp *fps,
+                        size_t n)
 {
     uint64_t new_len = slots_of(fps, n);
     int64_t e = 0;
@@ -673,7 +499,7 @@ static int replace_run(akv_qf *f, uint64_t home, uint64_t s, uint64_t old_len, c
 
 /* ---- insert / remove ----------------------------------------------------- */
 
-static uint64_t ext_total(const akv_qf_fp *fps, size_t n)
+uint64_t akv_qfi_ext_total(const akv_qf_fp *fps, size_t n)
 {
     uint64_t t = 0;
     for (size_t i = 0; i < n; i++)
@@ -713,7 +539,7 @@ int akv_qf_insert(akv_qf *f, akv_hash h)
     uint64_t home = quo_of(f, x), s, len;
     fpvec run;
     fv_init(&run);
-    int rc = load_run(f, home, &s, &len, &run);
+    int rc = akv_qfi_load_run(f, home, &s, &len, &run);
     akv_qf_fp nf;
     size_t at = rc == AKV_OK ? place_new(f, &run, x, &nf) : 0;
     if (rc == AKV_OK && f->mwords == 2 && nf.k)
@@ -723,7 +549,7 @@ int akv_qf_insert(akv_qf *f, akv_hash h)
     if (rc == AKV_OK)
         rc = fv_insert(&run, at, nf);
     if (rc == AKV_OK)
-        rc = replace_run(f, home, s, len, run.v, run.n);
+        rc = akv_qfi_replace_run(f, home, s, len, run.v, run.n);
     if (rc == AKV_OK) {
         note_prefix(f, h);
         f->nitems++;
@@ -739,7 +565,7 @@ int akv_qf_remove(akv_qf *f, akv_hash h)
     uint64_t home = quo_of(f, x), s, len;
     fpvec run;
     fv_init(&run);
-    int rc = load_run(f, home, &s, &len, &run);
+    int rc = akv_qfi_load_run(f, home, &s, &len, &run);
     size_t i = 0;
     while (rc == AKV_OK && i < run.n && !fp_prefix_of(f, run.v[i], x))
         i++;
@@ -749,7 +575,7 @@ int akv_qf_remove(akv_qf *f, akv_hash h)
         uint32_t k = run.v[i].k;
         memmove(run.v + i, run.v + i + 1, (run.n - i - 1) * sizeof *run.v);
         run.n--;
-        rc = replace_run(f, home, s, len, run.v, run.n);
+        rc = akv_qfi_replace_run(f, home, s, len, run.v, run.n);
         if (rc == AKV_OK) {
             f->nitems--;
             f->ext_slots -= k;
@@ -761,30 +587,10 @@ int akv_qf_remove(akv_qf *f, akv_hash h)
 
 /* ---- adaptation ------------------------------------------------------------ */
 
-typedef struct owners {
-    akv_hash *v;
-    size_t n, cap;
-} owners;
-
-static int owners_push(void *arg, akv_hash h)
-{
-    owners *o = arg;
-    if (o->n == o->cap) {
-        size_t nc = o->cap ? o->cap * 2 : 16;
-        akv_hash *nv = realloc(o->v, nc * sizeof *nv);
-        if (!nv)
-            return AKV_ENOMEM;
-        o->v = nv;
-        o->cap = nc;
-    }
-    o->v[o->n++] = h;
-    return 0;
-}
-
 /* Restore invariant N among records whose owners are known: the shorter of
  * any nested pair grows with its own owner's bits until the pair differs
  * or is identical. Lengths only grow, so this terminates. */
-static void fix_nesting(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n)
+void akv_qfi_fix_nesting(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n)
 {
     for (bool changed = true; changed;) {
         changed = false;
@@ -803,7 +609,7 @@ static void fix_nesting(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, siz
 }
 
 /* The minirun of x inside a decoded run: [*a, *b). */
-static void minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t *a, size_t *b)
+void akv_qfi_minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t *a, size_t *b)
 {
     akv_u128 m = mid_of(f, x);
     size_t i = 0;
@@ -817,8 +623,8 @@ static void minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t 
 
 /* Owners of the minirun [a, b) from the reverse map, as streams; checks that
  * they are exactly as many as the records and each owns its record. */
-static int minirun_owners(const akv_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
-                          owners *o, akv_u128 **streams)
+int akv_qfi_minirun_owners(const akv_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
+                           owners *o, akv_u128 **streams)
 {
     int rc = rm->scan(rm, h.hi, f->pbits + f->q + f->r, owners_push, o);
     if (rc != AKV_OK)
@@ -862,7 +668,7 @@ static bool extend_group(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, si
             any = true;
         }
     }
-    fix_nesting(f, fp, own, n);
+    akv_qfi_fix_nesting(f, fp, own, n);
     return any;
 }
 
@@ -877,88 +683,29 @@ int akv_qf_adapt(akv_qf *f, akv_hash h, akv_revmap *rm)
     owners o = {0};
     akv_u128 *own = NULL;
     size_t a = 0, b = 0;
-    int rc = load_run(f, home, &s, &len, &run);
+    int rc = akv_qfi_load_run(f, home, &s, &len, &run);
     if (rc == AKV_OK)
-        minirun_range(f, &run, x, &a, &b);
+        akv_qfi_minirun_range(f, &run, x, &a, &b);
     bool hit = false;
     for (size_t i = a; rc == AKV_OK && i < b; i++)
         hit |= fp_prefix_of(f, run.v[i], x);
     if (rc == AKV_OK && !hit)
         rc = AKV_NOTFOUND;
     if (rc == AKV_OK)
-        rc = minirun_owners(f, h, &run, a, b, rm, &o, &own);
+        rc = akv_qfi_minirun_owners(f, h, &run, a, b, rm, &o, &own);
     if (rc == AKV_OK && is_owner(&o, h))
         rc = AKV_NOTFOUND; /* a stored key, not a false positive */
-    uint64_t old_ext = ext_total(run.v + a, b - a);
+    uint64_t old_ext = akv_qfi_ext_total(run.v + a, b - a);
     if (rc == AKV_OK && !extend_group(f, run.v + a, own, b - a, x))
         rc = AKV_NOTFOUND;
-    uint64_t add = rc == AKV_OK ? ext_total(run.v + a, b - a) - old_ext : 0;
+    uint64_t add = rc == AKV_OK ? akv_qfi_ext_total(run.v + a, b - a) - old_ext : 0;
     if (rc == AKV_OK && f->used + add > f->adapt_limit)
         rc = AKV_EFULL;
     if (rc == AKV_OK)
-        rc = replace_run(f, home, s, len, run.v, run.n);
+        rc = akv_qfi_replace_run(f, home, s, len, run.v, run.n);
     if (rc == AKV_OK) {
         f->ext_slots += add;
         f->adaptations++;
-    }
-    free(own);
-    free(o.v);
-    fv_free(&run);
-    return rc;
-}
-
-/* Shortest extension counts that keep record i apart from every other owner
- * and from the deleted key, never longer than it was. */
-static void shorten_minirun(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n, akv_u128 gone)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint32_t need = chunks_for(f, lcp128(own[i], gone));
-        for (size_t j = 0; j < n; j++)
-            if (j != i) {
-                uint32_t c = chunks_for(f, lcp128(own[i], own[j]));
-                need = c > need ? c : need;
-            }
-        if (need < fp[i].k)
-            fp[i] = make_fp(f, own[i], need);
-    }
-    fix_nesting(f, fp, own, n);
-}
-
-int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten)
-{
-    if (!rm)
-        return AKV_EINVAL;
-    akv_u128 x = akv_qf_stream(f, h);
-    uint64_t home = quo_of(f, x), s, len;
-    fpvec run;
-    fv_init(&run);
-    owners o = {0};
-    akv_u128 *own = NULL;
-    size_t a = 0, b = 0, t = 0;
-    int rc = load_run(f, home, &s, &len, &run);
-    if (rc == AKV_OK)
-        minirun_range(f, &run, x, &a, &b);
-    if (rc == AKV_OK && a == b)
-        rc = AKV_NOTFOUND;
-    if (rc == AKV_OK)
-        rc = minirun_owners(f, h, &run, a, b, rm, &o, &own);
-    while (rc == AKV_OK && t < o.n && (o.v[t].hi != h.hi || o.v[t].lo != h.lo))
-        t++;
-    if (rc == AKV_OK && t == o.n)
-        rc = AKV_NOTFOUND;
-    uint64_t old_ext = rc == AKV_OK ? ext_total(run.v + a, b - a) : 0;
-    if (rc == AKV_OK) {
-        memmove(run.v + a + t, run.v + a + t + 1, (run.n - a - t - 1) * sizeof *run.v);
-        memmove(own + t, own + t + 1, (o.n - t - 1) * sizeof *own);
-        run.n--;
-        b--;
-        if (shorten)
-            shorten_minirun(f, run.v + a, own, b - a, x);
-        rc = replace_run(f, home, s, len, run.v, run.n);
-    }
-    if (rc == AKV_OK) {
-        f->ext_slots -= old_ext - ext_total(run.v + a, b - a);
-        f->nitems--;
     }
     free(own);
     free(o.v);
@@ -970,7 +717,7 @@ int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten)
 
 /* Append one record after everything written so far (records must come in
  * ascending order). Offsets are set as slots land past their home block. */
-static int emit(akv_qf *f, uint64_t home, akv_qf_fp fp)
+int akv_qfi_emit(akv_qf *f, uint64_t home, akv_qf_fp fp)
 {
     bool same = f->nitems > 0 && home == f->bl_home;
     uint64_t pos = same ? f->bl_cur : (home > f->bl_cur ? home : f->bl_cur);
@@ -1002,19 +749,13 @@ int akv_qf_bulk_add(akv_qf *f, akv_hash h)
     if (f->used + 1 > f->insert_limit)
         return AKV_EFULL;
     note_prefix(f, h);
-    int rc = emit(f, quo_of(f, x), make_fp(f, x, 0));
+    int rc = akv_qfi_emit(f, quo_of(f, x), make_fp(f, x, 0));
     if (rc == AKV_OK)
         f->bl_last = x;
     return rc;
 }
 
-/* Sequential reader over runs (canonical layout: run at max(home, cur)). */
-typedef struct reader {
-    const akv_qf *f;
-    uint64_t next, cur;
-} reader;
-
-static bool next_home(const akv_qf *f, uint64_t *h)
+bool akv_qfi_next_home(const akv_qf *f, uint64_t *h)
 {
     uint64_t i = *h;
     while (i < f->xnslots) {
@@ -1029,11 +770,11 @@ static bool next_home(const akv_qf *f, uint64_t *h)
 }
 
 /* Next run's records into out (cleared); false at the end. */
-static int read_next_run(reader *rd, uint64_t *home, fpvec *out)
+int akv_qfi_read_next_run(reader *rd, uint64_t *home, fpvec *out)
 {
     out->n = 0;
     uint64_t h = rd->next;
-    if (!next_home(rd->f, &h))
+    if (!akv_qfi_next_home(rd->f, &h))
         return AKV_NOTFOUND;
     uint64_t s = h > rd->cur ? h : rd->cur, len = 0;
     int rc = decode_run_at(rd->f, h, s, &len, out);
@@ -1050,228 +791,11 @@ int akv_qf_foreach(const akv_qf *f, akv_qf_visit_fn fn, void *arg)
     fv_init(&run);
     uint64_t home;
     int rc;
-    while ((rc = read_next_run(&rd, &home, &run)) == AKV_OK)
+    while ((rc = akv_qfi_read_next_run(&rd, &home, &run)) == AKV_OK)
         for (size_t i = 0; i < run.n && rc == AKV_OK; i++)
             rc = fn(arg, home, run.v[i]);
     fv_free(&run);
     return rc == AKV_NOTFOUND ? AKV_OK : rc;
-}
-
-static int cmp_fp(const void *pa, const void *pb)
-{
-    const akv_qf_fp *a = pa, *b = pb;
-    if (a->s != b->s)
-        return a->s < b->s ? -1 : 1;
-    return (a->k > b->k) - (a->k < b->k);
-}
-
-/* Re-split fingerprints for out's (q, r) keeping their bits (never more
- * than they have), then cut every record back to the shortest fingerprint
- * of its minirun that is its prefix: this restores N without owners. */
-static void canon_no_owners(const akv_qf *out, akv_qf_fp *v, size_t n, const akv_qf *in)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned bits = fp_len(in, v[i].k);
-        uint32_t k = (bits - out->q - out->r) / out->r;
-        v[i] = make_fp(out, v[i].s, k < out->max_ext ? k : out->max_ext);
-    }
-    for (size_t i = 0; i < n; i++) {
-        akv_qf_fp best = v[i];
-        for (size_t j = 0; j < n; j++)
-            if (v[j].k < best.k && fp_prefix_of(out, v[j], v[i].s))
-                best = v[j];
-        v[i] = best;
-    }
-    qsort(v, n, sizeof *v, cmp_fp);
-}
-
-static int emit_all(akv_qf *out, const akv_qf_fp *v, size_t n)
-{
-    int rc = AKV_OK;
-    for (size_t i = 0; i < n && rc == AKV_OK; i++)
-        rc = emit(out, quo_of(out, v[i].s), v[i]);
-    return rc;
-}
-
-/* The records of one home from both inputs, in fingerprint order. */
-static int merge_sorted(fpvec *all, const fpvec *x, const fpvec *y, bool *ext)
-{
-    size_t i = 0, j = 0, nx = x ? x->n : 0, ny = y ? y->n : 0;
-    int rc = AKV_OK;
-    all->n = 0;
-    while (rc == AKV_OK && (i < nx || j < ny)) {
-        bool tx = j >= ny || (i < nx && cmp_fp(&x->v[i], &y->v[j]) <= 0);
-        akv_qf_fp fp = tx ? x->v[i++] : y->v[j++];
-        *ext |= fp.k > 0;
-        rc = fv_push(all, fp);
-    }
-    return rc;
-}
-
-int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out)
-{
-    if (a->q != b->q || a->r != b->r || a->pbits != b->pbits || out->pbits != a->pbits || out->nitems ||
-        out->q < a->q || out->q + out->r != a->q + a->r || out->mwords < a->mwords || out->mwords < b->mwords)
-        return AKV_EINVAL;
-    reader ra = {a, 0, 0}, rb = {b, 0, 0};
-    fpvec va, vb, all;
-    fv_init(&va), fv_init(&vb), fv_init(&all);
-    uint64_t ha = 0, hb = 0;
-    int rca = read_next_run(&ra, &ha, &va), rcb = read_next_run(&rb, &hb, &vb), rc = AKV_OK;
-    while (rc == AKV_OK && (rca == AKV_OK || rcb == AKV_OK)) {
-        /* One home of the inputs at a time; its records go out in order. */
-        uint64_t h = rca != AKV_OK ? hb : rcb != AKV_OK ? ha : (ha < hb ? ha : hb);
-        bool ext = false;
-        rc = merge_sorted(&all, rca == AKV_OK && ha == h ? &va : NULL, rcb == AKV_OK && hb == h ? &vb : NULL,
-                          &ext);
-        if (rca == AKV_OK && ha == h)
-            rca = read_next_run(&ra, &ha, &va);
-        if (rcb == AKV_OK && hb == h)
-            rcb = read_next_run(&rb, &hb, &vb);
-        /* Bare records are already canonical (identical or incomparable):
-         * only runs holding extensions need the cut-back pass. */
-        if (rc == AKV_OK && ext)
-            canon_no_owners(out, all.v, all.n, a);
-        if (rc == AKV_OK)
-            rc = emit_all(out, all.v, all.n);
-    }
-    if (rc == AKV_OK && ((rca != AKV_OK && rca != AKV_NOTFOUND) || (rcb != AKV_OK && rcb != AKV_NOTFOUND)))
-        rc = AKV_ECORRUPT;
-    if (rc == AKV_OK) {
-        out->prefix = a->nitems ? a->prefix : b->prefix;
-        out->adaptations = a->adaptations + b->adaptations;
-    }
-    out->bl_ok = false;
-    fv_free(&va), fv_free(&vb), fv_free(&all);
-    return rc;
-}
-
-/* ---- rebuild with owners (resize, exact merge) --------------------------- */
-
-typedef struct collect {
-    akv_qf_fp *v;
-    size_t n, cap;
-} collect;
-
-static int collect_fp(void *arg, uint64_t home, akv_qf_fp fp)
-{
-    (void)home;
-    collect *c = arg;
-    if (c->n == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 1024;
-        akv_qf_fp *nv = realloc(c->v, nc * sizeof *nv);
-        if (!nv)
-            return AKV_ENOMEM;
-        c->v = nv;
-        c->cap = nc;
-    }
-    c->v[c->n++] = fp;
-    return AKV_OK;
-}
-
-/* Every key of the reverse map (one sorted pass over the shard). */
-static int all_owners(const akv_qf *f, akv_revmap *rm, owners *o)
-{
-    if (f->pbits)
-        return rm->scan(rm, f->prefix, f->pbits, owners_push, o);
-    int rc = rm->scan(rm, 0, 1, owners_push, o);
-    return rc == AKV_OK ? rm->scan(rm, 1ULL << 63, 1, owners_push, o) : rc;
-}
-
-/* New fingerprint for an owner. An extended one keeps at least the bits it
- * had, so no adaptation is lost in either direction; a bare one stays bare:
- * growing gives it more bits for free, shrinking drops some — that is what
- * a smaller filter means (one extension slot per key would defeat it). */
-static akv_qf_fp regrow(const akv_qf *out, const akv_qf *in, akv_qf_fp old, akv_u128 own)
-{
-    unsigned bits = fp_len(in, old.k), base = out->q + out->r;
-    uint32_t k = old.k == 0 || bits <= base ? 0 : (bits - base + out->r - 1) / out->r;
-    return make_fp(out, own, k < out->max_ext ? k : out->max_ext);
-}
-
-/* Emit one new minirun after restoring N with its owners. */
-static int flush_group(akv_qf *out, akv_qf_fp *fp, akv_u128 *own, size_t n)
-{
-    fix_nesting(out, fp, own, n);
-    return emit_all(out, fp, n);
-}
-
-/* One input of a rebuild: its records zipped with its owners (same order). */
-typedef struct src {
-    collect c;
-    owners o;
-} src;
-
-static int load_src(const akv_qf *in, akv_revmap *rm, const akv_qf *out, src *sr)
-{
-    int rc = akv_qf_foreach(in, collect_fp, &sr->c);
-    if (rc == AKV_OK)
-        rc = all_owners(in, rm, &sr->o);
-    if (rc == AKV_OK && sr->o.n != sr->c.n)
-        rc = AKV_ECORRUPT;
-    for (size_t i = 0; rc == AKV_OK && i < sr->c.n; i++) {
-        akv_u128 x = akv_qf_stream(in, sr->o.v[i]);
-        if (!fp_prefix_of(in, sr->c.v[i], x))
-            rc = AKV_ECORRUPT;
-        else
-            sr->c.v[i] = regrow(out, in, sr->c.v[i], akv_qf_stream(out, sr->o.v[i]));
-    }
-    return rc;
-}
-
-/* Interleave the inputs by owner hash into (fp, owner stream) arrays. */
-static int interleave(const akv_qf *out, src *sv, int nin, akv_qf_fp *fp, akv_u128 *own)
-{
-    size_t i = 0, j = 0, t = 0, ni = sv[0].c.n, nj = nin > 1 ? sv[1].c.n : 0;
-    while (i < ni || j < nj) {
-        bool take_a = j >= nj || (i < ni && !hash_lt(sv[1].o.v[j], sv[0].o.v[i]));
-        src *s = take_a ? &sv[0] : &sv[1];
-        size_t k = take_a ? i++ : j++;
-        fp[t] = s->c.v[k];
-        own[t++] = akv_qf_stream(out, s->o.v[k]);
-    }
-    return AKV_OK;
-}
-
-int akv_qf_rebuild2(const akv_qf *const *in, akv_revmap *const *rm, int nin, akv_qf *out)
-{
-    for (int k = 0; k < nin; k++)
-        if (!rm[k] || out->pbits != in[k]->pbits || out->mwords < in[k]->mwords)
-            return AKV_EINVAL;
-    if (out->nitems)
-        return AKV_EINVAL;
-    src sv[2] = {{{0}, {0}}, {{0}, {0}}};
-    int rc = AKV_OK;
-    for (int k = 0; k < nin && rc == AKV_OK; k++)
-        rc = load_src(in[k], rm[k], out, &sv[k]);
-    size_t n = sv[0].c.n + (nin > 1 ? sv[1].c.n : 0);
-    akv_qf_fp *fp = malloc((n + 1) * sizeof *fp);
-    akv_u128 *own = malloc((n + 1) * sizeof *own);
-    if (rc == AKV_OK && (!fp || !own))
-        rc = AKV_ENOMEM;
-    if (rc == AKV_OK)
-        rc = interleave(out, sv, nin, fp, own);
-    /* Records are in owner order; a new minirun is a contiguous slice. */
-    for (size_t i = 0, j; rc == AKV_OK && i < n; i = j) {
-        for (j = i + 1; j < n && mid_of(out, own[j]) == mid_of(out, own[i]);)
-            j++;
-        rc = flush_group(out, fp + i, own + i, j - i);
-    }
-    if (rc == AKV_OK) {
-        out->prefix = in[0]->nitems || nin < 2 ? in[0]->prefix : in[1]->prefix;
-        for (int k = 0; k < nin; k++)
-            out->adaptations += in[k]->adaptations;
-    }
-    out->bl_ok = false;
-    for (int k = 0; k < 2; k++)
-        free(sv[k].c.v), free(sv[k].o.v);
-    free(fp), free(own);
-    return rc;
-}
-
-int akv_qf_rebuild(const akv_qf *in, akv_revmap *rm, akv_qf *out)
-{
-    return akv_qf_rebuild2(&in, &rm, 1, out);
 }
 
 /* ---- validation, FPR, serialization -------------------------------------- */
@@ -1323,7 +847,7 @@ int akv_qf_validate(const akv_qf *f)
         return AKV_ENOMEM;
     int rc = AKV_OK;
     uint64_t h = 0;
-    while (rc == AKV_OK && next_home(f, &h)) {
+    while (rc == AKV_OK && akv_qfi_next_home(f, &h)) {
         if (h >= f->nslots) {
             rc = AKV_ECORRUPT;
             break;

@@ -70,42 +70,94 @@ uint32_t akv_qf_q_for(uint64_t n, double lf)
     return q;
 }
 
-int akv_qf_init(akv_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext)
+uint64_t akv_qf_slots_for(uint64_t n, double lf)
+{
+    if (!(lf > 0 && lf <= 1))
+        lf = 0.9;
+    double need = ceil((double)n / lf);
+    return need < 64 ? 64 : need > 1e12 ? (uint64_t)1e12 : (uint64_t)need;
+}
+
+/* No wrap-around: runs that spill past the last home slot land in a tail of
+ * 64 + 4·sqrt(N) slots (the authors' code uses 10·sqrt(N); at 95 % fill the
+ * spill past any point is a few dozen slots, and a filter that runs out of
+ * tail reports AKV_EFULL, which its builder answers with a larger filter). */
+uint64_t akv_qf_blocks_for(uint64_t nslots)
+{
+    uint64_t x = nslots + 64 + (uint64_t)ceil(4.0 * sqrt((double)nslots));
+    return (x + 63) / 64;
+}
+
+static uint32_t qbits_for(uint64_t nslots)
+{
+    uint32_t q = 0;
+    while (q < 64 && (1ULL << q) < nslots)
+        q++;
+    return q;
+}
+
+uint64_t akv_qf_bytes_for(uint64_t nslots, uint32_t r, bool ext)
+{
+    return akv_qf_blocks_for(nslots) * (8ULL * (ext ? 3 : 2) + 1 + 8ULL * r);
+}
+
+/* Allocate with an explicit block count (loaders of older payloads keep
+ * their tail). */
+static int qf_alloc(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext, uint64_t nblocks)
 {
     memset(f, 0, sizeof *f);
-    if (q < 6 || r < 1 || r > 32 || pbits > 32 || q + r + pbits > 64)
+    uint32_t q = qbits_for(nslots);
+    if (nslots < 64 || nslots > (1ULL << 40) || r < 1 || r > 32 || pbits > 32 || q + r + pbits > 64 ||
+        nblocks * 64 < nslots + 64 || nblocks > (nslots >> 6) + (1ULL << 24))
         return AKV_EINVAL;
     f->q = q;
     f->r = r;
     f->pbits = pbits;
+    f->pow2 = nslots == 1ULL << q;
     f->mwords = ext ? 3 : 2;
-    f->bwords = f->mwords + 1 + r;
+    f->bbytes = 8 * f->mwords + 1 + 8 * r;
     f->max_ext = (128 - pbits - q - r) / r;
-    f->nslots = 1ULL << q;
-    /* No wrap-around: an overflow tail of ~10·sqrt(nslots) slots (spec §2.1). */
-    uint64_t extra = (uint64_t)(10.0 * sqrt((double)f->nslots)) + 64;
-    f->xnslots = (f->nslots + extra + 63) & ~63ULL;
-    f->nblocks = f->xnslots / 64;
+    f->nslots = nslots;
+    f->nblocks = nblocks;
+    f->xnslots = nblocks * 64;
     f->insert_limit = (uint64_t)(0.95 * (double)f->nslots);
     f->adapt_limit = f->nslots;
-    f->w = calloc(f->nblocks * f->bwords, sizeof *f->w);
-    if (!f->w)
+    f->t = calloc(f->nblocks * f->bbytes + 8, 1);
+    if (!f->t)
         return AKV_ENOMEM;
     f->bl_ok = true;
     return AKV_OK;
 }
 
+int akv_qf_init_n(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext)
+{
+    if (nslots < 64 || nslots > (1ULL << 40)) {
+        memset(f, 0, sizeof *f);
+        return AKV_EINVAL;
+    }
+    return qf_alloc(f, nslots, r, pbits, ext, akv_qf_blocks_for(nslots));
+}
+
+int akv_qf_init(akv_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext)
+{
+    if (q < 6 || q > 40) {
+        memset(f, 0, sizeof *f);
+        return AKV_EINVAL;
+    }
+    return akv_qf_init_n(f, 1ULL << q, r, pbits, ext);
+}
+
 void akv_qf_free(akv_qf *f)
 {
-    free(f->w);
+    free(f->t);
     free(f->scratch);
-    f->w = NULL;
+    f->t = NULL;
     f->scratch = NULL;
 }
 
 size_t akv_qf_memory(const akv_qf *f)
 {
-    return (size_t)(f->nblocks * f->bwords * sizeof(uint64_t));
+    return (size_t)(f->nblocks * f->bbytes);
 }
 
 /* ---- rank/select navigation -------------------------------------------- */
@@ -171,18 +223,48 @@ static int64_t select_end(const akv_qf *f, uint64_t pos, uint64_t rank)
 }
 
 /* Last slot used by the runs whose home is <= i (below i when none reach
- * i). Uses the block offset, so no cluster walk. */
-static int64_t last_used(const akv_qf *f, uint64_t i)
+ * i), given the offset of i's block. */
+static int64_t last_used_off(const akv_qf *f, uint64_t i, uint64_t off)
 {
     uint64_t b = i >> 6, bi = i & 63;
     uint64_t m = bi == 63 ? ~0ULL : (2ULL << bi) - 1;
     uint64_t rank = pop64(occw(f, b) & m);
-    uint64_t off = offw(f, b);
     if (off > f->xnslots)
         return QF_BAD;
     if (rank == 0)
         return (int64_t)(b * 64 + off) - 1;
     return select_end(f, b * 64 + off, rank);
+}
+
+/* The offset of block b. A saturated byte is recomputed forward from the
+ * nearest earlier block whose byte is exact (block 0's always is). */
+static int64_t block_off(const akv_qf *f, uint64_t b)
+{
+    uint64_t o = offb(f, b);
+    if (__builtin_expect(o < QF_OFF_SAT, 1))
+        return (int64_t)o;
+    uint64_t a = b;
+    while (a > 0 && offb(f, a) >= QF_OFF_SAT)
+        a--;
+    o = offb(f, a);
+    if (o >= QF_OFF_SAT)
+        return QF_BAD;
+    for (; a < b; a++) {
+        int64_t e = last_used_off(f, a * 64 + 63, o);
+        if (e == QF_BAD)
+            return QF_BAD;
+        uint64_t base = (a + 1) * 64;
+        o = e + 1 > (int64_t)base ? (uint64_t)(e + 1) - base : 0;
+    }
+    return (int64_t)o;
+}
+
+/* Last slot used by the runs whose home is <= i (below i when none reach
+ * i). Uses the block offset, so no cluster walk. */
+static int64_t last_used(const akv_qf *f, uint64_t i)
+{
+    int64_t off = block_off(f, i >> 6);
+    return off < 0 ? QF_BAD : last_used_off(f, i, (uint64_t)off);
 }
 
 static int64_t run_start(const akv_qf *f, uint64_t home)
@@ -352,7 +434,7 @@ static int make_room(akv_qf *f, uint64_t home, uint64_t pos, uint64_t delta)
     for (uint64_t j = 0; j < delta && rc == AKV_OK; j++) {
         slot_clear(f, pos + j);
         for (uint64_t b = (home >> 6) + 1; b <= es[j] >> 6; b++)
-            set_off(f, b, offw(f, b) + 1);
+            inc_off(f, b);
     }
     if (es != small)
         free(es);
@@ -621,12 +703,63 @@ void akv_qfi_minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t
     *b = i;
 }
 
+/* Keys of h's minirun from the reverse map, ascending. For 2^q slots they
+ * are the keys whose top pbits+q+r bits of h.hi agree: one prefix scan.
+ * Otherwise they are the interval of hashes whose quotient·2^r + remainder,
+ * (x·N) >> (128 − r), equals h's: an h.hi range, which at most two prefix
+ * scans of the reverse map cover (aligned blocks of 2^k hashes with 2^k
+ * greater than the range's width, so at most 4× the keys it holds); keys
+ * outside it, or at its ends with another stream, are dropped. The
+ * reverse-map interface therefore needs no range operation. */
+typedef struct mid_scan {
+    const akv_qf *f;
+    akv_u128 mid;
+    uint64_t lo, hi; /* h.hi range */
+    owners *o;
+} mid_scan;
+
+static int mid_keep(void *arg, akv_hash h)
+{
+    mid_scan *m = arg;
+    if (h.hi < m->lo || h.hi > m->hi || mid_of(m->f, akv_qf_stream(m->f, h)) != m->mid)
+        return 0;
+    return owners_push(m->o, h);
+}
+
+static int scan_minirun(const akv_qf *f, akv_hash h, akv_revmap *rm, owners *o)
+{
+    akv_u128 x = akv_qf_stream(f, h);
+    if (f->pow2)
+        return rm->scan(rm, h.hi, f->pbits + f->q + f->r, owners_push, o);
+    /* x·N in [Q·2^128 + R·2^(128−r), Q·2^128 + (R+1)·2^(128−r)): divide the
+     * bounds by N·2^64 for the top 64 bits of x, then put the shard prefix
+     * back on top. */
+    uint64_t quo = quo_of(f, x), rem = rem_of(f, x);
+    akv_u128 y0 = ((akv_u128)quo << 64) + ((akv_u128)rem << (64 - f->r));
+    akv_u128 y1 = y0 + ((akv_u128)1 << (64 - f->r)) - 1;
+    uint64_t x0 = (uint64_t)(y0 / f->nslots), x1 = (uint64_t)(y1 / f->nslots);
+    uint64_t top = f->pbits ? h.hi & ~(~0ULL >> f->pbits) : 0;
+    mid_scan m = {f, mid_of(f, x), top | (f->pbits ? x0 >> f->pbits : x0),
+                  top | (f->pbits ? x1 >> f->pbits : x1), o};
+    /* Two aligned blocks of 2^k hashes, 2^k > hi − lo, cover the range. */
+    uint64_t d = m.hi - m.lo;
+    unsigned k = d ? 64 - (unsigned)__builtin_clzll(d) : 0;
+    if (k >= 64) {
+        int rc = rm->scan(rm, 0, 1, mid_keep, &m);
+        return rc == AKV_OK ? rm->scan(rm, 1ULL << 63, 1, mid_keep, &m) : rc;
+    }
+    int rc = rm->scan(rm, m.lo, 64 - k, mid_keep, &m);
+    if (rc == AKV_OK && (m.lo >> k) != (m.hi >> k))
+        rc = rm->scan(rm, m.hi, 64 - k, mid_keep, &m);
+    return rc;
+}
+
 /* Owners of the minirun [a, b) from the reverse map, as streams; checks that
  * they are exactly as many as the records and each owns its record. */
 int akv_qfi_minirun_owners(const akv_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
                            owners *o, akv_u128 **streams)
 {
-    int rc = rm->scan(rm, h.hi, f->pbits + f->q + f->r, owners_push, o);
+    int rc = scan_minirun(f, h, rm, o);
     if (rc != AKV_OK)
         return rc < 0 ? rc : AKV_EIO;
     if (o->n != b - a)
@@ -874,10 +1007,10 @@ int akv_qf_validate(const akv_qf *f)
         fprintf(stderr, "validate: structure (cur %llu)\n", (unsigned long long)vs.cur);
 #endif
     for (uint64_t b = 0; b < f->nblocks && rc == AKV_OK; b++)
-        if (offw(f, b) != vs.off[b]) {
+        if (offb(f, b) != (vs.off[b] < QF_OFF_SAT ? vs.off[b] : QF_OFF_SAT)) {
 #ifdef QF_DEBUG
             fprintf(stderr, "validate: block %llu off %llu want %llu\n", (unsigned long long)b,
-                    (unsigned long long)offw(f, b), (unsigned long long)vs.off[b]);
+                    (unsigned long long)offb(f, b), (unsigned long long)vs.off[b]);
 #endif
             rc = AKV_ECORRUPT;
         }
@@ -904,8 +1037,9 @@ static int fpr_visit(void *arg, uint64_t home, akv_qf_fp fp)
 {
     (void)home;
     fpr_acc *a = arg;
+    /* a fingerprint fixes the home (1 in nslots) and r + k·r fraction bits */
     if (!a->any || fp.s != a->last.s || fp.k != a->last.k)
-        a->sum += ldexp(1.0, -(int)fp_len(a->f, fp.k));
+        a->sum += ldexp(1.0 / (double)a->f->nslots, -(int)(a->f->r * (fp.k + 1)));
     a->last = fp;
     a->any = true;
     return AKV_OK;
@@ -918,44 +1052,36 @@ double akv_qf_fpr(const akv_qf *f)
     return a.sum;
 }
 
+/* Payload version 2 (docs/format.md): u64 nslots, u32 r, u32 pbits, u64
+ * nblocks, u64 prefix, items, used, ext_slots, adaptations, then the table
+ * bytes as they are in memory (little-endian words, packed blocks). */
 int akv_qf_save(const akv_qf *f, uint8_t *buf, size_t *len)
 {
     akv_wbuf w = {buf, 0};
-    akv_w_u32(&w, f->q);
+    akv_w_u64(&w, f->nslots);
     akv_w_u32(&w, f->r);
     akv_w_u32(&w, f->pbits);
+    akv_w_u64(&w, f->nblocks);
     akv_w_u64(&w, f->prefix);
     akv_w_u64(&w, f->nitems);
     akv_w_u64(&w, f->used);
     akv_w_u64(&w, f->ext_slots);
     akv_w_u64(&w, f->adaptations);
-    uint64_t nw = f->nblocks * f->bwords;
-    for (uint64_t i = 0; i < nw; i++)
-        akv_w_u64(&w, buf ? ld(f->w + i) : 0);
+    size_t tb = (size_t)(f->nblocks * f->bbytes);
+    if (buf) {
+        for (size_t i = 0; i + 8 <= tb; i += 8)
+            st64(buf + w.len + i, ld64(f->t + i));
+        for (size_t i = tb & ~(size_t)7; i < tb; i++)
+            buf[w.len + i] = ld8(f->t + i);
+    }
+    w.len += tb;
     *len = w.len;
     return AKV_OK;
 }
 
-int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext)
+static int finish_load(akv_qf *f, uint64_t prefix, uint64_t items, uint64_t used, uint64_t exts,
+                       uint64_t adapts)
 {
-    akv_rbuf r = {buf, len, 0, false};
-    uint32_t q = akv_r_u32(&r), rb = akv_r_u32(&r), pb = akv_r_u32(&r);
-    uint64_t prefix = akv_r_u64(&r), items = akv_r_u64(&r), used = akv_r_u64(&r);
-    uint64_t exts = akv_r_u64(&r), adapts = akv_r_u64(&r);
-    if (r.err || q < 6 || q > 40 || rb < 1 || rb > 32 || pb > 32 || q + rb + pb > 64)
-        return AKV_ECORRUPT;
-    uint64_t ns = 1ULL << q, xn = (ns + (uint64_t)(10.0 * sqrt((double)ns)) + 64 + 63) & ~63ULL;
-    if ((len - r.off) / 8 != xn / 64 * ((ext ? 3 : 2) + 1 + rb))
-        return AKV_ECORRUPT;
-    if (akv_qf_init(f, q, rb, pb, ext) != AKV_OK)
-        return AKV_ECORRUPT;
-    uint64_t nw = f->nblocks * f->bwords;
-    if ((len - r.off) / 8 != nw || (len - r.off) % 8) {
-        akv_qf_free(f);
-        return AKV_ECORRUPT;
-    }
-    for (uint64_t i = 0; i < nw; i++)
-        f->w[i] = akv_r_u64(&r);
     f->prefix = prefix;
     f->nitems = items;
     f->used = used;
@@ -968,6 +1094,62 @@ int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext)
         return rc == AKV_ENOMEM ? rc : AKV_ECORRUPT;
     }
     return AKV_OK;
+}
+
+/* Version 1: u32 q, u32 r, u32 pbits, the five u64 counters, then 64-bit
+ * words, per block occupieds, runends, [extensions,] a whole offset word
+ * and r slot words, with 2^q home slots and a tail of 10·sqrt(2^q) + 64. */
+static int load_v1(akv_qf *f, const uint8_t *buf, size_t len, bool ext)
+{
+    akv_rbuf r = {buf, len, 0, false};
+    uint32_t q = akv_r_u32(&r), rb = akv_r_u32(&r), pb = akv_r_u32(&r);
+    uint64_t prefix = akv_r_u64(&r), items = akv_r_u64(&r), used = akv_r_u64(&r);
+    uint64_t exts = akv_r_u64(&r), adapts = akv_r_u64(&r);
+    if (r.err || q < 6 || q > 40 || rb < 1 || rb > 32 || pb > 32 || q + rb + pb > 64)
+        return AKV_ECORRUPT;
+    uint64_t ns = 1ULL << q, xn = (ns + (uint64_t)(10.0 * sqrt((double)ns)) + 64 + 63) & ~63ULL;
+    uint64_t mw = ext ? 3 : 2, bw = mw + 1 + rb, nb = xn / 64;
+    if ((len - r.off) % 8 || (len - r.off) / 8 / bw != nb || (len - r.off) / 8 % bw)
+        return AKV_ECORRUPT;
+    if (qf_alloc(f, ns, rb, pb, ext, nb) != AKV_OK)
+        return AKV_ECORRUPT;
+    for (uint64_t b = 0; b < nb; b++) {
+        uint8_t *p = blkp(f, b);
+        for (uint64_t j = 0; j < mw; j++)
+            st64(p + 8 * j, akv_r_u64(&r));
+        uint64_t off = akv_r_u64(&r);
+        p[8 * mw] = (uint8_t)(off < QF_OFF_SAT ? off : QF_OFF_SAT);
+        for (uint64_t j = 0; j < rb; j++)
+            st64(p + 8 * mw + 1 + 8 * j, akv_r_u64(&r));
+    }
+    return finish_load(f, prefix, items, used, exts, adapts);
+}
+
+int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ver)
+{
+    memset(f, 0, sizeof *f);
+    if (ver == 1)
+        return load_v1(f, buf, len, ext);
+    if (ver != 2)
+        return AKV_ENOTSUP;
+    akv_rbuf r = {buf, len, 0, false};
+    uint64_t ns = akv_r_u64(&r);
+    uint32_t rb = akv_r_u32(&r), pb = akv_r_u32(&r);
+    uint64_t nb = akv_r_u64(&r), prefix = akv_r_u64(&r), items = akv_r_u64(&r), used = akv_r_u64(&r);
+    uint64_t exts = akv_r_u64(&r), adapts = akv_r_u64(&r);
+    /* Every size is checked before it is used in arithmetic: nslots is
+     * bounded first, the block count must be the one nslots implies, and
+     * the table must be exactly the rest of the payload. */
+    if (r.err || ns < 64 || ns > (1ULL << 40) || rb < 1 || rb > 32 || pb > 32 || qbits_for(ns) + rb + pb > 64)
+        return AKV_ECORRUPT;
+    uint64_t tb;
+    if (nb != akv_qf_blocks_for(ns) ||
+        __builtin_mul_overflow(nb, 8ULL * (ext ? 3 : 2) + 1 + 8ULL * rb, &tb) || len - r.off != tb)
+        return AKV_ECORRUPT;
+    if (qf_alloc(f, ns, rb, pb, ext, nb) != AKV_OK)
+        return AKV_ECORRUPT;
+    memcpy(f->t, buf + r.off, (size_t)tb);
+    return finish_load(f, prefix, items, used, exts, adapts);
 }
 
 /* ---- build helpers ------------------------------------------------------- */
@@ -1026,28 +1208,63 @@ void akv_qf_sort(akv_hash *v, size_t n)
         }
 }
 
-uint32_t akv_qf_r_for(const akv_filter_params *p, uint32_t q, bool ext)
+/* Largest nslots whose table fits in `bytes` (0 if not even 64 do). */
+static uint64_t slots_in(double bytes, uint32_t r, bool ext)
+{
+    uint64_t bb = 8ULL * (ext ? 3 : 2) + 1 + 8ULL * r;
+    if (!(bytes >= (double)bb) || bytes > 1e15)
+        return 0;
+    uint64_t blocks = (uint64_t)(bytes / (double)bb);
+    if (blocks < 3)
+        return 0;
+    /* nslots + 64 + 4·sqrt(nslots) <= 64·blocks, then settle exactly */
+    double s = 64.0 * (double)blocks - 64.0, root = sqrt(4.0 + s) - 2.0;
+    uint64_t n = (uint64_t)(root * root);
+    while (n > 0 && akv_qf_blocks_for(n) > blocks)
+        n--;
+    while (akv_qf_blocks_for(n + 1) <= blocks)
+        n++;
+    return n < 64 ? 0 : n;
+}
+
+void akv_qf_geometry(const akv_filter_params *p, uint64_t n, bool ext, uint64_t *nslots, uint32_t *r)
 {
     double lf = p->load_factor > 0 && p->load_factor <= 1 ? p->load_factor : 0.9;
-    long r = p->remainder_bits ? (long)p->remainder_bits : (long)floor(p->bits_per_key * lf) - (ext ? 4 : 3);
-    long max = 64 - (long)q - (long)p->prefix_bits;
-    if (max > 32)
-        max = 32;
-    if (r > max)
-        r = max;
-    return r < 2 ? 2 : (uint32_t)r;
+    double bpk = p->bits_per_key > 0 ? p->bits_per_key : 10;
+    uint32_t pb = p->prefix_bits > 32 ? 32 : p->prefix_bits;
+    uint64_t ns = akv_qf_slots_for(n, lf);
+    long rr = p->remainder_bits ? (long)p->remainder_bits : (long)floor(bpk * lf - (ext ? 3.125 : 2.125));
+    if (!p->remainder_bits && n > 0) {
+        double budget = bpk * (double)n / 8.0;
+        for (long t = 32; t >= 2; t--) {
+            uint64_t m = slots_in(budget, (uint32_t)t, ext);
+            if (m && (double)n <= (lf + 0.035) * (double)m && qbits_for(m) + (uint32_t)t + pb <= 64) {
+                ns = m;
+                rr = t;
+                break;
+            }
+        }
+    }
+    long max = 64 - (long)qbits_for(ns) - (long)pb;
+    if (rr > max)
+        rr = max;
+    if (rr > 32)
+        rr = 32;
+    *r = rr < 2 ? 2 : (uint32_t)rr;
+    *nslots = ns;
 }
 
 int akv_qf_build_finish(akv_qf *f, akv_qf_build *b, double lf)
 {
     akv_qf_sort(b->v, b->n);
     if (b->n > f->insert_limit) {
-        uint32_t q = akv_qf_q_for(b->n, lf), r = f->r, pb = f->pbits;
-        while ((double)b->n > 0.95 * (double)(1ULL << q))
-            q++;
+        uint64_t ns = akv_qf_slots_for(b->n, lf);
+        if ((double)b->n > 0.95 * (double)ns)
+            ns = (uint64_t)((double)b->n / 0.95) + 2;
+        uint32_t r = f->r, pb = f->pbits, q = qbits_for(ns);
         bool ext = f->mwords == 3;
         akv_qf_free(f);
-        int rc = akv_qf_init(f, q, r + q + pb > 64 ? 64 - q - pb : r, pb, ext);
+        int rc = akv_qf_init_n(f, ns, r + q + pb > 64 ? 64 - q - pb : r, pb, ext);
         if (rc != AKV_OK)
             return rc;
     }

@@ -18,39 +18,111 @@
 #define W_REND 1
 #define W_EXT  2
 
-/* ---- word access: relaxed atomics so a racing reader is defined -------- */
+/* ---- table access ---------------------------------------------------------
+ *
+ * The table is bytes: block b (64 slots) starts at byte b·bbytes and holds
+ * the little-endian words occupieds, runends (+ extensions for aqf), then
+ * one offset byte, then 64 r-bit slots packed from the low bit up. Words
+ * are therefore unaligned; x86-64 and every other target the build knows
+ * read them with one unaligned load. The table ends with 8 bytes of zero
+ * padding so that any slot is one 8-byte load.
+ *
+ * A query may run while a writer changes the table (aqf's sequence lock
+ * discards such an answer). Its loads are volatile, so the compiler neither
+ * merges, repeats nor invents them, and every walk is bounded, so a torn
+ * value can only make it retry. ThreadSanitizer builds read and write the
+ * table one relaxed atomic byte at a time instead, so the tool sees the
+ * race the sequence lock resolves as the atomic accesses they are. */
 
-static inline uint64_t ld(const uint64_t *p)
+#if defined(__SANITIZE_THREAD__)
+#define QF_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define QF_TSAN 1
+#endif
+#endif
+
+#ifdef QF_TSAN
+static inline uint64_t ld64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)__atomic_load_n(p + i, __ATOMIC_RELAXED) << (8 * i);
+    return v;
+}
+static inline void st64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        __atomic_store_n(p + i, (uint8_t)(v >> (8 * i)), __ATOMIC_RELAXED);
+}
+static inline uint8_t ld8(const uint8_t *p)
 {
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
-static inline void st(uint64_t *p, uint64_t v)
+static inline void st8(uint8_t *p, uint8_t v)
 {
     __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
-static inline uint64_t *blkp(const akv_qf *f, uint64_t b)
+#else
+typedef uint64_t qf_u64u __attribute__((aligned(1), may_alias));
+static inline uint64_t ld64(const uint8_t *p)
 {
-    return f->w + b * f->bwords;
+    uint64_t v = *(const volatile qf_u64u *)p;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+static inline void st64(uint8_t *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    *(volatile qf_u64u *)p = v;
+}
+static inline uint8_t ld8(const uint8_t *p)
+{
+    return *(const volatile uint8_t *)p;
+}
+static inline void st8(uint8_t *p, uint8_t v)
+{
+    *(volatile uint8_t *)p = v;
+}
+#endif
+
+static inline uint8_t *blkp(const akv_qf *f, uint64_t b)
+{
+    return f->t + b * f->bbytes;
 }
 static inline uint64_t occw(const akv_qf *f, uint64_t b)
 {
-    return ld(blkp(f, b) + W_OCC);
+    return ld64(blkp(f, b) + 8 * W_OCC);
 }
 static inline uint64_t rendw(const akv_qf *f, uint64_t b)
 {
-    return ld(blkp(f, b) + W_REND);
+    return ld64(blkp(f, b) + 8 * W_REND);
 }
 static inline uint64_t extw(const akv_qf *f, uint64_t b)
 {
-    return f->mwords == 3 ? ld(blkp(f, b) + W_EXT) : 0;
+    return f->mwords == 3 ? ld64(blkp(f, b) + 8 * W_EXT) : 0;
 }
-static inline uint64_t offw(const akv_qf *f, uint64_t b)
+/* The stored offset byte: the true offset, or QF_OFF_SAT when it is at
+ * least that (qf_core.c's block_offset computes it then). */
+#define QF_OFF_SAT 255u
+static inline uint64_t offb(const akv_qf *f, uint64_t b)
 {
-    return ld(blkp(f, b) + f->mwords);
+    return ld8(blkp(f, b) + 8 * f->mwords);
 }
 static inline void set_off(akv_qf *f, uint64_t b, uint64_t v)
 {
-    st(blkp(f, b) + f->mwords, v);
+    st8(blkp(f, b) + 8 * f->mwords, (uint8_t)(v < QF_OFF_SAT ? v : QF_OFF_SAT));
+}
+/* One more slot of earlier runs at the start of block b. */
+static inline void inc_off(akv_qf *f, uint64_t b)
+{
+    uint64_t o = offb(f, b);
+    if (o < QF_OFF_SAT)
+        set_off(f, b, o + 1);
 }
 static inline uint64_t rmask(uint32_t r)
 {
@@ -61,37 +133,35 @@ static inline bool bit_get(const akv_qf *f, int which, uint64_t i)
 {
     if (which == W_EXT && f->mwords == 2)
         return false;
-    return (ld(blkp(f, i >> 6) + which) >> (i & 63)) & 1;
+    return (ld64(blkp(f, i >> 6) + 8 * which) >> (i & 63)) & 1;
 }
 
 static inline void bit_put(akv_qf *f, int which, uint64_t i, bool v)
 {
     if (which == W_EXT && f->mwords == 2)
         return;
-    uint64_t *p = blkp(f, i >> 6) + which;
-    uint64_t m = 1ULL << (i & 63), x = ld(p);
-    st(p, v ? x | m : x & ~m);
+    uint8_t *p = blkp(f, i >> 6) + 8 * which;
+    uint64_t m = 1ULL << (i & 63), x = ld64(p);
+    st64(p, v ? x | m : x & ~m);
+}
+
+static inline const uint8_t *slot_base(const akv_qf *f, uint64_t b)
+{
+    return blkp(f, b) + 8 * f->mwords + 1;
 }
 
 static inline uint64_t slot_get(const akv_qf *f, uint64_t i)
 {
-    const uint64_t *s = blkp(f, i >> 6) + f->mwords + 1;
-    uint64_t bit = (i & 63) * f->r, wi = bit >> 6, sh = bit & 63;
-    uint64_t v = ld(s + wi) >> sh;
-    if (sh + f->r > 64)
-        v |= ld(s + wi + 1) << (64 - sh);
-    return v & rmask(f->r);
+    uint64_t bit = (i & 63) * f->r;
+    return (ld64(slot_base(f, i >> 6) + (bit >> 3)) >> (bit & 7)) & rmask(f->r);
 }
 
 static inline void slot_set(akv_qf *f, uint64_t i, uint64_t v)
 {
-    uint64_t *s = blkp(f, i >> 6) + f->mwords + 1;
-    uint64_t bit = (i & 63) * f->r, wi = bit >> 6, sh = bit & 63, m = rmask(f->r);
-    st(s + wi, (ld(s + wi) & ~(m << sh)) | (v << sh));
-    if (sh + f->r > 64) {
-        uint64_t m2 = m >> (64 - sh);
-        st(s + wi + 1, (ld(s + wi + 1) & ~m2) | (v >> (64 - sh)));
-    }
+    uint64_t bit = (i & 63) * f->r;
+    uint8_t *p = (uint8_t *)slot_base(f, i >> 6) + (bit >> 3);
+    uint64_t m = rmask(f->r) << (bit & 7);
+    st64(p, (ld64(p) & ~m) | ((v << (bit & 7)) & m));
 }
 
 /* ---- 128-bit fingerprint helpers --------------------------------------- */

@@ -124,7 +124,8 @@ static int merge_sorted(fpvec *all, const fpvec *x, const fpvec *y, bool *ext)
 int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out)
 {
     if (a->q != b->q || a->r != b->r || a->pbits != b->pbits || out->pbits != a->pbits || out->nitems ||
-        out->q < a->q || out->q + out->r != a->q + a->r || out->mwords < a->mwords || out->mwords < b->mwords)
+        a->nslots != b->nslots || out->q < a->q || out->q + out->r != a->q + a->r ||
+        out->nslots != a->nslots << (out->q - a->q) || out->mwords < a->mwords || out->mwords < b->mwords)
         return AKV_EINVAL;
     reader ra = {a, 0, 0}, rb = {b, 0, 0};
     fpvec va, vb, all;

@@ -61,10 +61,13 @@ Test(qf, layout_bits_per_slot)
     cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("aqf"), &p, NULL, 0, &g), AKV_OK);
     akv_aqf_info a;
     akv_aqf_info_get(f, &a);
-    double slots = (double)akv_filter_memory(f) * 8 / 12; /* physical slots incl. overflow */
-    cr_assert_float_eq((double)akv_filter_memory(f) * 8 / slots, 12.0, 1e-9);
-    cr_assert_float_eq((double)akv_filter_memory(g) / (double)akv_filter_memory(f), 13.0 / 12.0, 1e-9);
-    cr_assert_lt(slots, (double)a.slots * 1.02); /* overflow tail ~10*sqrt(slots) */
+    /* r + 2.125 bits a slot (qf), r + 3.125 (aqf): the paper's layout,
+     * 89 and 97 bytes a block of 64 slots at r = 9 */
+    double slots = (double)akv_filter_memory(f) / 89 * 64; /* physical slots incl. overflow */
+    cr_assert_float_eq((double)akv_filter_memory(f) * 8 / slots, 11.125, 1e-9);
+    cr_assert_float_eq((double)akv_filter_memory(g) / (double)akv_filter_memory(f), 97.0 / 89.0, 1e-9);
+    cr_assert_eq(akv_filter_memory(f), akv_qf_bytes_for(a.slots, 9, false));
+    cr_assert_lt(slots, (double)a.slots * 1.01); /* overflow tail 64 + 4*sqrt(slots) */
     akv_filter_destroy(f);
     akv_filter_destroy(g);
 }
@@ -147,7 +150,8 @@ Test(qf, merge_answers_like_union_build)
     akv_qf_sort(u, 2 * n);
     akv_filter_params pu = p;
     pu.remainder_bits = 8;
-    pu.expected_keys = (uint64_t)(0.9 * (double)(1ULL << (ia.q + 1)));
+    pu.load_factor = 1.0; /* twice the inputs' slots, exactly */
+    pu.expected_keys = 2 * ia.slots;
     akv_filter *ub = NULL;
     cr_assert_eq(akv_aqf_bulk_load(akv_filter_kind_by_name("qf"), &pu, u, 2 * n, &ub), AKV_OK);
     uint8_t *x, *y;

@@ -160,174 +160,83 @@ size_t akv_qf_memory(const akv_qf *f)
     return (size_t)(f->nblocks * f->bbytes);
 }
 
-/* ---- rank/select navigation -------------------------------------------- */
+/* ---- navigation, lookup, insert: two builds of one template -------------
+ *
+ * filters/qf_nav.h is compiled twice: a portable build, and on x86-64 one
+ * with POPCNT and BMI2 (select in a word is pdep + tzcnt). The hardware
+ * build is used when the CPU has both (checked once at run time), so the
+ * library runs on any x86-64 and builds anywhere. */
 
-/* Population count without a libgcc call (the build does not assume the
- * POPCNT instruction). */
-static inline uint64_t pop64(uint64_t x)
-{
-#ifdef __POPCNT__
-    return (uint64_t)__builtin_popcountll(x);
+#define QF_SLOW     2 /* insert_fast: take the general path */
+#define QF_FN(name) name##_g
+#include "filters/qf_nav.h"
+#undef QF_FN
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define QF_HAVE_HW 1
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("popcnt,bmi,bmi2"))), apply_to = function)
 #else
-    x = x - ((x >> 1) & 0x5555555555555555ULL);
-    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-    return (x * 0x0101010101010101ULL) >> 56;
+#pragma GCC push_options
+#pragma GCC target("popcnt,bmi,bmi2")
 #endif
-}
+#define QF_FN(name) name##_hw
+#define QF_HW       1
+#include "filters/qf_nav.h"
+#undef QF_HW
+#undef QF_FN
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
 
-static inline uint64_t select64(uint64_t w, uint64_t k)
-{
-    for (; k; k--)
-        w &= w - 1;
-    return (uint64_t)__builtin_ctzll(w);
-}
+static int qf_force_portable;
 
-/* Last slot of the record whose remainder is at e (skips extension slots). */
-static int64_t rec_end(const akv_qf *f, uint64_t e)
+static bool qf_hw(void)
 {
-    if (f->mwords == 2)
-        return (int64_t)e;
-    uint64_t t = e + 1;
-    while (t < f->xnslots) {
-        uint64_t b = t >> 6, sh = t & 63;
-        uint64_t x = (extw(f, b) & ~rendw(f, b)) >> sh;
-        uint64_t ones = ~x ? (uint64_t)__builtin_ctzll(~x) : 64;
-        if (ones > 64 - sh)
-            ones = 64 - sh;
-        t += ones;
-        if (ones < 64 - sh)
-            break;
+    static int hw = -1; /* benign race: every thread computes the same value */
+    if (__atomic_load_n(&qf_force_portable, __ATOMIC_RELAXED))
+        return false;
+    int v = __atomic_load_n(&hw, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi2");
+        __atomic_store_n(&hw, v, __ATOMIC_RELAXED);
     }
-    return (int64_t)t - 1;
+    return v;
 }
-
-/* End of the rank-th run end at or after pos (rank >= 1). */
-static int64_t select_end(const akv_qf *f, uint64_t pos, uint64_t rank)
+#else
+static int qf_force_portable;
+static bool qf_hw(void)
 {
-    uint64_t b = pos >> 6, sh = pos & 63;
-    while (b < f->nblocks) {
-        uint64_t w = rendw(f, b) & ~extw(f, b);
-        w &= ~0ULL << sh;
-        uint64_t c = pop64(w);
-        if (c >= rank) {
-            uint64_t e = b * 64 + select64(w, rank - 1);
-            /* usually the run's last record has no extension: skip the search */
-            return e + 1 < f->xnslots && bit_get(f, W_EXT, e + 1) ? rec_end(f, e) : (int64_t)e;
-        }
-        rank -= c;
-        b++;
-        sh = 0;
-    }
-    return QF_BAD;
+    return false;
 }
+#endif
 
-/* Last slot used by the runs whose home is <= i (below i when none reach
- * i), given the offset of i's block. */
-static int64_t last_used_off(const akv_qf *f, uint64_t i, uint64_t off)
+void akv_qf_force_portable(bool on)
 {
-    uint64_t b = i >> 6, bi = i & 63;
-    uint64_t m = bi == 63 ? ~0ULL : (2ULL << bi) - 1;
-    uint64_t rank = pop64(occw(f, b) & m);
-    if (off > f->xnslots)
-        return QF_BAD;
-    if (rank == 0)
-        return (int64_t)(b * 64 + off) - 1;
-    return select_end(f, b * 64 + off, rank);
+    __atomic_store_n(&qf_force_portable, on, __ATOMIC_RELAXED);
 }
 
-/* The offset of block b. A saturated byte is recomputed forward from the
- * nearest earlier block whose byte is exact (block 0's always is). */
-static int64_t block_off(const akv_qf *f, uint64_t b)
-{
-    uint64_t o = offb(f, b);
-    if (__builtin_expect(o < QF_OFF_SAT, 1))
-        return (int64_t)o;
-    uint64_t a = b;
-    while (a > 0 && offb(f, a) >= QF_OFF_SAT)
-        a--;
-    o = offb(f, a);
-    if (o >= QF_OFF_SAT)
-        return QF_BAD;
-    for (; a < b; a++) {
-        int64_t e = last_used_off(f, a * 64 + 63, o);
-        if (e == QF_BAD)
-            return QF_BAD;
-        uint64_t base = (a + 1) * 64;
-        o = e + 1 > (int64_t)base ? (uint64_t)(e + 1) - base : 0;
-    }
-    return (int64_t)o;
-}
-
-/* Last slot used by the runs whose home is <= i (below i when none reach
- * i). Uses the block offset, so no cluster walk. */
-static int64_t last_used(const akv_qf *f, uint64_t i)
-{
-    int64_t off = block_off(f, i >> 6);
-    return off < 0 ? QF_BAD : last_used_off(f, i, (uint64_t)off);
-}
-
-static int64_t run_start(const akv_qf *f, uint64_t home)
-{
-    if (home == 0)
-        return 0;
-    int64_t e = last_used(f, home - 1);
-    if (e == QF_BAD)
-        return QF_BAD;
-    return e + 1 > (int64_t)home ? e + 1 : (int64_t)home;
-}
-
-static int64_t first_empty(const akv_qf *f, uint64_t i)
-{
-    while (i < f->xnslots) {
-        int64_t t = last_used(f, i);
-        if (t == QF_BAD)
-            return QF_BAD;
-        if (t < (int64_t)i)
-            return (int64_t)i;
-        i = (uint64_t)t + 1;
-    }
-    return (int64_t)f->xnslots;
-}
-
-/* ---- query --------------------------------------------------------------- */
-
-static bool ext_match(const akv_qf *f, uint64_t i, uint64_t k, akv_u128 x)
-{
-    for (uint32_t j = 1; j <= k; j++)
-        if (slot_get(f, i + j) != chunk_of(f, x, j))
-            return false;
-    return true;
-}
+/* The slow paths use the portable build. */
+#define rec_end     rec_end_g
+#define last_used   last_used_g
+#define run_start   run_start_g
+#define first_empty first_empty_g
 
 int akv_qf_lookup(const akv_qf *f, akv_hash h)
 {
-    akv_u128 x = akv_qf_stream(f, h);
-    uint64_t quo = quo_of(f, x), rem = rem_of(f, x);
-    if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
-        return 0;
-    int64_t s = run_start(f, quo);
-    if (s < 0)
-        return -1;
-    /* Walk the run: records are sorted, so stop at the first larger one. */
-    for (uint64_t i = (uint64_t)s;;) {
-        if (i >= f->xnslots)
-            return -1;
-        uint64_t v = slot_get(f, i);
-        /* most records have no extension: one bit test instead of rec_end */
-        uint64_t e = i + 1 < f->xnslots && bit_get(f, W_EXT, i + 1) ? (uint64_t)rec_end(f, i) : i;
-        if (e - i > f->max_ext)
-            return -1;
-        if (v == rem) {
-            if (e == i || ext_match(f, i, e - i, x))
-                return 1;
-        } else if (v > rem) {
-            return 0;
-        }
-        if (bit_get(f, W_REND, i))
-            return 0;
-        i = e + 1;
-    }
+#ifdef QF_HAVE_HW
+    if (qf_hw())
+        return lookup_hw(f, h);
+#endif
+    return lookup_g(f, h);
+}
+
+bool akv_qf_hw_select(void)
+{
+    return qf_hw();
 }
 
 unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h)
@@ -618,6 +527,19 @@ static size_t place_new(const akv_qf *f, const fpvec *run, akv_u128 x, akv_qf_fp
 int akv_qf_insert(akv_qf *f, akv_hash h)
 {
     akv_u128 x = akv_qf_stream(f, h);
+#ifdef QF_HAVE_HW
+    int frc = qf_hw() ? insert_fast_hw(f, x) : insert_fast_g(f, x);
+#else
+    int frc = insert_fast_g(f, x);
+#endif
+    if (frc != QF_SLOW) {
+        if (frc == AKV_OK) {
+            note_prefix(f, h);
+            f->nitems++;
+            f->bl_ok = false;
+        }
+        return frc;
+    }
     uint64_t home = quo_of(f, x), s, len;
     fpvec run;
     fv_init(&run);

@@ -126,6 +126,11 @@ static inline akv_u128 akv_qf_stream(const akv_qf *f, akv_hash h)
 /* 1 maybe, 0 no, -1 the walk saw an inconsistent (concurrently modified)
  * table. Safe to call while another thread mutates. */
 int akv_qf_lookup(const akv_qf *f, akv_hash h);
+/* True when lookups and inserts use the POPCNT/BMI2 build (x86-64 CPUs
+ * that have both; decided once at run time). */
+bool akv_qf_hw_select(void);
+/* Tests: use the portable build even where the hardware one could run. */
+void akv_qf_force_portable(bool on);
 /* Memory words a lookup touches (instrumentation). */
 unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h);
 

@@ -123,6 +123,22 @@ static inline akv_u128 akv_qf_stream(const akv_qf *f, akv_hash h)
     return ((akv_u128)quo << (128 - f->q)) | (frac >> f->q);
 }
 
+/* Quotient and remainder of h with 64-bit arithmetic only (the query path;
+ * equal to quo/rem of akv_qf_stream, since q + r + pbits <= 64). */
+static inline void akv_qf_qr(const akv_qf *f, akv_hash h, uint64_t *quo, uint64_t *rem)
+{
+    uint64_t xh = f->pbits ? (h.hi << f->pbits) | (h.lo >> (64 - f->pbits)) : h.hi;
+    if (f->pow2) {
+        *quo = xh >> (64 - f->q);
+        *rem = (xh << f->q) >> (64 - f->r);
+        return;
+    }
+    uint64_t xl = h.lo << f->pbits;
+    akv_u128 hi = (akv_u128)xh * f->nslots, mid = (uint64_t)hi + (((akv_u128)xl * f->nslots) >> 64);
+    *quo = (uint64_t)(hi >> 64) + (uint64_t)(mid >> 64);
+    *rem = (uint64_t)mid >> (64 - f->r);
+}
+
 /* 1 maybe, 0 no, -1 the walk saw an inconsistent (concurrently modified)
  * table. Safe to call while another thread mutates. */
 int akv_qf_lookup(const akv_qf *f, akv_hash h);

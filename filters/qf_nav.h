@@ -159,29 +159,44 @@ static bool QF_FN(ext_match)(const akv_qf *f, uint64_t i, uint64_t k, akv_u128 x
 
 static int QF_FN(lookup)(const akv_qf *f, akv_hash h)
 {
-    akv_u128 x = akv_qf_stream(f, h);
-    uint64_t quo = quo_of(f, x), rem = rem_of(f, x);
+    uint64_t quo, rem;
+    akv_qf_qr(f, h, &quo, &rem);
     if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
         return 0;
     int64_t s = QF_FN(run_start)(f, quo);
     if (s < 0)
         return -1;
-    /* Walk the run: records are sorted, so stop at the first larger one. */
+    /* Walk the run: records are sorted, so stop at the first larger one.
+     * A block's runend and extension words are read once. */
+    const uint64_t r = f->r, m = rmask(f->r);
+    const bool aqf = f->mwords == 3;
+    uint64_t cb = ~0ULL, rw = 0, ew = 0;
+    const uint8_t *sb = NULL;
     for (uint64_t i = (uint64_t)s;;) {
         if (i >= f->xnslots)
             return -1;
-        uint64_t v = slot_get(f, i);
+        uint64_t bi = i & 63;
+        if ((i >> 6) != cb) {
+            cb = i >> 6;
+            const uint8_t *bp = blkp(f, cb);
+            rw = ld64(bp + 8 * W_REND);
+            ew = aqf ? ld64(bp + 8 * W_EXT) : 0;
+            sb = bp + 8 * f->mwords + 1;
+        }
+        uint64_t bit = bi * r;
+        uint64_t v = (ld64(sb + (bit >> 3)) >> (bit & 7)) & m;
         /* most records have no extension: one bit test instead of rec_end */
-        uint64_t e = i + 1 < f->xnslots && bit_get(f, W_EXT, i + 1) ? (uint64_t)QF_FN(rec_end)(f, i) : i;
+        bool more = aqf && (bi < 63 ? (ew >> (bi + 1)) & 1 : i + 1 < f->xnslots && bit_get(f, W_EXT, i + 1));
+        uint64_t e = more ? (uint64_t)QF_FN(rec_end)(f, i) : i;
         if (e - i > f->max_ext)
             return -1;
         if (v == rem) {
-            if (e == i || QF_FN(ext_match)(f, i, e - i, x))
+            if (e == i || QF_FN(ext_match)(f, i, e - i, akv_qf_stream(f, h)))
                 return 1;
         } else if (v > rem) {
             return 0;
         }
-        if (bit_get(f, W_REND, i))
+        if ((rw >> bi) & 1)
             return 0;
         i = e + 1;
     }

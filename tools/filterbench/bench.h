@@ -24,6 +24,7 @@ typedef struct fb_config {
     const akv_filter_kind *baseline_kind;
     uint64_t rounds; /* alternating timing rounds with --baseline */
     bool adapt, json;
+    bool cpu_time;    /* --cpu-time: ns are process CPU time, not wall time */
     bool sscf_static; /* --static: the paper's plain SSCF (wide layout, no absorb) */
     bool sscf_wide;   /* --wide: ada-SSCF in the paper's wide layout */
 } fb_config;

@@ -43,6 +43,7 @@ void fb_print_json(const fb_config *c, const fb_result *r, FILE *o)
     fprintf(o, ",\"false_negatives\":%llu", (unsigned long long)r->false_negatives);
     num(o, "fpr", r->fpr);
     num(o, "fpr_theory", r->fpr_theory);
+    fprintf(o, ",\"clock\":\"%s\"", c->cpu_time ? "cpu" : "wall");
     num(o, "insert_ns", r->insert_ns);
     num(o, "add_ns", r->add_ns);
     num(o, "build_ns", r->build_ns);

@@ -24,8 +24,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "adaptkv/hash.h"
 #include "util/bits.h"
+#include "adaptkv/hash.h"
 
 #define AKV_HE_MAX_K 8 /* functions per key the expressor can chain */
 

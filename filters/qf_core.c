@@ -191,33 +191,35 @@ size_t akv_qf_memory(const akv_qf *f)
 #pragma GCC pop_options
 #endif
 
-static int qf_force_portable;
+/* 0: not decided yet, 1: portable, 2: POPCNT/BMI2 */
+static int qf_mode;
 
 static bool qf_hw(void)
 {
-    static int hw = -1; /* benign race: every thread computes the same value */
-    if (__atomic_load_n(&qf_force_portable, __ATOMIC_RELAXED))
-        return false;
-    int v = __atomic_load_n(&hw, __ATOMIC_RELAXED);
-    if (v < 0) {
+    int v = __atomic_load_n(&qf_mode, __ATOMIC_RELAXED);
+    if (__builtin_expect(v == 0, 0)) { /* benign race: every thread computes the same */
         __builtin_cpu_init();
-        v = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi2");
-        __atomic_store_n(&hw, v, __ATOMIC_RELAXED);
+        v = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi2") ? 2 : 1;
+        __atomic_store_n(&qf_mode, v, __ATOMIC_RELAXED);
     }
-    return v;
+    return v == 2;
+}
+
+void akv_qf_force_portable(bool on)
+{
+    __atomic_store_n(&qf_mode, on ? 1 : 0, __ATOMIC_RELAXED);
 }
 #else
-static int qf_force_portable;
 static bool qf_hw(void)
 {
     return false;
 }
-#endif
 
 void akv_qf_force_portable(bool on)
 {
-    __atomic_store_n(&qf_force_portable, on, __ATOMIC_RELAXED);
+    (void)on;
 }
+#endif
 
 /* The slow paths use the portable build. */
 #define rec_end     rec_end_g

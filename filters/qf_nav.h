@@ -41,7 +41,7 @@ static inline uint64_t QF_FN(select64)(uint64_t w, uint64_t k)
 }
 
 /* Last slot of the record whose remainder is at e (skips extension slots). */
-static int64_t QF_FN(rec_end)(const akv_qf *f, uint64_t e)
+static __attribute__((noinline)) int64_t QF_FN(rec_end)(const akv_qf *f, uint64_t e)
 {
     if (f->mwords == 2)
         return (int64_t)e;
@@ -60,7 +60,8 @@ static int64_t QF_FN(rec_end)(const akv_qf *f, uint64_t e)
 }
 
 /* End of the rank-th run end at or after pos (rank >= 1). */
-static int64_t QF_FN(select_end)(const akv_qf *f, uint64_t pos, uint64_t rank)
+static inline __attribute__((always_inline)) int64_t QF_FN(select_end)(const akv_qf *f, uint64_t pos,
+                                                                       uint64_t rank)
 {
     uint64_t b = pos >> 6, sh = pos & 63;
     while (b < f->nblocks) {
@@ -81,7 +82,8 @@ static int64_t QF_FN(select_end)(const akv_qf *f, uint64_t pos, uint64_t rank)
 
 /* Last slot used by the runs whose home is <= i (below i when none reach
  * i), given the offset of i's block. */
-static int64_t QF_FN(last_used_off)(const akv_qf *f, uint64_t i, uint64_t off)
+static inline __attribute__((always_inline)) int64_t QF_FN(last_used_off)(const akv_qf *f, uint64_t i,
+                                                                          uint64_t off)
 {
     uint64_t b = i >> 6, bi = i & 63;
     uint64_t m = bi == 63 ? ~0ULL : (2ULL << bi) - 1;
@@ -93,17 +95,14 @@ static int64_t QF_FN(last_used_off)(const akv_qf *f, uint64_t i, uint64_t off)
     return QF_FN(select_end)(f, b * 64 + off, rank);
 }
 
-/* The offset of block b. A saturated byte is recomputed forward from the
- * nearest earlier block whose byte is exact (block 0's always is). */
-static int64_t QF_FN(block_off)(const akv_qf *f, uint64_t b)
+/* The offset of a block whose byte is saturated: recomputed forward from
+ * the nearest earlier block whose byte is exact (block 0's always is). */
+static __attribute__((noinline)) int64_t QF_FN(block_off_sat)(const akv_qf *f, uint64_t b)
 {
-    uint64_t o = offb(f, b);
-    if (__builtin_expect(o < QF_OFF_SAT, 1))
-        return (int64_t)o;
     uint64_t a = b;
     while (a > 0 && offb(f, a) >= QF_OFF_SAT)
         a--;
-    o = offb(f, a);
+    uint64_t o = offb(f, a);
     if (o >= QF_OFF_SAT)
         return QF_BAD;
     for (; a < b; a++) {
@@ -116,15 +115,24 @@ static int64_t QF_FN(block_off)(const akv_qf *f, uint64_t b)
     return (int64_t)o;
 }
 
+/* The offset of block b. */
+static inline __attribute__((always_inline)) int64_t QF_FN(block_off)(const akv_qf *f, uint64_t b)
+{
+    uint64_t o = offb(f, b);
+    if (__builtin_expect(o < QF_OFF_SAT, 1))
+        return (int64_t)o;
+    return QF_FN(block_off_sat)(f, b);
+}
+
 /* Last slot used by the runs whose home is <= i (below i when none reach
  * i). Uses the block offset, so no cluster walk. */
-static int64_t QF_FN(last_used)(const akv_qf *f, uint64_t i)
+static inline int64_t QF_FN(last_used)(const akv_qf *f, uint64_t i)
 {
     int64_t off = QF_FN(block_off)(f, i >> 6);
     return off < 0 ? QF_BAD : QF_FN(last_used_off)(f, i, (uint64_t)off);
 }
 
-static int64_t QF_FN(run_start)(const akv_qf *f, uint64_t home)
+static inline int64_t QF_FN(run_start)(const akv_qf *f, uint64_t home)
 {
     if (home == 0)
         return 0;
@@ -149,7 +157,7 @@ static int64_t QF_FN(first_empty)(const akv_qf *f, uint64_t i)
 
 /* ---- query --------------------------------------------------------------- */
 
-static bool QF_FN(ext_match)(const akv_qf *f, uint64_t i, uint64_t k, akv_u128 x)
+static __attribute__((noinline)) bool QF_FN(ext_match)(const akv_qf *f, uint64_t i, uint64_t k, akv_u128 x)
 {
     for (uint32_t j = 1; j <= k; j++)
         if (slot_get(f, i + j) != chunk_of(f, x, j))

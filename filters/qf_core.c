@@ -101,6 +101,8 @@ uint64_t akv_qf_bytes_for(uint64_t nslots, uint32_t r, bool ext)
     return akv_qf_blocks_for(nslots) * (8ULL * (ext ? 3 : 2) + 1 + 8ULL * r);
 }
 
+static void qf_pick_build(akv_qf *f);
+
 /* Allocate with an explicit block count (loaders of older payloads keep
  * their tail). */
 static int qf_alloc(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext, uint64_t nblocks)
@@ -125,6 +127,7 @@ static int qf_alloc(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool
     f->t = calloc(f->nblocks * f->bbytes + 8, 1);
     if (!f->t)
         return AKV_ENOMEM;
+    qf_pick_build(f);
     f->bl_ok = true;
     return AKV_OK;
 }
@@ -227,13 +230,17 @@ void akv_qf_force_portable(bool on)
 #define run_start   run_start_g
 #define first_empty first_empty_g
 
-int akv_qf_lookup(const akv_qf *f, akv_hash h)
+static void qf_pick_build(akv_qf *f)
 {
 #ifdef QF_HAVE_HW
-    if (qf_hw())
-        return lookup_hw(f, h);
+    if (qf_hw()) {
+        f->lookup_fn = lookup_hw;
+        f->insert_fast_fn = insert_fast_hw;
+        return;
+    }
 #endif
-    return lookup_g(f, h);
+    f->lookup_fn = lookup_g;
+    f->insert_fast_fn = insert_fast_g;
 }
 
 bool akv_qf_hw_select(void)
@@ -529,11 +536,7 @@ static size_t place_new(const akv_qf *f, const fpvec *run, akv_u128 x, akv_qf_fp
 int akv_qf_insert(akv_qf *f, akv_hash h)
 {
     akv_u128 x = akv_qf_stream(f, h);
-#ifdef QF_HAVE_HW
-    int frc = qf_hw() ? insert_fast_hw(f, x) : insert_fast_g(f, x);
-#else
-    int frc = insert_fast_g(f, x);
-#endif
+    int frc = f->insert_fast_fn(f, x);
     if (frc != QF_SLOW) {
         if (frc == AKV_OK) {
             note_prefix(f, h);

@@ -76,6 +76,10 @@ typedef struct akv_qf {
     /* writer scratch */
     void *scratch;
     size_t scratch_cap;
+    /* the build of qf_nav.h this filter uses (portable or POPCNT/BMI2),
+     * chosen when it is allocated */
+    int (*lookup_fn)(const struct akv_qf *f, akv_hash h);
+    int (*insert_fast_fn)(struct akv_qf *f, akv_u128 x);
 } akv_qf;
 
 /* One fingerprint: its stream bits (left-aligned, zero past the end) and
@@ -141,11 +145,15 @@ static inline void akv_qf_qr(const akv_qf *f, akv_hash h, uint64_t *quo, uint64_
 
 /* 1 maybe, 0 no, -1 the walk saw an inconsistent (concurrently modified)
  * table. Safe to call while another thread mutates. */
-int akv_qf_lookup(const akv_qf *f, akv_hash h);
+static inline int akv_qf_lookup(const akv_qf *f, akv_hash h)
+{
+    return f->lookup_fn(f, h);
+}
 /* True when lookups and inserts use the POPCNT/BMI2 build (x86-64 CPUs
  * that have both; decided once at run time). */
 bool akv_qf_hw_select(void);
-/* Tests: use the portable build even where the hardware one could run. */
+/* Tests: filters allocated from now on use the portable build even where
+ * the hardware one could run. */
 void akv_qf_force_portable(bool on);
 /* Memory words a lookup touches (instrumentation). */
 unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h);

@@ -157,8 +157,9 @@ static int64_t QF_FN(first_empty)(const akv_qf *f, uint64_t i)
 
 /* ---- query --------------------------------------------------------------- */
 
-static __attribute__((noinline)) bool QF_FN(ext_match)(const akv_qf *f, uint64_t i, uint64_t k, akv_u128 x)
+static __attribute__((noinline)) bool QF_FN(ext_match)(const akv_qf *f, uint64_t i, uint64_t k, akv_hash h)
 {
+    akv_u128 x = akv_qf_stream(f, h);
     for (uint32_t j = 1; j <= k; j++)
         if (slot_get(f, i + j) != chunk_of(f, x, j))
             return false;
@@ -199,7 +200,7 @@ static int QF_FN(lookup)(const akv_qf *f, akv_hash h)
         if (e - i > f->max_ext)
             return -1;
         if (v == rem) {
-            if (e == i || QF_FN(ext_match)(f, i, e - i, akv_qf_stream(f, h)))
+            if (e == i || QF_FN(ext_match)(f, i, e - i, h))
                 return 1;
         } else if (v > rem) {
             return 0;

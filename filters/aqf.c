@@ -21,6 +21,7 @@
 
 #include "filters/aqf.h"
 #include "filters/qf_core.h"
+#include "filters/qf_rewrite.h"
 
 typedef struct aqf {
     akv_qf_head h;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "filters/qf_int.h"
+#include "filters/qf_rewrite.h"
 #include "revmap/revmap.h"
 
 /* Shortest extension counts that keep record i apart from every other owner

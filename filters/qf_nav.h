@@ -5,6 +5,14 @@
  * QF_FN(name) names this build's copy; QF_HW is defined in the hardware
  * build. Include only from qf_core.c.
  */
+#include "filters/qf_int.h"
+
+#ifndef QF_FN /* read on its own (static analysis): one portable copy */
+#define QF_FN(name) name##_g
+#endif
+#ifndef QF_SLOW
+#define QF_SLOW 2
+#endif
 
 static inline uint64_t QF_FN(pop64)(uint64_t x)
 {

@@ -21,6 +21,7 @@
 
 #include "filters/aqf.h"
 #include "filters/qf_core.h"
+#include "filters/qf_rewrite.h"
 
 typedef struct aqf {
     akv_qf_head h;
@@ -126,9 +127,11 @@ static void ro_unlock(const akv_filter *f)
 static int aqf_create(const akv_filter_params *p, const akv_negative *neg, size_t n_neg, akv_filter **out)
 {
     double lf = p->load_factor > 0 && p->load_factor <= 1 ? p->load_factor : 0.9;
-    uint32_t q = akv_qf_q_for(p->expected_keys, lf);
+    uint64_t ns;
+    uint32_t r;
+    akv_qf_geometry(p, p->expected_keys, true, &ns, &r);
     akv_qf core;
-    int rc = akv_qf_init(&core, q, akv_qf_r_for(p, q, true), p->prefix_bits, true);
+    int rc = akv_qf_init_n(&core, ns, r, p->prefix_bits, true);
     if (rc != AKV_OK)
         return rc;
     akv_filter *f = aqf_wrap(&core, lf);
@@ -240,9 +243,8 @@ static int aqf_save(const akv_filter *f, uint8_t *buf, size_t *len)
 
 static int aqf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
-    (void)ver;
     akv_qf core;
-    int rc = akv_qf_load(&core, buf, len, true);
+    int rc = akv_qf_load(&core, buf, len, true, ver);
     if (rc != AKV_OK)
         return rc;
     akv_filter *f = aqf_wrap(&core, 0.9);
@@ -344,7 +346,7 @@ static double aqf_fpr(const akv_filter *f)
 const akv_filter_kind akv_kind_aqf = {
     .name = "aqf",
     .id = 11,
-    .payload_version = 1,
+    .payload_version = 2,
     .flags = AKV_FK_DYNAMIC | AKV_FK_ADAPTIVE | AKV_FK_SORTED | AKV_FK_CONCURRENT,
     .summary = "Adaptive Quotient Filter: extends the fingerprints of every false positive",
     .create = aqf_create,
@@ -399,12 +401,14 @@ int akv_aqf_bulk_load(const akv_filter_kind *kind, const akv_filter_params *p, c
         return AKV_EINVAL;
     double lf = p->load_factor > 0 && p->load_factor <= 1 ? p->load_factor : 0.9;
     uint64_t want = p->expected_keys > n ? p->expected_keys : n;
-    uint32_t q = akv_qf_q_for(want, lf);
-    while ((double)n > 0.95 * (double)(1ULL << q))
-        q++;
     bool ext = kind == &akv_kind_aqf;
+    uint64_t ns;
+    uint32_t r;
+    akv_qf_geometry(p, want, ext, &ns, &r);
+    if ((double)n > 0.95 * (double)ns)
+        ns = (uint64_t)((double)n / 0.95) + 2;
     akv_qf core;
-    int rc = akv_qf_init(&core, q, akv_qf_r_for(p, q, ext), p->prefix_bits, ext);
+    int rc = akv_qf_init_n(&core, ns, r, p->prefix_bits, ext);
     if (rc != AKV_OK)
         return rc;
     for (size_t i = 0; i < n && rc == AKV_OK; i++)
@@ -426,7 +430,11 @@ int akv_aqf_build_yesno(const akv_filter_params *p, const akv_hash *yes, size_t 
         return AKV_ENOMEM;
     for (size_t i = 0; i < n_no; i++)
         neg[i] = (akv_negative){no[i], 1.0};
-    int rc = akv_filter_build(&akv_kind_aqf, &q, yes, n_yes, neg, n_no, out);
+    /* Fixing the NO list takes extension slots beyond the YES keys' share
+     * of the budget: grow until they fit. */
+    int rc = AKV_EFULL;
+    for (int t = 0; t < 8 && rc == AKV_EFULL; t++, q.expected_keys += q.expected_keys / 2 + 64)
+        rc = akv_filter_build(&akv_kind_aqf, &q, yes, n_yes, neg, n_no, out);
     free(neg);
     if (rc == AKV_OK && unfixable)
         *unfixable = (size_t)((aqf *)*out)->unfixable;
@@ -440,10 +448,11 @@ int akv_aqf_merge(const akv_filter *a, const akv_filter *b, uint32_t out_q, akv_
     const akv_qf *qa = &((const akv_qf_head *)a)->qf, *qb = &((const akv_qf_head *)b)->qf;
     if (!out_q)
         out_q = qa->q;
-    if (out_q < qa->q || out_q - qa->q >= qa->r)
+    if (out_q < qa->q || out_q - qa->q >= qa->r || out_q - qa->q > 24 || qa->nslots != qb->nslots)
         return AKV_EINVAL;
     akv_qf core;
-    int rc = akv_qf_init(&core, out_q, qa->r - (out_q - qa->q), qa->pbits, qa->mwords == 3);
+    int rc = akv_qf_init_n(&core, qa->nslots << (out_q - qa->q), qa->r - (out_q - qa->q), qa->pbits,
+                           qa->mwords == 3);
     if (rc != AKV_OK)
         return rc;
     const akv_filter *first = a < b ? a : b, *second = a < b ? b : a;
@@ -466,13 +475,12 @@ int akv_aqf_merge_exact(const akv_filter *a, akv_revmap *rm_a, const akv_filter 
     akv_revmap *rms[2] = {rm_a, rm_b};
     if (in[0]->pbits != in[1]->pbits)
         return AKV_EINVAL;
-    if (!out_q) {
-        out_q = akv_qf_q_for(in[0]->nitems + in[1]->nitems, lf_of(a));
-        while ((double)(in[0]->used + in[1]->used) > 0.95 * (double)(1ULL << out_q))
-            out_q++;
-    }
+    uint64_t ns =
+        out_q ? (out_q <= 40 ? 1ULL << out_q : 0) : akv_qf_slots_for(in[0]->nitems + in[1]->nitems, lf_of(a));
+    if (!out_q && (double)(in[0]->used + in[1]->used) > 0.95 * (double)ns)
+        ns = (uint64_t)((double)(in[0]->used + in[1]->used) / 0.95) + 2;
     akv_qf core;
-    int rc = akv_qf_init(&core, out_q, out_r ? out_r : in[0]->r, in[0]->pbits, in[0]->mwords == 3);
+    int rc = akv_qf_init_n(&core, ns, out_r ? out_r : in[0]->r, in[0]->pbits, in[0]->mwords == 3);
     if (rc != AKV_OK)
         return rc;
     const akv_filter *first = a < b ? a : b, *second = a < b ? b : a;

@@ -38,9 +38,11 @@ static int qfk_create(const akv_filter_params *p, const akv_negative *neg, size_
     (void)neg;
     (void)n_neg;
     double lf = p->load_factor > 0 && p->load_factor <= 1 ? p->load_factor : 0.9;
-    uint32_t q = akv_qf_q_for(p->expected_keys, lf);
+    uint64_t ns;
+    uint32_t r;
+    akv_qf_geometry(p, p->expected_keys, false, &ns, &r);
     akv_qf core;
-    int rc = akv_qf_init(&core, q, akv_qf_r_for(p, q, false), p->prefix_bits, false);
+    int rc = akv_qf_init_n(&core, ns, r, p->prefix_bits, false);
     if (rc != AKV_OK)
         return rc;
     akv_filter *f = akv_qf_kind_wrap(&core, lf);
@@ -91,9 +93,8 @@ static int qfk_save(const akv_filter *f, uint8_t *buf, size_t *len)
 
 static int qfk_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
-    (void)ver;
     akv_qf core;
-    int rc = akv_qf_load(&core, buf, len, false);
+    int rc = akv_qf_load(&core, buf, len, false, ver);
     if (rc != AKV_OK)
         return rc;
     akv_filter *f = akv_qf_kind_wrap(&core, 0.9);
@@ -160,7 +161,7 @@ static double qfk_fpr(const akv_filter *f)
 const akv_filter_kind akv_kind_qf = {
     .name = "qf",
     .id = 10,
-    .payload_version = 1,
+    .payload_version = 2,
     .flags = AKV_FK_DYNAMIC | AKV_FK_SORTED,
     .summary = "quotient filter (blocked, rank/select), the AQF paper's baseline",
     .create = qfk_create,

@@ -47,148 +47,15 @@
  * longer matches any fingerprint keeps not matching after later adaptations.
  */
 #include "filters/qf_core.h"
+#include "filters/qf_int.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/codec.h"
 #include "revmap/revmap.h"
-
-#define QF_BAD (-2)
-#define W_OCC  0
-#define W_REND 1
-#define W_EXT  2
-
-/* ---- word access: relaxed atomics so a racing reader is defined -------- */
-
-static inline uint64_t ld(const uint64_t *p)
-{
-    return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-static inline void st(uint64_t *p, uint64_t v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-static inline uint64_t *blkp(const akv_qf *f, uint64_t b)
-{
-    return f->w + b * f->bwords;
-}
-static inline uint64_t occw(const akv_qf *f, uint64_t b)
-{
-    return ld(blkp(f, b) + W_OCC);
-}
-static inline uint64_t rendw(const akv_qf *f, uint64_t b)
-{
-    return ld(blkp(f, b) + W_REND);
-}
-static inline uint64_t extw(const akv_qf *f, uint64_t b)
-{
-    return f->mwords == 3 ? ld(blkp(f, b) + W_EXT) : 0;
-}
-static inline uint64_t offw(const akv_qf *f, uint64_t b)
-{
-    return ld(blkp(f, b) + f->mwords);
-}
-static inline void set_off(akv_qf *f, uint64_t b, uint64_t v)
-{
-    st(blkp(f, b) + f->mwords, v);
-}
-static inline uint64_t rmask(uint32_t r)
-{
-    return r >= 64 ? ~0ULL : (1ULL << r) - 1;
-}
-
-static inline bool bit_get(const akv_qf *f, int which, uint64_t i)
-{
-    if (which == W_EXT && f->mwords == 2)
-        return false;
-    return (ld(blkp(f, i >> 6) + which) >> (i & 63)) & 1;
-}
-
-static inline void bit_put(akv_qf *f, int which, uint64_t i, bool v)
-{
-    if (which == W_EXT && f->mwords == 2)
-        return;
-    uint64_t *p = blkp(f, i >> 6) + which;
-    uint64_t m = 1ULL << (i & 63), x = ld(p);
-    st(p, v ? x | m : x & ~m);
-}
-
-static inline uint64_t slot_get(const akv_qf *f, uint64_t i)
-{
-    const uint64_t *s = blkp(f, i >> 6) + f->mwords + 1;
-    uint64_t bit = (i & 63) * f->r, wi = bit >> 6, sh = bit & 63;
-    uint64_t v = ld(s + wi) >> sh;
-    if (sh + f->r > 64)
-        v |= ld(s + wi + 1) << (64 - sh);
-    return v & rmask(f->r);
-}
-
-static inline void slot_set(akv_qf *f, uint64_t i, uint64_t v)
-{
-    uint64_t *s = blkp(f, i >> 6) + f->mwords + 1;
-    uint64_t bit = (i & 63) * f->r, wi = bit >> 6, sh = bit & 63, m = rmask(f->r);
-    st(s + wi, (ld(s + wi) & ~(m << sh)) | (v << sh));
-    if (sh + f->r > 64) {
-        uint64_t m2 = m >> (64 - sh);
-        st(s + wi + 1, (ld(s + wi + 1) & ~m2) | (v >> (64 - sh)));
-    }
-}
-
-/* ---- 128-bit fingerprint helpers --------------------------------------- */
-
-static inline akv_u128 mask128(unsigned len)
-{
-    return len == 0 ? 0 : ~(akv_u128)0 << (128 - len);
-}
-static inline unsigned fp_len(const akv_qf *f, uint32_t k)
-{
-    return f->q + f->r + k * f->r;
-}
-static inline bool fp_prefix_of(const akv_qf *f, akv_qf_fp fp, akv_u128 x)
-{
-    return ((fp.s ^ x) & mask128(fp_len(f, fp.k))) == 0;
-}
-static inline akv_qf_fp make_fp(const akv_qf *f, akv_u128 x, uint32_t k)
-{
-    return (akv_qf_fp){x & mask128(fp_len(f, k)), k};
-}
-static inline unsigned lcp128(akv_u128 a, akv_u128 b)
-{
-    akv_u128 d = a ^ b;
-    uint64_t hi = (uint64_t)(d >> 64), lo = (uint64_t)d;
-    if (hi)
-        return (unsigned)__builtin_clzll(hi);
-    return lo ? 64 + (unsigned)__builtin_clzll(lo) : 128;
-}
-/* Fewest extension chunks whose fingerprint is longer than `lcp` bits. */
-static inline uint32_t chunks_for(const akv_qf *f, unsigned lcp)
-{
-    return lcp < f->q + f->r ? 0 : (lcp - f->q - f->r) / f->r + 1;
-}
-static inline uint64_t quo_of(const akv_qf *f, akv_u128 x)
-{
-    return (uint64_t)(x >> (128 - f->q));
-}
-static inline uint64_t rem_of(const akv_qf *f, akv_u128 x)
-{
-    return (uint64_t)(x >> (128 - f->q - f->r)) & rmask(f->r);
-}
-static inline uint64_t chunk_of(const akv_qf *f, akv_u128 x, uint32_t j)
-{
-    return (uint64_t)(x >> (128 - fp_len(f, j))) & rmask(f->r);
-}
-static inline akv_u128 mid_of(const akv_qf *f, akv_u128 x)
-{
-    return x & mask128(f->q + f->r);
-}
-
-static inline bool hash_lt(akv_hash a, akv_hash b)
-{
-    return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo);
-}
+#include "util/codec.h"
 
 /* ---- allocation --------------------------------------------------------- */
 
@@ -203,182 +70,182 @@ uint32_t akv_qf_q_for(uint64_t n, double lf)
     return q;
 }
 
-int akv_qf_init(akv_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext)
+uint64_t akv_qf_slots_for(uint64_t n, double lf)
+{
+    if (!(lf > 0 && lf <= 1))
+        lf = 0.9;
+    double need = ceil((double)n / lf);
+    return need < 64 ? 64 : need > 1e12 ? (uint64_t)1e12 : (uint64_t)need;
+}
+
+/* No wrap-around: runs that spill past the last home slot land in a tail of
+ * 64 + 4·sqrt(N) slots (the authors' code uses 10·sqrt(N); at 95 % fill the
+ * spill past any point is a few dozen slots, and a filter that runs out of
+ * tail reports AKV_EFULL, which its builder answers with a larger filter). */
+uint64_t akv_qf_blocks_for(uint64_t nslots)
+{
+    uint64_t x = nslots + 64 + (uint64_t)ceil(4.0 * sqrt((double)nslots));
+    return (x + 63) / 64;
+}
+
+static uint32_t qbits_for(uint64_t nslots)
+{
+    uint32_t q = 0;
+    while (q < 64 && (1ULL << q) < nslots)
+        q++;
+    return q;
+}
+
+uint64_t akv_qf_bytes_for(uint64_t nslots, uint32_t r, bool ext)
+{
+    return akv_qf_blocks_for(nslots) * (8ULL * (ext ? 3 : 2) + 1 + 8ULL * r);
+}
+
+static void qf_pick_build(akv_qf *f);
+
+/* Allocate with an explicit block count (loaders of older payloads keep
+ * their tail). */
+static int qf_alloc(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext, uint64_t nblocks)
 {
     memset(f, 0, sizeof *f);
-    if (q < 6 || r < 1 || r > 32 || pbits > 32 || q + r + pbits > 64)
+    uint32_t q = qbits_for(nslots);
+    if (nslots < 64 || nslots > (1ULL << 40) || r < 1 || r > 32 || pbits > 32 || q + r + pbits > 64 ||
+        nblocks * 64 < nslots + 64 || nblocks > (nslots >> 6) + (1ULL << 24))
         return AKV_EINVAL;
     f->q = q;
     f->r = r;
     f->pbits = pbits;
+    f->pow2 = nslots == 1ULL << q;
     f->mwords = ext ? 3 : 2;
-    f->bwords = f->mwords + 1 + r;
+    f->bbytes = 8 * f->mwords + 1 + 8 * r;
     f->max_ext = (128 - pbits - q - r) / r;
-    f->nslots = 1ULL << q;
-    /* No wrap-around: an overflow tail of ~10·sqrt(nslots) slots (spec §2.1). */
-    uint64_t extra = (uint64_t)(10.0 * sqrt((double)f->nslots)) + 64;
-    f->xnslots = (f->nslots + extra + 63) & ~63ULL;
-    f->nblocks = f->xnslots / 64;
+    f->nslots = nslots;
+    f->nblocks = nblocks;
+    f->xnslots = nblocks * 64;
     f->insert_limit = (uint64_t)(0.95 * (double)f->nslots);
     f->adapt_limit = f->nslots;
-    f->w = calloc(f->nblocks * f->bwords, sizeof *f->w);
-    if (!f->w)
+    f->t = calloc(f->nblocks * f->bbytes + 8, 1);
+    if (!f->t)
         return AKV_ENOMEM;
+    qf_pick_build(f);
     f->bl_ok = true;
     return AKV_OK;
 }
 
+int akv_qf_init_n(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext)
+{
+    if (nslots < 64 || nslots > (1ULL << 40)) {
+        memset(f, 0, sizeof *f);
+        return AKV_EINVAL;
+    }
+    return qf_alloc(f, nslots, r, pbits, ext, akv_qf_blocks_for(nslots));
+}
+
+int akv_qf_init(akv_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext)
+{
+    if (q < 6 || q > 40) {
+        memset(f, 0, sizeof *f);
+        return AKV_EINVAL;
+    }
+    return akv_qf_init_n(f, 1ULL << q, r, pbits, ext);
+}
+
 void akv_qf_free(akv_qf *f)
 {
-    free(f->w);
+    free(f->t);
     free(f->scratch);
-    f->w = NULL;
+    f->t = NULL;
     f->scratch = NULL;
 }
 
 size_t akv_qf_memory(const akv_qf *f)
 {
-    return (size_t)(f->nblocks * f->bwords * sizeof(uint64_t));
+    return (size_t)(f->nblocks * f->bbytes);
 }
 
-/* ---- rank/select navigation -------------------------------------------- */
+/* ---- navigation, lookup, insert: two builds of one template -------------
+ *
+ * filters/qf_nav.h is compiled twice: a portable build, and on x86-64 one
+ * with POPCNT and BMI2 (select in a word is pdep + tzcnt). The hardware
+ * build is used when the CPU has both (checked once at run time), so the
+ * library runs on any x86-64 and builds anywhere. */
 
-/* Population count without a libgcc call (the build does not assume the
- * POPCNT instruction). */
-static inline uint64_t pop64(uint64_t x)
-{
-#ifdef __POPCNT__
-    return (uint64_t)__builtin_popcountll(x);
+#define QF_SLOW     2 /* insert_fast: take the general path */
+#define QF_FN(name) name##_g
+#include "filters/qf_nav.h"
+#undef QF_FN
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define QF_HAVE_HW 1
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("popcnt,bmi,bmi2"))), apply_to = function)
 #else
-    x = x - ((x >> 1) & 0x5555555555555555ULL);
-    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-    return (x * 0x0101010101010101ULL) >> 56;
+#pragma GCC push_options
+#pragma GCC target("popcnt,bmi,bmi2")
 #endif
-}
+#define QF_FN(name) name##_hw
+#define QF_HW       1
+#include "filters/qf_nav.h"
+#undef QF_HW
+#undef QF_FN
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
 
-static inline uint64_t select64(uint64_t w, uint64_t k)
-{
-    for (; k; k--)
-        w &= w - 1;
-    return (uint64_t)__builtin_ctzll(w);
-}
+/* 0: not decided yet, 1: portable, 2: POPCNT/BMI2 */
+static int qf_mode;
 
-/* Last slot of the record whose remainder is at e (skips extension slots). */
-static int64_t rec_end(const akv_qf *f, uint64_t e)
+static bool qf_hw(void)
 {
-    if (f->mwords == 2)
-        return (int64_t)e;
-    uint64_t t = e + 1;
-    while (t < f->xnslots) {
-        uint64_t b = t >> 6, sh = t & 63;
-        uint64_t x = (extw(f, b) & ~rendw(f, b)) >> sh;
-        uint64_t ones = ~x ? (uint64_t)__builtin_ctzll(~x) : 64;
-        if (ones > 64 - sh)
-            ones = 64 - sh;
-        t += ones;
-        if (ones < 64 - sh)
-            break;
+    int v = __atomic_load_n(&qf_mode, __ATOMIC_RELAXED);
+    if (__builtin_expect(v == 0, 0)) { /* benign race: every thread computes the same */
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi2") ? 2 : 1;
+        __atomic_store_n(&qf_mode, v, __ATOMIC_RELAXED);
     }
-    return (int64_t)t - 1;
+    return v == 2;
 }
 
-/* End of the rank-th run end at or after pos (rank >= 1). */
-static int64_t select_end(const akv_qf *f, uint64_t pos, uint64_t rank)
+void akv_qf_force_portable(bool on)
 {
-    uint64_t b = pos >> 6, sh = pos & 63;
-    while (b < f->nblocks) {
-        uint64_t w = rendw(f, b) & ~extw(f, b);
-        w &= ~0ULL << sh;
-        uint64_t c = pop64(w);
-        if (c >= rank) {
-            uint64_t e = b * 64 + select64(w, rank - 1);
-            /* usually the run's last record has no extension: skip the search */
-            return e + 1 < f->xnslots && bit_get(f, W_EXT, e + 1) ? rec_end(f, e) : (int64_t)e;
-        }
-        rank -= c;
-        b++;
-        sh = 0;
+    __atomic_store_n(&qf_mode, on ? 1 : 0, __ATOMIC_RELAXED);
+}
+#else
+static bool qf_hw(void)
+{
+    return false;
+}
+
+void akv_qf_force_portable(bool on)
+{
+    (void)on;
+}
+#endif
+
+/* The slow paths use the portable build. */
+#define rec_end     rec_end_g
+#define last_used   last_used_g
+#define run_start   run_start_g
+#define first_empty first_empty_g
+
+static void qf_pick_build(akv_qf *f)
+{
+#ifdef QF_HAVE_HW
+    if (qf_hw()) {
+        f->lookup_fn = lookup_hw;
+        f->insert_fast_fn = insert_fast_hw;
+        return;
     }
-    return QF_BAD;
+#endif
+    f->lookup_fn = lookup_g;
+    f->insert_fast_fn = insert_fast_g;
 }
 
-/* Last slot used by the runs whose home is <= i (below i when none reach
- * i). Uses the block offset, so no cluster walk. */
-static int64_t last_used(const akv_qf *f, uint64_t i)
+bool akv_qf_hw_select(void)
 {
-    uint64_t b = i >> 6, bi = i & 63;
-    uint64_t m = bi == 63 ? ~0ULL : (2ULL << bi) - 1;
-    uint64_t rank = pop64(occw(f, b) & m);
-    uint64_t off = offw(f, b);
-    if (off > f->xnslots)
-        return QF_BAD;
-    if (rank == 0)
-        return (int64_t)(b * 64 + off) - 1;
-    return select_end(f, b * 64 + off, rank);
-}
-
-static int64_t run_start(const akv_qf *f, uint64_t home)
-{
-    if (home == 0)
-        return 0;
-    int64_t e = last_used(f, home - 1);
-    if (e == QF_BAD)
-        return QF_BAD;
-    return e + 1 > (int64_t)home ? e + 1 : (int64_t)home;
-}
-
-static int64_t first_empty(const akv_qf *f, uint64_t i)
-{
-    while (i < f->xnslots) {
-        int64_t t = last_used(f, i);
-        if (t == QF_BAD)
-            return QF_BAD;
-        if (t < (int64_t)i)
-            return (int64_t)i;
-        i = (uint64_t)t + 1;
-    }
-    return (int64_t)f->xnslots;
-}
-
-/* ---- query --------------------------------------------------------------- */
-
-static bool ext_match(const akv_qf *f, uint64_t i, uint64_t k, akv_u128 x)
-{
-    for (uint32_t j = 1; j <= k; j++)
-        if (slot_get(f, i + j) != chunk_of(f, x, j))
-            return false;
-    return true;
-}
-
-int akv_qf_lookup(const akv_qf *f, akv_hash h)
-{
-    akv_u128 x = akv_qf_stream(f, h);
-    uint64_t quo = quo_of(f, x), rem = rem_of(f, x);
-    if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
-        return 0;
-    int64_t s = run_start(f, quo);
-    if (s < 0)
-        return -1;
-    /* Walk the run: records are sorted, so stop at the first larger one. */
-    for (uint64_t i = (uint64_t)s;;) {
-        if (i >= f->xnslots)
-            return -1;
-        uint64_t v = slot_get(f, i);
-        /* most records have no extension: one bit test instead of rec_end */
-        uint64_t e = i + 1 < f->xnslots && bit_get(f, W_EXT, i + 1) ? (uint64_t)rec_end(f, i) : i;
-        if (e - i > f->max_ext)
-            return -1;
-        if (v == rem) {
-            if (e == i || ext_match(f, i, e - i, x))
-                return 1;
-        } else if (v > rem) {
-            return 0;
-        }
-        if (bit_get(f, W_REND, i))
-            return 0;
-        i = e + 1;
-    }
+    return qf_hw();
 }
 
 unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h)
@@ -398,48 +265,6 @@ unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h)
 }
 
 /* ---- run decoding -------------------------------------------------------- */
-
-typedef struct fpvec {
-    akv_qf_fp *v;
-    size_t n, cap;
-    akv_qf_fp small[16];
-} fpvec;
-
-static void fv_init(fpvec *v)
-{
-    v->v = v->small;
-    v->n = 0;
-    v->cap = 16;
-}
-static void fv_free(fpvec *v)
-{
-    if (v->v != v->small)
-        free(v->v);
-}
-static int fv_push(fpvec *v, akv_qf_fp fp)
-{
-    if (v->n == v->cap) {
-        size_t nc = v->cap * 2;
-        akv_qf_fp *nv = malloc(nc * sizeof *nv);
-        if (!nv)
-            return AKV_ENOMEM;
-        memcpy(nv, v->v, v->n * sizeof *nv);
-        fv_free(v);
-        v->v = nv;
-        v->cap = nc;
-    }
-    v->v[v->n++] = fp;
-    return AKV_OK;
-}
-static int fv_insert(fpvec *v, size_t at, akv_qf_fp fp)
-{
-    int rc = fv_push(v, fp);
-    if (rc == AKV_OK) {
-        memmove(v->v + at + 1, v->v + at, (v->n - 1 - at) * sizeof *v->v);
-        v->v[at] = fp;
-    }
-    return rc;
-}
 
 /* The record whose remainder is at slot i, as a fingerprint; *end = its last slot. */
 static akv_qf_fp read_record(const akv_qf *f, uint64_t home, uint64_t i, uint64_t *end)
@@ -473,7 +298,7 @@ static int decode_run_at(const akv_qf *f, uint64_t home, uint64_t s, uint64_t *l
 }
 
 /* Start and length (0 when empty) of the run of `home`, and its records. */
-static int load_run(const akv_qf *f, uint64_t home, uint64_t *s, uint64_t *len, fpvec *out)
+int akv_qfi_load_run(const akv_qf *f, uint64_t home, uint64_t *s, uint64_t *len, fpvec *out)
 {
     int64_t st0 = run_start(f, home);
     if (st0 < 0)
@@ -527,7 +352,7 @@ static int make_room(akv_qf *f, uint64_t home, uint64_t pos, uint64_t delta)
     for (uint64_t j = 0; j < delta && rc == AKV_OK; j++) {
         slot_clear(f, pos + j);
         for (uint64_t b = (home >> 6) + 1; b <= es[j] >> 6; b++)
-            set_off(f, b, offw(f, b) + 1);
+            inc_off(f, b);
     }
     if (es != small)
         free(es);
@@ -645,7 +470,8 @@ static int compact_tail(akv_qf *f, uint64_t home, uint64_t run_s, int64_t own_en
 
 /* Replace the run of `home` (at slot s, old_len slots, 0 if absent) with
  * the records fps[0..n). Everything else keeps its canonical place. */
-static int replace_run(akv_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akv_qf_fp *fps, size_t n)
+int akv_qfi_replace_run(akv_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akv_qf_fp *fps,
+                        size_t n)
 {
     uint64_t new_len = slots_of(fps, n);
     int64_t e = 0;
@@ -673,7 +499,7 @@ static int replace_run(akv_qf *f, uint64_t home, uint64_t s, uint64_t old_len, c
 
 /* ---- insert / remove ----------------------------------------------------- */
 
-static uint64_t ext_total(const akv_qf_fp *fps, size_t n)
+uint64_t akv_qfi_ext_total(const akv_qf_fp *fps, size_t n)
 {
     uint64_t t = 0;
     for (size_t i = 0; i < n; i++)
@@ -710,10 +536,19 @@ static size_t place_new(const akv_qf *f, const fpvec *run, akv_u128 x, akv_qf_fp
 int akv_qf_insert(akv_qf *f, akv_hash h)
 {
     akv_u128 x = akv_qf_stream(f, h);
+    int frc = f->insert_fast_fn(f, x);
+    if (frc != QF_SLOW) {
+        if (frc == AKV_OK) {
+            note_prefix(f, h);
+            f->nitems++;
+            f->bl_ok = false;
+        }
+        return frc;
+    }
     uint64_t home = quo_of(f, x), s, len;
     fpvec run;
     fv_init(&run);
-    int rc = load_run(f, home, &s, &len, &run);
+    int rc = akv_qfi_load_run(f, home, &s, &len, &run);
     akv_qf_fp nf;
     size_t at = rc == AKV_OK ? place_new(f, &run, x, &nf) : 0;
     if (rc == AKV_OK && f->mwords == 2 && nf.k)
@@ -723,7 +558,7 @@ int akv_qf_insert(akv_qf *f, akv_hash h)
     if (rc == AKV_OK)
         rc = fv_insert(&run, at, nf);
     if (rc == AKV_OK)
-        rc = replace_run(f, home, s, len, run.v, run.n);
+        rc = akv_qfi_replace_run(f, home, s, len, run.v, run.n);
     if (rc == AKV_OK) {
         note_prefix(f, h);
         f->nitems++;
@@ -739,7 +574,7 @@ int akv_qf_remove(akv_qf *f, akv_hash h)
     uint64_t home = quo_of(f, x), s, len;
     fpvec run;
     fv_init(&run);
-    int rc = load_run(f, home, &s, &len, &run);
+    int rc = akv_qfi_load_run(f, home, &s, &len, &run);
     size_t i = 0;
     while (rc == AKV_OK && i < run.n && !fp_prefix_of(f, run.v[i], x))
         i++;
@@ -749,7 +584,7 @@ int akv_qf_remove(akv_qf *f, akv_hash h)
         uint32_t k = run.v[i].k;
         memmove(run.v + i, run.v + i + 1, (run.n - i - 1) * sizeof *run.v);
         run.n--;
-        rc = replace_run(f, home, s, len, run.v, run.n);
+        rc = akv_qfi_replace_run(f, home, s, len, run.v, run.n);
         if (rc == AKV_OK) {
             f->nitems--;
             f->ext_slots -= k;
@@ -761,30 +596,10 @@ int akv_qf_remove(akv_qf *f, akv_hash h)
 
 /* ---- adaptation ------------------------------------------------------------ */
 
-typedef struct owners {
-    akv_hash *v;
-    size_t n, cap;
-} owners;
-
-static int owners_push(void *arg, akv_hash h)
-{
-    owners *o = arg;
-    if (o->n == o->cap) {
-        size_t nc = o->cap ? o->cap * 2 : 16;
-        akv_hash *nv = realloc(o->v, nc * sizeof *nv);
-        if (!nv)
-            return AKV_ENOMEM;
-        o->v = nv;
-        o->cap = nc;
-    }
-    o->v[o->n++] = h;
-    return 0;
-}
-
 /* Restore invariant N among records whose owners are known: the shorter of
  * any nested pair grows with its own owner's bits until the pair differs
  * or is identical. Lengths only grow, so this terminates. */
-static void fix_nesting(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n)
+void akv_qfi_fix_nesting(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n)
 {
     for (bool changed = true; changed;) {
         changed = false;
@@ -803,7 +618,7 @@ static void fix_nesting(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, siz
 }
 
 /* The minirun of x inside a decoded run: [*a, *b). */
-static void minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t *a, size_t *b)
+void akv_qfi_minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t *a, size_t *b)
 {
     akv_u128 m = mid_of(f, x);
     size_t i = 0;
@@ -815,12 +630,63 @@ static void minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t 
     *b = i;
 }
 
+/* Keys of h's minirun from the reverse map, ascending. For 2^q slots they
+ * are the keys whose top pbits+q+r bits of h.hi agree: one prefix scan.
+ * Otherwise they are the interval of hashes whose quotient·2^r + remainder,
+ * (x·N) >> (128 − r), equals h's: an h.hi range, which at most two prefix
+ * scans of the reverse map cover (aligned blocks of 2^k hashes with 2^k
+ * greater than the range's width, so at most 4× the keys it holds); keys
+ * outside it, or at its ends with another stream, are dropped. The
+ * reverse-map interface therefore needs no range operation. */
+typedef struct mid_scan {
+    const akv_qf *f;
+    akv_u128 mid;
+    uint64_t lo, hi; /* h.hi range */
+    owners *o;
+} mid_scan;
+
+static int mid_keep(void *arg, akv_hash h)
+{
+    mid_scan *m = arg;
+    if (h.hi < m->lo || h.hi > m->hi || mid_of(m->f, akv_qf_stream(m->f, h)) != m->mid)
+        return 0;
+    return owners_push(m->o, h);
+}
+
+static int scan_minirun(const akv_qf *f, akv_hash h, akv_revmap *rm, owners *o)
+{
+    akv_u128 x = akv_qf_stream(f, h);
+    if (f->pow2)
+        return rm->scan(rm, h.hi, f->pbits + f->q + f->r, owners_push, o);
+    /* x·N in [Q·2^128 + R·2^(128−r), Q·2^128 + (R+1)·2^(128−r)): divide the
+     * bounds by N·2^64 for the top 64 bits of x, then put the shard prefix
+     * back on top. */
+    uint64_t quo = quo_of(f, x), rem = rem_of(f, x);
+    akv_u128 y0 = ((akv_u128)quo << 64) + ((akv_u128)rem << (64 - f->r));
+    akv_u128 y1 = y0 + ((akv_u128)1 << (64 - f->r)) - 1;
+    uint64_t x0 = (uint64_t)(y0 / f->nslots), x1 = (uint64_t)(y1 / f->nslots);
+    uint64_t top = f->pbits ? h.hi & ~(~0ULL >> f->pbits) : 0;
+    mid_scan m = {f, mid_of(f, x), top | (f->pbits ? x0 >> f->pbits : x0),
+                  top | (f->pbits ? x1 >> f->pbits : x1), o};
+    /* Two aligned blocks of 2^k hashes, 2^k > hi − lo, cover the range. */
+    uint64_t d = m.hi - m.lo;
+    unsigned k = d ? 64 - (unsigned)__builtin_clzll(d) : 0;
+    if (k >= 64) {
+        int rc = rm->scan(rm, 0, 1, mid_keep, &m);
+        return rc == AKV_OK ? rm->scan(rm, 1ULL << 63, 1, mid_keep, &m) : rc;
+    }
+    int rc = rm->scan(rm, m.lo, 64 - k, mid_keep, &m);
+    if (rc == AKV_OK && (m.lo >> k) != (m.hi >> k))
+        rc = rm->scan(rm, m.hi, 64 - k, mid_keep, &m);
+    return rc;
+}
+
 /* Owners of the minirun [a, b) from the reverse map, as streams; checks that
  * they are exactly as many as the records and each owns its record. */
-static int minirun_owners(const akv_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
-                          owners *o, akv_u128 **streams)
+int akv_qfi_minirun_owners(const akv_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
+                           owners *o, akv_u128 **streams)
 {
-    int rc = rm->scan(rm, h.hi, f->pbits + f->q + f->r, owners_push, o);
+    int rc = scan_minirun(f, h, rm, o);
     if (rc != AKV_OK)
         return rc < 0 ? rc : AKV_EIO;
     if (o->n != b - a)
@@ -862,7 +728,7 @@ static bool extend_group(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, si
             any = true;
         }
     }
-    fix_nesting(f, fp, own, n);
+    akv_qfi_fix_nesting(f, fp, own, n);
     return any;
 }
 
@@ -877,88 +743,29 @@ int akv_qf_adapt(akv_qf *f, akv_hash h, akv_revmap *rm)
     owners o = {0};
     akv_u128 *own = NULL;
     size_t a = 0, b = 0;
-    int rc = load_run(f, home, &s, &len, &run);
+    int rc = akv_qfi_load_run(f, home, &s, &len, &run);
     if (rc == AKV_OK)
-        minirun_range(f, &run, x, &a, &b);
+        akv_qfi_minirun_range(f, &run, x, &a, &b);
     bool hit = false;
     for (size_t i = a; rc == AKV_OK && i < b; i++)
         hit |= fp_prefix_of(f, run.v[i], x);
     if (rc == AKV_OK && !hit)
         rc = AKV_NOTFOUND;
     if (rc == AKV_OK)
-        rc = minirun_owners(f, h, &run, a, b, rm, &o, &own);
+        rc = akv_qfi_minirun_owners(f, h, &run, a, b, rm, &o, &own);
     if (rc == AKV_OK && is_owner(&o, h))
         rc = AKV_NOTFOUND; /* a stored key, not a false positive */
-    uint64_t old_ext = ext_total(run.v + a, b - a);
+    uint64_t old_ext = akv_qfi_ext_total(run.v + a, b - a);
     if (rc == AKV_OK && !extend_group(f, run.v + a, own, b - a, x))
         rc = AKV_NOTFOUND;
-    uint64_t add = rc == AKV_OK ? ext_total(run.v + a, b - a) - old_ext : 0;
+    uint64_t add = rc == AKV_OK ? akv_qfi_ext_total(run.v + a, b - a) - old_ext : 0;
     if (rc == AKV_OK && f->used + add > f->adapt_limit)
         rc = AKV_EFULL;
     if (rc == AKV_OK)
-        rc = replace_run(f, home, s, len, run.v, run.n);
+        rc = akv_qfi_replace_run(f, home, s, len, run.v, run.n);
     if (rc == AKV_OK) {
         f->ext_slots += add;
         f->adaptations++;
-    }
-    free(own);
-    free(o.v);
-    fv_free(&run);
-    return rc;
-}
-
-/* Shortest extension counts that keep record i apart from every other owner
- * and from the deleted key, never longer than it was. */
-static void shorten_minirun(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n, akv_u128 gone)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint32_t need = chunks_for(f, lcp128(own[i], gone));
-        for (size_t j = 0; j < n; j++)
-            if (j != i) {
-                uint32_t c = chunks_for(f, lcp128(own[i], own[j]));
-                need = c > need ? c : need;
-            }
-        if (need < fp[i].k)
-            fp[i] = make_fp(f, own[i], need);
-    }
-    fix_nesting(f, fp, own, n);
-}
-
-int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten)
-{
-    if (!rm)
-        return AKV_EINVAL;
-    akv_u128 x = akv_qf_stream(f, h);
-    uint64_t home = quo_of(f, x), s, len;
-    fpvec run;
-    fv_init(&run);
-    owners o = {0};
-    akv_u128 *own = NULL;
-    size_t a = 0, b = 0, t = 0;
-    int rc = load_run(f, home, &s, &len, &run);
-    if (rc == AKV_OK)
-        minirun_range(f, &run, x, &a, &b);
-    if (rc == AKV_OK && a == b)
-        rc = AKV_NOTFOUND;
-    if (rc == AKV_OK)
-        rc = minirun_owners(f, h, &run, a, b, rm, &o, &own);
-    while (rc == AKV_OK && t < o.n && (o.v[t].hi != h.hi || o.v[t].lo != h.lo))
-        t++;
-    if (rc == AKV_OK && t == o.n)
-        rc = AKV_NOTFOUND;
-    uint64_t old_ext = rc == AKV_OK ? ext_total(run.v + a, b - a) : 0;
-    if (rc == AKV_OK) {
-        memmove(run.v + a + t, run.v + a + t + 1, (run.n - a - t - 1) * sizeof *run.v);
-        memmove(own + t, own + t + 1, (o.n - t - 1) * sizeof *own);
-        run.n--;
-        b--;
-        if (shorten)
-            shorten_minirun(f, run.v + a, own, b - a, x);
-        rc = replace_run(f, home, s, len, run.v, run.n);
-    }
-    if (rc == AKV_OK) {
-        f->ext_slots -= old_ext - ext_total(run.v + a, b - a);
-        f->nitems--;
     }
     free(own);
     free(o.v);
@@ -970,7 +777,7 @@ int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten)
 
 /* Append one record after everything written so far (records must come in
  * ascending order). Offsets are set as slots land past their home block. */
-static int emit(akv_qf *f, uint64_t home, akv_qf_fp fp)
+int akv_qfi_emit(akv_qf *f, uint64_t home, akv_qf_fp fp)
 {
     bool same = f->nitems > 0 && home == f->bl_home;
     uint64_t pos = same ? f->bl_cur : (home > f->bl_cur ? home : f->bl_cur);
@@ -1002,19 +809,13 @@ int akv_qf_bulk_add(akv_qf *f, akv_hash h)
     if (f->used + 1 > f->insert_limit)
         return AKV_EFULL;
     note_prefix(f, h);
-    int rc = emit(f, quo_of(f, x), make_fp(f, x, 0));
+    int rc = akv_qfi_emit(f, quo_of(f, x), make_fp(f, x, 0));
     if (rc == AKV_OK)
         f->bl_last = x;
     return rc;
 }
 
-/* Sequential reader over runs (canonical layout: run at max(home, cur)). */
-typedef struct reader {
-    const akv_qf *f;
-    uint64_t next, cur;
-} reader;
-
-static bool next_home(const akv_qf *f, uint64_t *h)
+bool akv_qfi_next_home(const akv_qf *f, uint64_t *h)
 {
     uint64_t i = *h;
     while (i < f->xnslots) {
@@ -1029,11 +830,11 @@ static bool next_home(const akv_qf *f, uint64_t *h)
 }
 
 /* Next run's records into out (cleared); false at the end. */
-static int read_next_run(reader *rd, uint64_t *home, fpvec *out)
+int akv_qfi_read_next_run(reader *rd, uint64_t *home, fpvec *out)
 {
     out->n = 0;
     uint64_t h = rd->next;
-    if (!next_home(rd->f, &h))
+    if (!akv_qfi_next_home(rd->f, &h))
         return AKV_NOTFOUND;
     uint64_t s = h > rd->cur ? h : rd->cur, len = 0;
     int rc = decode_run_at(rd->f, h, s, &len, out);
@@ -1050,228 +851,11 @@ int akv_qf_foreach(const akv_qf *f, akv_qf_visit_fn fn, void *arg)
     fv_init(&run);
     uint64_t home;
     int rc;
-    while ((rc = read_next_run(&rd, &home, &run)) == AKV_OK)
+    while ((rc = akv_qfi_read_next_run(&rd, &home, &run)) == AKV_OK)
         for (size_t i = 0; i < run.n && rc == AKV_OK; i++)
             rc = fn(arg, home, run.v[i]);
     fv_free(&run);
     return rc == AKV_NOTFOUND ? AKV_OK : rc;
-}
-
-static int cmp_fp(const void *pa, const void *pb)
-{
-    const akv_qf_fp *a = pa, *b = pb;
-    if (a->s != b->s)
-        return a->s < b->s ? -1 : 1;
-    return (a->k > b->k) - (a->k < b->k);
-}
-
-/* Re-split fingerprints for out's (q, r) keeping their bits (never more
- * than they have), then cut every record back to the shortest fingerprint
- * of its minirun that is its prefix: this restores N without owners. */
-static void canon_no_owners(const akv_qf *out, akv_qf_fp *v, size_t n, const akv_qf *in)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned bits = fp_len(in, v[i].k);
-        uint32_t k = (bits - out->q - out->r) / out->r;
-        v[i] = make_fp(out, v[i].s, k < out->max_ext ? k : out->max_ext);
-    }
-    for (size_t i = 0; i < n; i++) {
-        akv_qf_fp best = v[i];
-        for (size_t j = 0; j < n; j++)
-            if (v[j].k < best.k && fp_prefix_of(out, v[j], v[i].s))
-                best = v[j];
-        v[i] = best;
-    }
-    qsort(v, n, sizeof *v, cmp_fp);
-}
-
-static int emit_all(akv_qf *out, const akv_qf_fp *v, size_t n)
-{
-    int rc = AKV_OK;
-    for (size_t i = 0; i < n && rc == AKV_OK; i++)
-        rc = emit(out, quo_of(out, v[i].s), v[i]);
-    return rc;
-}
-
-/* The records of one home from both inputs, in fingerprint order. */
-static int merge_sorted(fpvec *all, const fpvec *x, const fpvec *y, bool *ext)
-{
-    size_t i = 0, j = 0, nx = x ? x->n : 0, ny = y ? y->n : 0;
-    int rc = AKV_OK;
-    all->n = 0;
-    while (rc == AKV_OK && (i < nx || j < ny)) {
-        bool tx = j >= ny || (i < nx && cmp_fp(&x->v[i], &y->v[j]) <= 0);
-        akv_qf_fp fp = tx ? x->v[i++] : y->v[j++];
-        *ext |= fp.k > 0;
-        rc = fv_push(all, fp);
-    }
-    return rc;
-}
-
-int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out)
-{
-    if (a->q != b->q || a->r != b->r || a->pbits != b->pbits || out->pbits != a->pbits || out->nitems ||
-        out->q < a->q || out->q + out->r != a->q + a->r || out->mwords < a->mwords || out->mwords < b->mwords)
-        return AKV_EINVAL;
-    reader ra = {a, 0, 0}, rb = {b, 0, 0};
-    fpvec va, vb, all;
-    fv_init(&va), fv_init(&vb), fv_init(&all);
-    uint64_t ha = 0, hb = 0;
-    int rca = read_next_run(&ra, &ha, &va), rcb = read_next_run(&rb, &hb, &vb), rc = AKV_OK;
-    while (rc == AKV_OK && (rca == AKV_OK || rcb == AKV_OK)) {
-        /* One home of the inputs at a time; its records go out in order. */
-        uint64_t h = rca != AKV_OK ? hb : rcb != AKV_OK ? ha : (ha < hb ? ha : hb);
-        bool ext = false;
-        rc = merge_sorted(&all, rca == AKV_OK && ha == h ? &va : NULL, rcb == AKV_OK && hb == h ? &vb : NULL,
-                          &ext);
-        if (rca == AKV_OK && ha == h)
-            rca = read_next_run(&ra, &ha, &va);
-        if (rcb == AKV_OK && hb == h)
-            rcb = read_next_run(&rb, &hb, &vb);
-        /* Bare records are already canonical (identical or incomparable):
-         * only runs holding extensions need the cut-back pass. */
-        if (rc == AKV_OK && ext)
-            canon_no_owners(out, all.v, all.n, a);
-        if (rc == AKV_OK)
-            rc = emit_all(out, all.v, all.n);
-    }
-    if (rc == AKV_OK && ((rca != AKV_OK && rca != AKV_NOTFOUND) || (rcb != AKV_OK && rcb != AKV_NOTFOUND)))
-        rc = AKV_ECORRUPT;
-    if (rc == AKV_OK) {
-        out->prefix = a->nitems ? a->prefix : b->prefix;
-        out->adaptations = a->adaptations + b->adaptations;
-    }
-    out->bl_ok = false;
-    fv_free(&va), fv_free(&vb), fv_free(&all);
-    return rc;
-}
-
-/* ---- rebuild with owners (resize, exact merge) --------------------------- */
-
-typedef struct collect {
-    akv_qf_fp *v;
-    size_t n, cap;
-} collect;
-
-static int collect_fp(void *arg, uint64_t home, akv_qf_fp fp)
-{
-    (void)home;
-    collect *c = arg;
-    if (c->n == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 1024;
-        akv_qf_fp *nv = realloc(c->v, nc * sizeof *nv);
-        if (!nv)
-            return AKV_ENOMEM;
-        c->v = nv;
-        c->cap = nc;
-    }
-    c->v[c->n++] = fp;
-    return AKV_OK;
-}
-
-/* Every key of the reverse map (one sorted pass over the shard). */
-static int all_owners(const akv_qf *f, akv_revmap *rm, owners *o)
-{
-    if (f->pbits)
-        return rm->scan(rm, f->prefix, f->pbits, owners_push, o);
-    int rc = rm->scan(rm, 0, 1, owners_push, o);
-    return rc == AKV_OK ? rm->scan(rm, 1ULL << 63, 1, owners_push, o) : rc;
-}
-
-/* New fingerprint for an owner. An extended one keeps at least the bits it
- * had, so no adaptation is lost in either direction; a bare one stays bare:
- * growing gives it more bits for free, shrinking drops some — that is what
- * a smaller filter means (one extension slot per key would defeat it). */
-static akv_qf_fp regrow(const akv_qf *out, const akv_qf *in, akv_qf_fp old, akv_u128 own)
-{
-    unsigned bits = fp_len(in, old.k), base = out->q + out->r;
-    uint32_t k = old.k == 0 || bits <= base ? 0 : (bits - base + out->r - 1) / out->r;
-    return make_fp(out, own, k < out->max_ext ? k : out->max_ext);
-}
-
-/* Emit one new minirun after restoring N with its owners. */
-static int flush_group(akv_qf *out, akv_qf_fp *fp, akv_u128 *own, size_t n)
-{
-    fix_nesting(out, fp, own, n);
-    return emit_all(out, fp, n);
-}
-
-/* One input of a rebuild: its records zipped with its owners (same order). */
-typedef struct src {
-    collect c;
-    owners o;
-} src;
-
-static int load_src(const akv_qf *in, akv_revmap *rm, const akv_qf *out, src *sr)
-{
-    int rc = akv_qf_foreach(in, collect_fp, &sr->c);
-    if (rc == AKV_OK)
-        rc = all_owners(in, rm, &sr->o);
-    if (rc == AKV_OK && sr->o.n != sr->c.n)
-        rc = AKV_ECORRUPT;
-    for (size_t i = 0; rc == AKV_OK && i < sr->c.n; i++) {
-        akv_u128 x = akv_qf_stream(in, sr->o.v[i]);
-        if (!fp_prefix_of(in, sr->c.v[i], x))
-            rc = AKV_ECORRUPT;
-        else
-            sr->c.v[i] = regrow(out, in, sr->c.v[i], akv_qf_stream(out, sr->o.v[i]));
-    }
-    return rc;
-}
-
-/* Interleave the inputs by owner hash into (fp, owner stream) arrays. */
-static int interleave(const akv_qf *out, src *sv, int nin, akv_qf_fp *fp, akv_u128 *own)
-{
-    size_t i = 0, j = 0, t = 0, ni = sv[0].c.n, nj = nin > 1 ? sv[1].c.n : 0;
-    while (i < ni || j < nj) {
-        bool take_a = j >= nj || (i < ni && !hash_lt(sv[1].o.v[j], sv[0].o.v[i]));
-        src *s = take_a ? &sv[0] : &sv[1];
-        size_t k = take_a ? i++ : j++;
-        fp[t] = s->c.v[k];
-        own[t++] = akv_qf_stream(out, s->o.v[k]);
-    }
-    return AKV_OK;
-}
-
-int akv_qf_rebuild2(const akv_qf *const *in, akv_revmap *const *rm, int nin, akv_qf *out)
-{
-    for (int k = 0; k < nin; k++)
-        if (!rm[k] || out->pbits != in[k]->pbits || out->mwords < in[k]->mwords)
-            return AKV_EINVAL;
-    if (out->nitems)
-        return AKV_EINVAL;
-    src sv[2] = {{{0}, {0}}, {{0}, {0}}};
-    int rc = AKV_OK;
-    for (int k = 0; k < nin && rc == AKV_OK; k++)
-        rc = load_src(in[k], rm[k], out, &sv[k]);
-    size_t n = sv[0].c.n + (nin > 1 ? sv[1].c.n : 0);
-    akv_qf_fp *fp = malloc((n + 1) * sizeof *fp);
-    akv_u128 *own = malloc((n + 1) * sizeof *own);
-    if (rc == AKV_OK && (!fp || !own))
-        rc = AKV_ENOMEM;
-    if (rc == AKV_OK)
-        rc = interleave(out, sv, nin, fp, own);
-    /* Records are in owner order; a new minirun is a contiguous slice. */
-    for (size_t i = 0, j; rc == AKV_OK && i < n; i = j) {
-        for (j = i + 1; j < n && mid_of(out, own[j]) == mid_of(out, own[i]);)
-            j++;
-        rc = flush_group(out, fp + i, own + i, j - i);
-    }
-    if (rc == AKV_OK) {
-        out->prefix = in[0]->nitems || nin < 2 ? in[0]->prefix : in[1]->prefix;
-        for (int k = 0; k < nin; k++)
-            out->adaptations += in[k]->adaptations;
-    }
-    out->bl_ok = false;
-    for (int k = 0; k < 2; k++)
-        free(sv[k].c.v), free(sv[k].o.v);
-    free(fp), free(own);
-    return rc;
-}
-
-int akv_qf_rebuild(const akv_qf *in, akv_revmap *rm, akv_qf *out)
-{
-    return akv_qf_rebuild2(&in, &rm, 1, out);
 }
 
 /* ---- validation, FPR, serialization -------------------------------------- */
@@ -1323,7 +907,7 @@ int akv_qf_validate(const akv_qf *f)
         return AKV_ENOMEM;
     int rc = AKV_OK;
     uint64_t h = 0;
-    while (rc == AKV_OK && next_home(f, &h)) {
+    while (rc == AKV_OK && akv_qfi_next_home(f, &h)) {
         if (h >= f->nslots) {
             rc = AKV_ECORRUPT;
             break;
@@ -1350,10 +934,10 @@ int akv_qf_validate(const akv_qf *f)
         fprintf(stderr, "validate: structure (cur %llu)\n", (unsigned long long)vs.cur);
 #endif
     for (uint64_t b = 0; b < f->nblocks && rc == AKV_OK; b++)
-        if (offw(f, b) != vs.off[b]) {
+        if (offb(f, b) != (vs.off[b] < QF_OFF_SAT ? vs.off[b] : QF_OFF_SAT)) {
 #ifdef QF_DEBUG
             fprintf(stderr, "validate: block %llu off %llu want %llu\n", (unsigned long long)b,
-                    (unsigned long long)offw(f, b), (unsigned long long)vs.off[b]);
+                    (unsigned long long)offb(f, b), (unsigned long long)vs.off[b]);
 #endif
             rc = AKV_ECORRUPT;
         }
@@ -1380,8 +964,9 @@ static int fpr_visit(void *arg, uint64_t home, akv_qf_fp fp)
 {
     (void)home;
     fpr_acc *a = arg;
+    /* a fingerprint fixes the home (1 in nslots) and r + k·r fraction bits */
     if (!a->any || fp.s != a->last.s || fp.k != a->last.k)
-        a->sum += ldexp(1.0, -(int)fp_len(a->f, fp.k));
+        a->sum += ldexp(1.0 / (double)a->f->nslots, -(int)(a->f->r * (fp.k + 1)));
     a->last = fp;
     a->any = true;
     return AKV_OK;
@@ -1394,44 +979,36 @@ double akv_qf_fpr(const akv_qf *f)
     return a.sum;
 }
 
+/* Payload version 2 (docs/format.md): u64 nslots, u32 r, u32 pbits, u64
+ * nblocks, u64 prefix, items, used, ext_slots, adaptations, then the table
+ * bytes as they are in memory (little-endian words, packed blocks). */
 int akv_qf_save(const akv_qf *f, uint8_t *buf, size_t *len)
 {
     akv_wbuf w = {buf, 0};
-    akv_w_u32(&w, f->q);
+    akv_w_u64(&w, f->nslots);
     akv_w_u32(&w, f->r);
     akv_w_u32(&w, f->pbits);
+    akv_w_u64(&w, f->nblocks);
     akv_w_u64(&w, f->prefix);
     akv_w_u64(&w, f->nitems);
     akv_w_u64(&w, f->used);
     akv_w_u64(&w, f->ext_slots);
     akv_w_u64(&w, f->adaptations);
-    uint64_t nw = f->nblocks * f->bwords;
-    for (uint64_t i = 0; i < nw; i++)
-        akv_w_u64(&w, buf ? ld(f->w + i) : 0);
+    size_t tb = (size_t)(f->nblocks * f->bbytes);
+    if (buf) {
+        for (size_t i = 0; i + 8 <= tb; i += 8)
+            st64(buf + w.len + i, ld64(f->t + i));
+        for (size_t i = tb & ~(size_t)7; i < tb; i++)
+            buf[w.len + i] = ld8(f->t + i);
+    }
+    w.len += tb;
     *len = w.len;
     return AKV_OK;
 }
 
-int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext)
+static int finish_load(akv_qf *f, uint64_t prefix, uint64_t items, uint64_t used, uint64_t exts,
+                       uint64_t adapts)
 {
-    akv_rbuf r = {buf, len, 0, false};
-    uint32_t q = akv_r_u32(&r), rb = akv_r_u32(&r), pb = akv_r_u32(&r);
-    uint64_t prefix = akv_r_u64(&r), items = akv_r_u64(&r), used = akv_r_u64(&r);
-    uint64_t exts = akv_r_u64(&r), adapts = akv_r_u64(&r);
-    if (r.err || q < 6 || q > 40 || rb < 1 || rb > 32 || pb > 32 || q + rb + pb > 64)
-        return AKV_ECORRUPT;
-    uint64_t ns = 1ULL << q, xn = (ns + (uint64_t)(10.0 * sqrt((double)ns)) + 64 + 63) & ~63ULL;
-    if ((len - r.off) / 8 != xn / 64 * ((ext ? 3 : 2) + 1 + rb))
-        return AKV_ECORRUPT;
-    if (akv_qf_init(f, q, rb, pb, ext) != AKV_OK)
-        return AKV_ECORRUPT;
-    uint64_t nw = f->nblocks * f->bwords;
-    if ((len - r.off) / 8 != nw || (len - r.off) % 8) {
-        akv_qf_free(f);
-        return AKV_ECORRUPT;
-    }
-    for (uint64_t i = 0; i < nw; i++)
-        f->w[i] = akv_r_u64(&r);
     f->prefix = prefix;
     f->nitems = items;
     f->used = used;
@@ -1444,6 +1021,62 @@ int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext)
         return rc == AKV_ENOMEM ? rc : AKV_ECORRUPT;
     }
     return AKV_OK;
+}
+
+/* Version 1: u32 q, u32 r, u32 pbits, the five u64 counters, then 64-bit
+ * words, per block occupieds, runends, [extensions,] a whole offset word
+ * and r slot words, with 2^q home slots and a tail of 10·sqrt(2^q) + 64. */
+static int load_v1(akv_qf *f, const uint8_t *buf, size_t len, bool ext)
+{
+    akv_rbuf r = {buf, len, 0, false};
+    uint32_t q = akv_r_u32(&r), rb = akv_r_u32(&r), pb = akv_r_u32(&r);
+    uint64_t prefix = akv_r_u64(&r), items = akv_r_u64(&r), used = akv_r_u64(&r);
+    uint64_t exts = akv_r_u64(&r), adapts = akv_r_u64(&r);
+    if (r.err || q < 6 || q > 40 || rb < 1 || rb > 32 || pb > 32 || q + rb + pb > 64)
+        return AKV_ECORRUPT;
+    uint64_t ns = 1ULL << q, xn = (ns + (uint64_t)(10.0 * sqrt((double)ns)) + 64 + 63) & ~63ULL;
+    uint64_t mw = ext ? 3 : 2, bw = mw + 1 + rb, nb = xn / 64;
+    if ((len - r.off) % 8 || (len - r.off) / 8 / bw != nb || (len - r.off) / 8 % bw)
+        return AKV_ECORRUPT;
+    if (qf_alloc(f, ns, rb, pb, ext, nb) != AKV_OK)
+        return AKV_ECORRUPT;
+    for (uint64_t b = 0; b < nb; b++) {
+        uint8_t *p = blkp(f, b);
+        for (uint64_t j = 0; j < mw; j++)
+            st64(p + 8 * j, akv_r_u64(&r));
+        uint64_t off = akv_r_u64(&r);
+        p[8 * mw] = (uint8_t)(off < QF_OFF_SAT ? off : QF_OFF_SAT);
+        for (uint64_t j = 0; j < rb; j++)
+            st64(p + 8 * mw + 1 + 8 * j, akv_r_u64(&r));
+    }
+    return finish_load(f, prefix, items, used, exts, adapts);
+}
+
+int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ver)
+{
+    memset(f, 0, sizeof *f);
+    if (ver == 1)
+        return load_v1(f, buf, len, ext);
+    if (ver != 2)
+        return AKV_ENOTSUP;
+    akv_rbuf r = {buf, len, 0, false};
+    uint64_t ns = akv_r_u64(&r);
+    uint32_t rb = akv_r_u32(&r), pb = akv_r_u32(&r);
+    uint64_t nb = akv_r_u64(&r), prefix = akv_r_u64(&r), items = akv_r_u64(&r), used = akv_r_u64(&r);
+    uint64_t exts = akv_r_u64(&r), adapts = akv_r_u64(&r);
+    /* Every size is checked before it is used in arithmetic: nslots is
+     * bounded first, the block count must be the one nslots implies, and
+     * the table must be exactly the rest of the payload. */
+    if (r.err || ns < 64 || ns > (1ULL << 40) || rb < 1 || rb > 32 || pb > 32 || qbits_for(ns) + rb + pb > 64)
+        return AKV_ECORRUPT;
+    uint64_t tb;
+    if (nb != akv_qf_blocks_for(ns) ||
+        __builtin_mul_overflow(nb, 8ULL * (ext ? 3 : 2) + 1 + 8ULL * rb, &tb) || len - r.off != tb)
+        return AKV_ECORRUPT;
+    if (qf_alloc(f, ns, rb, pb, ext, nb) != AKV_OK)
+        return AKV_ECORRUPT;
+    memcpy(f->t, buf + r.off, (size_t)tb);
+    return finish_load(f, prefix, items, used, exts, adapts);
 }
 
 /* ---- build helpers ------------------------------------------------------- */
@@ -1502,28 +1135,63 @@ void akv_qf_sort(akv_hash *v, size_t n)
         }
 }
 
-uint32_t akv_qf_r_for(const akv_filter_params *p, uint32_t q, bool ext)
+/* Largest nslots whose table fits in `bytes` (0 if not even 64 do). */
+static uint64_t slots_in(double bytes, uint32_t r, bool ext)
+{
+    uint64_t bb = 8ULL * (ext ? 3 : 2) + 1 + 8ULL * r;
+    if (!(bytes >= (double)bb) || bytes > 1e15)
+        return 0;
+    uint64_t blocks = (uint64_t)(bytes / (double)bb);
+    if (blocks < 3)
+        return 0;
+    /* nslots + 64 + 4·sqrt(nslots) <= 64·blocks, then settle exactly */
+    double s = 64.0 * (double)blocks - 64.0, root = sqrt(4.0 + s) - 2.0;
+    uint64_t n = (uint64_t)(root * root);
+    while (n > 0 && akv_qf_blocks_for(n) > blocks)
+        n--;
+    while (akv_qf_blocks_for(n + 1) <= blocks)
+        n++;
+    return n < 64 ? 0 : n;
+}
+
+void akv_qf_geometry(const akv_filter_params *p, uint64_t n, bool ext, uint64_t *nslots, uint32_t *r)
 {
     double lf = p->load_factor > 0 && p->load_factor <= 1 ? p->load_factor : 0.9;
-    long r = p->remainder_bits ? (long)p->remainder_bits : (long)floor(p->bits_per_key * lf) - (ext ? 4 : 3);
-    long max = 64 - (long)q - (long)p->prefix_bits;
-    if (max > 32)
-        max = 32;
-    if (r > max)
-        r = max;
-    return r < 2 ? 2 : (uint32_t)r;
+    double bpk = p->bits_per_key > 0 ? p->bits_per_key : 10;
+    uint32_t pb = p->prefix_bits > 32 ? 32 : p->prefix_bits;
+    uint64_t ns = akv_qf_slots_for(n, lf);
+    long rr = p->remainder_bits ? (long)p->remainder_bits : (long)floor(bpk * lf - (ext ? 3.125 : 2.125));
+    if (!p->remainder_bits && n > 0) {
+        double budget = bpk * (double)n / 8.0;
+        for (long t = 32; t >= 2; t--) {
+            uint64_t m = slots_in(budget, (uint32_t)t, ext);
+            if (m && (double)n <= (lf + 0.035) * (double)m && qbits_for(m) + (uint32_t)t + pb <= 64) {
+                ns = m;
+                rr = t;
+                break;
+            }
+        }
+    }
+    long max = 64 - (long)qbits_for(ns) - (long)pb;
+    if (rr > max)
+        rr = max;
+    if (rr > 32)
+        rr = 32;
+    *r = rr < 2 ? 2 : (uint32_t)rr;
+    *nslots = ns;
 }
 
 int akv_qf_build_finish(akv_qf *f, akv_qf_build *b, double lf)
 {
     akv_qf_sort(b->v, b->n);
     if (b->n > f->insert_limit) {
-        uint32_t q = akv_qf_q_for(b->n, lf), r = f->r, pb = f->pbits;
-        while ((double)b->n > 0.95 * (double)(1ULL << q))
-            q++;
+        uint64_t ns = akv_qf_slots_for(b->n, lf);
+        if ((double)b->n > 0.95 * (double)ns)
+            ns = (uint64_t)((double)b->n / 0.95) + 2;
+        uint32_t r = f->r, pb = f->pbits, q = qbits_for(ns);
         bool ext = f->mwords == 3;
         akv_qf_free(f);
-        int rc = akv_qf_init(f, q, r + q + pb > 64 ? 64 - q - pb : r, pb, ext);
+        int rc = akv_qf_init_n(f, ns, r + q + pb > 64 ? 64 - q - pb : r, pb, ext);
         if (rc != AKV_OK)
             return rc;
     }

@@ -1,22 +1,30 @@
 /*
  * qf_core.h — the quotient-filter core shared by the `qf` and `aqf` kinds.
  *
- * Layout (spec aqf §2.3, CQF/RSQF style): 2^q home slots plus an overflow
- * tail, grouped in blocks of 64 slots. A block is a run of 64-bit words:
+ * Layout (spec aqf §2.3, CQF/RSQF style): N home slots (any N >= 64) plus
+ * an overflow tail, grouped in blocks of 64 slots. A block is packed bytes:
  *
- *     occupieds | runends | extensions (aqf only) | offset | 64 r-bit slots
+ *     occupieds | runends | extensions (aqf only) | offset byte | 64 r-bit slots
  *
- * so one query touches one or two blocks. `offset` is the number of slots at
- * the start of the block taken by runs whose home lies in an earlier block;
- * with rank/select over occupieds and runends it finds a run without walking
+ * (r + 2.125 bits a slot for qf, r + 3.125 for aqf, as in the paper), so one
+ * query touches one or two blocks. `offset` is the number of slots at the
+ * start of the block taken by runs whose home lies in an earlier block
+ * (saturating at 255: then it is computed from the previous block); with
+ * rank/select over occupieds and runends it finds a run without walking
  * the cluster.
  *
- * Hash bits (DESIGN §2): the filter reads the 128-bit hash as one bit stream
- * h.hi ‖ h.lo with the shard's `pbits` prefix bits dropped. The quotient is
- * the first q bits of that stream, the remainder the next r, extension chunk
- * j the r bits after that. Slot order is therefore the hash order of the
- * data, and the keys of a minirun are the keys whose top pbits+q+r bits of
- * h.hi agree, which is exactly one revmap scan.
+ * Hash bits (DESIGN §2): the filter reads the 128-bit hash as one number x =
+ * h.hi ‖ h.lo with the shard's `pbits` prefix bits dropped, and multiplies it
+ * by N: the integer part of x·N/2^128 is the home slot (the quotient), the
+ * fraction is the stream of fingerprint bits: the remainder is its first r
+ * bits, extension chunk j the r bits after that. The filter keeps both in
+ * one 128-bit "stream" s: the quotient in the top q = ceil(log2 N) bits,
+ * then the fraction. For N = 2^q, s is x itself (the quotient is the top q
+ * bits, as in earlier versions). x -> s is monotone, so slot order is the
+ * hash order of the data, and the keys of a minirun are one interval of
+ * h.hi: for N = 2^q exactly the keys whose top pbits+q+r bits agree (one
+ * revmap prefix scan), otherwise a range (akv_revmap.scan_range when the
+ * reverse map has it, else at most two prefix scans, filtered).
  *
  * Fingerprint records: [remainder][ext_1]…[ext_k]; the remainder slot has
  * extension bit 0, extension slots have extension bit 1 and runend bit 0;
@@ -48,12 +56,13 @@
 typedef unsigned __int128 akv_u128;
 
 typedef struct akv_qf {
-    uint32_t q, r, pbits;
-    uint32_t mwords;  /* metadata words per block: 2 (qf) or 3 (aqf: + extensions) */
-    uint32_t bwords;  /* words per block: mwords + offset + r slot words */
-    uint32_t max_ext; /* extension chunks the 128-bit hash can supply */
+    uint32_t q, r, pbits; /* q: bits of the quotient in the stream, ceil(log2 nslots) */
+    uint32_t mwords;      /* metadata words per block: 2 (qf) or 3 (aqf: + extensions) */
+    uint32_t bbytes;      /* bytes per block: 8 * mwords + 1 (offset) + 8 * r (slots) */
+    uint32_t max_ext;     /* extension chunks the 128-bit hash can supply */
+    bool pow2;            /* nslots == 2^q: the stream is the hash itself */
     uint64_t nslots, xnslots, nblocks;
-    uint64_t *w;        /* nblocks * bwords words */
+    uint8_t *t;         /* nblocks * bbytes bytes + 8 bytes of padding */
     uint64_t used;      /* slots in use (remainders + extensions) */
     uint64_t nitems;    /* records = keys */
     uint64_t ext_slots; /* extension slots */
@@ -67,6 +76,10 @@ typedef struct akv_qf {
     /* writer scratch */
     void *scratch;
     size_t scratch_cap;
+    /* the build of qf_nav.h this filter uses (portable or POPCNT/BMI2),
+     * chosen when it is allocated */
+    int (*lookup_fn)(const struct akv_qf *f, akv_hash h);
+    int (*insert_fast_fn)(struct akv_qf *f, akv_u128 x);
 } akv_qf;
 
 /* One fingerprint: its stream bits (left-aligned, zero past the end) and
@@ -76,23 +89,72 @@ typedef struct akv_qf_fp {
     uint32_t k;
 } akv_qf_fp;
 
-/* Allocate an empty filter with 2^q home slots and r-bit remainders.
- * `ext` selects the AQF layout (extension bits). */
+/* Allocate an empty filter with `nslots` home slots (64 <= nslots <= 2^40)
+ * and r-bit remainders. `ext` selects the AQF layout (extension bits). */
+int akv_qf_init_n(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext);
+/* The same with 2^q home slots. */
 int akv_qf_init(akv_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext);
+/* Slots of the overflow tail past nslots (no wrap-around), and the blocks
+ * of a table of nslots home slots. */
+uint64_t akv_qf_blocks_for(uint64_t nslots);
+/* Bytes of the table for nslots home slots, r-bit remainders, qf or aqf
+ * layout (what akv_qf_memory reports once allocated). */
+uint64_t akv_qf_bytes_for(uint64_t nslots, uint32_t r, bool ext);
+/* Geometry for n keys under the parameters: with remainder_bits, r is that
+ * and nslots = n / load_factor; otherwise the budget bits_per_key·n buys
+ * the table, and r is the largest remainder for which the n keys fill at
+ * most load_factor + 0.035 of the slots the budget then buys (the rest
+ * of the budget, to the byte, is slots). */
+void akv_qf_geometry(const akv_filter_params *p, uint64_t n, bool ext, uint64_t *nslots, uint32_t *r);
 void akv_qf_free(akv_qf *f);
 /* Choose q for n keys at fill `lf` (0 = 0.9), at least 64 slots. */
 uint32_t akv_qf_q_for(uint64_t n, double lf);
+/* Home slots for n keys at fill lf (0 = 0.9): ceil(n / lf), at least 64. */
+uint64_t akv_qf_slots_for(uint64_t n, double lf);
 
 size_t akv_qf_memory(const akv_qf *f);
 
 static inline akv_u128 akv_qf_stream(const akv_qf *f, akv_hash h)
 {
-    return (((akv_u128)h.hi << 64) | h.lo) << f->pbits;
+    akv_u128 x = (((akv_u128)h.hi << 64) | h.lo) << f->pbits;
+    if (f->pow2)
+        return x;
+    /* x·N = quotient · 2^128 + fraction */
+    akv_u128 lo = (akv_u128)(uint64_t)x * f->nslots, hi = (x >> 64) * f->nslots;
+    akv_u128 mid = (akv_u128)(uint64_t)hi + (uint64_t)(lo >> 64);
+    uint64_t quo = (uint64_t)(hi >> 64) + (uint64_t)(mid >> 64);
+    akv_u128 frac = (mid << 64) | (uint64_t)lo;
+    return ((akv_u128)quo << (128 - f->q)) | (frac >> f->q);
+}
+
+/* Quotient and remainder of h with 64-bit arithmetic only (the query path;
+ * equal to quo/rem of akv_qf_stream, since q + r + pbits <= 64). */
+static inline void akv_qf_qr(const akv_qf *f, akv_hash h, uint64_t *quo, uint64_t *rem)
+{
+    uint64_t xh = f->pbits ? (h.hi << f->pbits) | (h.lo >> (64 - f->pbits)) : h.hi;
+    if (f->pow2) {
+        *quo = xh >> (64 - f->q);
+        *rem = (xh << f->q) >> (64 - f->r);
+        return;
+    }
+    uint64_t xl = h.lo << f->pbits;
+    akv_u128 hi = (akv_u128)xh * f->nslots, mid = (uint64_t)hi + (((akv_u128)xl * f->nslots) >> 64);
+    *quo = (uint64_t)(hi >> 64) + (uint64_t)(mid >> 64);
+    *rem = (uint64_t)mid >> (64 - f->r);
 }
 
 /* 1 maybe, 0 no, -1 the walk saw an inconsistent (concurrently modified)
  * table. Safe to call while another thread mutates. */
-int akv_qf_lookup(const akv_qf *f, akv_hash h);
+static inline int akv_qf_lookup(const akv_qf *f, akv_hash h)
+{
+    return f->lookup_fn(f, h);
+}
+/* True when lookups and inserts use the POPCNT/BMI2 build (x86-64 CPUs
+ * that have both; decided once at run time). */
+bool akv_qf_hw_select(void);
+/* Tests: filters allocated from now on use the portable build even where
+ * the hardware one could run. */
+void akv_qf_force_portable(bool on);
 /* Memory words a lookup touches (instrumentation). */
 unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h);
 
@@ -110,33 +172,13 @@ int akv_qf_remove(akv_qf *f, akv_hash h);
  * then left unchanged), AKV_EFULL if there is no room. */
 int akv_qf_adapt(akv_qf *f, akv_hash h, akv_revmap *rm);
 
-/* Remove the key h exactly (its own rank, found with the reverse map, which
- * must still hold h), and when `shorten` is set cut the extensions of the
- * remaining minirun members down to what keeps them apart from each other
- * and from h. Shortening forgets adaptations to queries that are not stored
- * keys: it trades monotonicity for space (spec §3.5). */
-int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten);
 
 /* Streaming bulk load of hashes in ascending (hi, lo) order into an empty
  * filter: one sequential pass, no shifting. AKV_EINVAL when h is out of
  * order or the filter was modified otherwise (use akv_qf_insert then). */
 int akv_qf_bulk_add(akv_qf *f, akv_hash h);
 
-/* Merge a and b into an empty `out` in one pass. out->q >= a->q (= b->q),
- * out->r = a->r - (out->q - a->q): the fingerprints keep their bits and are
- * re-split (the reverse map is unchanged). Where the union breaks invariant
- * N, a fingerprint is cut back to the shortest fingerprint of its minirun
- * that is its prefix (never a false negative; it can forget adaptations). */
-int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out);
 
-/* Rebuild `in` into an empty `out` of another size using every key of the
- * reverse map (one sorted pass; must hold exactly the filter's keys). Each
- * fingerprint keeps at least the bits it had (never forgets an adaptation);
- * out->r may differ. */
-int akv_qf_rebuild(const akv_qf *in, akv_revmap *rm, akv_qf *out);
-/* The same over one or two inputs (exact merge): records interleave by
- * owner hash. */
-int akv_qf_rebuild2(const akv_qf *const *in, akv_revmap *const *rm, int nin, akv_qf *out);
 
 /* Full structural check (canonical layout, offsets, counters, sorted runs,
  * invariant N between neighbours). AKV_OK or AKV_ECORRUPT. */
@@ -146,9 +188,11 @@ int akv_qf_validate(const akv_qf *f);
  * fingerprints (their match sets are disjoint under invariant N). */
 double akv_qf_fpr(const akv_qf *f);
 
-/* Serialization of the table (header + words). */
+/* Serialization of the table (header + table bytes; payload version 2). */
 int akv_qf_save(const akv_qf *f, uint8_t *buf, size_t *len);
-int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext);
+/* Loads payload versions 1 (word layout, 2^q slots) and 2 (current). Every
+ * size is bounded before use: a damaged payload gives AKV_ECORRUPT. */
+int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ver);
 
 /* Build helpers shared by the kinds: keys are buffered by add() and
  * bulk-loaded by finish() in one sorted pass. */
@@ -161,9 +205,6 @@ int akv_qf_build_push(akv_qf_build *b, akv_hash h);
  * bulk-load them. b stays sorted; the caller frees b->v. */
 int akv_qf_build_finish(akv_qf *f, akv_qf_build *b, double lf);
 void akv_qf_sort(akv_hash *v, size_t n);
-/* Remainder bits for the parameters: remainder_bits, or bits_per_key at
- * the target fill minus the per-slot metadata (2 or 3 bits + offset word). */
-uint32_t akv_qf_r_for(const akv_filter_params *p, uint32_t q, bool ext);
 
 /* Every kind built on the core starts with this head. */
 typedef struct akv_qf_head {

@@ -83,3 +83,33 @@ Test(filterbench, baseline_gets_its_own_defaults)
     fb_result rz = run_ok(&z);
     cr_expect_eq(rz.base.fpr, rz.fpr);
 }
+
+/* insert_ns times real inserts (a second filter, one akv_filter_insert a
+ * key), not the buffering add(); --adapt times its replay; --baseline qf
+ * gets the candidate's remainder bits and fill. */
+Test(filterbench, real_inserts_adapt_timing_and_qf_baseline)
+{
+    fb_config c = config("aqf", "qf");
+    c.params.remainder_bits = 9;
+    c.params.load_factor = 0.9;
+    c.adapt = true;
+    c.qdist = (fb_dist){true, 1.5};
+    c.universe = 100000;
+    fb_result r = run_ok(&c);
+    cr_expect_eq(r.false_negatives, 0);
+    cr_expect(isfinite(r.insert_ns) && r.insert_ns > 0);
+    cr_expect(isfinite(r.add_ns) && r.add_ns > 0);
+    cr_expect(isfinite(r.adapt_query_ns) && r.adapt_query_ns > 0);
+    cr_expect_lt(r.fpr_after, r.fpr_before + 1e-12);
+    /* the qf baseline at r = 9: 9 + 2.125 bits a slot at 0.9 fill, plus the
+     * overflow tail (3 % at 22 223 slots) */
+    fb_config q = config("qf", NULL);
+    q.params.remainder_bits = 9;
+    q.params.load_factor = 0.9;
+    q.qdist = c.qdist;
+    q.universe = c.universe;
+    fb_result rq = run_ok(&q);
+    cr_expect_eq(r.base.memory_bytes, rq.memory_bytes);
+    cr_expect_eq(r.base.fpr, rq.fpr);
+    cr_expect(r.base.bits_per_key > 11.125 / 0.9 && r.base.bits_per_key < 1.04 * 11.125 / 0.9);
+}

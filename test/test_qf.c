@@ -61,10 +61,13 @@ Test(qf, layout_bits_per_slot)
     cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("aqf"), &p, NULL, 0, &g), AKV_OK);
     akv_aqf_info a;
     akv_aqf_info_get(f, &a);
-    double slots = (double)akv_filter_memory(f) * 8 / 12; /* physical slots incl. overflow */
-    cr_assert_float_eq((double)akv_filter_memory(f) * 8 / slots, 12.0, 1e-9);
-    cr_assert_float_eq((double)akv_filter_memory(g) / (double)akv_filter_memory(f), 13.0 / 12.0, 1e-9);
-    cr_assert_lt(slots, (double)a.slots * 1.02); /* overflow tail ~10*sqrt(slots) */
+    /* r + 2.125 bits a slot (qf), r + 3.125 (aqf): the paper's layout,
+     * 89 and 97 bytes a block of 64 slots at r = 9 */
+    double slots = (double)akv_filter_memory(f) / 89 * 64; /* physical slots incl. overflow */
+    cr_assert_float_eq((double)akv_filter_memory(f) * 8 / slots, 11.125, 1e-9);
+    cr_assert_float_eq((double)akv_filter_memory(g) / (double)akv_filter_memory(f), 97.0 / 89.0, 1e-9);
+    cr_assert_eq(akv_filter_memory(f), akv_qf_bytes_for(a.slots, 9, false));
+    cr_assert_lt(slots, (double)a.slots * 1.01); /* overflow tail 64 + 4*sqrt(slots) */
     akv_filter_destroy(f);
     akv_filter_destroy(g);
 }
@@ -147,7 +150,8 @@ Test(qf, merge_answers_like_union_build)
     akv_qf_sort(u, 2 * n);
     akv_filter_params pu = p;
     pu.remainder_bits = 8;
-    pu.expected_keys = (uint64_t)(0.9 * (double)(1ULL << (ia.q + 1)));
+    pu.load_factor = 1.0; /* twice the inputs' slots, exactly */
+    pu.expected_keys = 2 * ia.slots;
     akv_filter *ub = NULL;
     cr_assert_eq(akv_aqf_bulk_load(akv_filter_kind_by_name("qf"), &pu, u, 2 * n, &ub), AKV_OK);
     uint8_t *x, *y;
@@ -227,6 +231,155 @@ Test(qf, build_beyond_expected_keys)
         akvt_check_no_false_negatives(f, 7, 20000);
         cr_assert_eq(f->n_keys, 20000);
         cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        akv_filter_destroy(f);
+    }
+}
+
+/* Without remainder_bits the table is exactly the budget: bits_per_key · n
+ * bits within 3 %, for any n (the slot count is no power of two). */
+Test(qf, budget_bits_per_key)
+{
+    static const double bpk[] = {8, 10, 12, 16};
+    static const size_t ns[] = {20000, 150000};
+    const char *kinds[2] = {"qf", "aqf"};
+    for (int k = 0; k < 2; k++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t j = 0; j < 2; j++) {
+                akv_filter_params p;
+                akv_filter_params_init(&p);
+                p.bits_per_key = bpk[b];
+                p.expected_keys = ns[j];
+                akv_filter *f = akvt_build(kinds[k], &p, 11 + j, ns[j]);
+                double got = (double)akv_filter_memory(f) * 8 / (double)ns[j];
+                cr_assert(got <= bpk[b] && got >= 0.97 * bpk[b], "%s %.0f bits/key: %.3f", kinds[k], bpk[b],
+                          got);
+                akv_aqf_info in;
+                akv_aqf_info_get(f, &in);
+                cr_assert_leq((double)ns[j], 0.935 * (double)in.slots);
+                akvt_check_no_false_negatives(f, 11 + j, ns[j]);
+                akvt_check_fpr_theory(f, 11 + j, 200000, 0.05);
+                akv_filter_destroy(f);
+            }
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Payloads declaring sizes near 2^64 are refused, never allocated. */
+Test(qf, huge_declared_sizes_are_corrupt)
+{
+    const char *kinds[2] = {"qf", "aqf"};
+    static const uint64_t bad_slots[] = {~0ULL, ~0ULL - 63, 1ULL << 63, (1ULL << 40) + 1, 63, 0};
+    static const uint64_t bad_blocks[] = {~0ULL, 1ULL << 58, (~0ULL) / 97 + 1, 0};
+    for (int k = 0; k < 2; k++) {
+        const akv_filter_kind *kind = akv_filter_kind_by_name(kinds[k]);
+        uint8_t buf[4096] = {0};
+        for (size_t i = 0; i < sizeof bad_slots / sizeof *bad_slots; i++)
+            for (size_t j = 0; j < sizeof bad_blocks / sizeof *bad_blocks; j++) {
+                put64(buf, bad_slots[i]);
+                put32(buf + 8, 9);
+                put32(buf + 12, 0);
+                put64(buf + 16, bad_blocks[j]);
+                akv_filter *f = NULL;
+                cr_assert_eq(kind->load(buf, sizeof buf, 2, &f), AKV_ECORRUPT);
+                cr_assert_eq(kind->load(buf, 72, 2, &f), AKV_ECORRUPT);
+            }
+        /* a sane slot count with a block count it does not imply */
+        put64(buf, 1000);
+        put64(buf + 16, (1000 + 64 + 127) / 64 + 1);
+        akv_filter *f = NULL;
+        cr_assert_eq(kind->load(buf, sizeof buf, 2, &f), AKV_ECORRUPT);
+        /* version 1: q up to 63, r up to 2^32 - 1 */
+        static const uint32_t qs[] = {63, 41, 64, 0xffffffffu};
+        for (size_t i = 0; i < 4; i++) {
+            put32(buf, qs[i]);
+            put32(buf + 4, i & 1 ? 0xffffffffu : 9);
+            cr_assert_eq(kind->load(buf, sizeof buf, 1, &f), AKV_ECORRUPT);
+        }
+        cr_assert_eq(kind->load(buf, sizeof buf, 3, &f), AKV_ENOTSUP);
+    }
+}
+
+/* Payload version 1 (64-bit words per block, a whole offset word, 2^q home
+ * slots, tail 10·sqrt(2^q) + 64) still loads, and answers as it did. */
+Test(qf, loads_version1_payload)
+{
+    const char *kinds[2] = {"qf", "aqf"};
+    for (int k = 0; k < 2; k++) {
+        const akv_filter_kind *kind = akv_filter_kind_by_name(kinds[k]);
+        akv_filter_params p;
+        akv_filter_params_init(&p);
+        p.expected_keys = 4096;
+        p.load_factor = 1.0; /* 2^12 home slots */
+        p.remainder_bits = 7;
+        akv_filter *f = akvt_build(kinds[k], &p, 5, 3500);
+        akv_hash *keys = akvt_keys(5, 3500);
+        akv_memrevmap *rm;
+        cr_assert_eq(akv_memrevmap_create(keys, 3500, &rm), AKV_OK);
+        for (uint64_t i = 0; k == 1 && i < 20000; i++) {
+            akv_hash y = akvt_key(6, i);
+            if (akv_filter_may_contain(f, y))
+                cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+        }
+        size_t len = 0;
+        cr_assert_eq(kind->save(f, NULL, &len), AKV_OK);
+        uint8_t *v2 = malloc(len);
+        cr_assert_eq(kind->save(f, v2, &len), AKV_OK);
+        uint64_t nb2 = get64(v2 + 16), mw = k ? 3 : 2, bb = 8 * mw + 1 + 8 * 7;
+        cr_assert_eq(len, 64 + nb2 * bb);
+        /* the same table in the version-1 layout */
+        uint64_t ns = 4096, nb1 = (ns + 640 + 64 + 63) / 64, bw = mw + 1 + 7;
+        size_t len1 = 12 + 40 + nb1 * bw * 8;
+        uint8_t *v1 = calloc(1, len1);
+        put32(v1, 12), put32(v1 + 4, 7), put32(v1 + 8, 0);
+        memcpy(v1 + 12, v2 + 24, 40); /* prefix, items, used, ext_slots, adaptations */
+        for (uint64_t b = 0; b < nb2; b++) {
+            const uint8_t *s = v2 + 64 + b * bb;
+            uint8_t *d = v1 + 52 + b * bw * 8;
+            memcpy(d, s, 8 * mw);
+            cr_assert_lt(s[8 * mw], 255); /* small clusters: the byte is the offset */
+            put64(d + 8 * mw, s[8 * mw]);
+            memcpy(d + 8 * mw + 8, s + 8 * mw + 1, 8 * 7);
+        }
+        akv_filter *g = NULL;
+        cr_assert_eq(kind->load(v1, len1, 1, &g), AKV_OK);
+        cr_assert_eq(akv_aqf_validate(g), AKV_OK);
+        akvt_check_no_false_negatives(g, 5, 3500);
+        for (uint64_t i = 0; i < 50000; i++) {
+            akv_hash y = akvt_key(7, i);
+            cr_assert_eq(akv_filter_may_contain(f, y), akv_filter_may_contain(g, y));
+        }
+        for (uint64_t i = 0; k == 1 && i < 20000; i++)
+            cr_assert_not(akv_filter_may_contain(g, akvt_key(6, i)) &&
+                          !akv_filter_may_contain(f, akvt_key(6, i)));
+        /* damaged version-1 payloads are refused too */
+        v1[60] ^= 0x10;
+        akv_filter *h = NULL;
+        int rc = kind->load(v1, len1, 1, &h);
+        cr_assert(rc == AKV_ECORRUPT || rc == AKV_OK);
+        if (rc == AKV_OK) {
+            cr_assert_eq(akv_aqf_validate(h), AKV_OK);
+            akv_filter_destroy(h);
+        }
+        cr_assert_eq(kind->load(v1, len1 - 8, 1, &h), AKV_ECORRUPT);
+        akv_filter_destroy(g);
+        free(v1), free(v2), free(keys);
+        akv_memrevmap_destroy(rm);
         akv_filter_destroy(f);
     }
 }

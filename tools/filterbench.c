@@ -26,34 +26,34 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: filterbench --filter KIND [options]\n"
-            "  --filter KIND          filter kind (--list shows them)\n"
-            "  --keys N               members (default 1000000)\n"
-            "  --bits-per-key B       memory budget (default 10)\n"
-            "  --queries Q            absent-key queries (default 1000000)\n"
-            "  --query-dist D         uniform | zipf:S (default uniform)\n"
-            "  --universe U           absent keys the queries are drawn from (default: all distinct)\n"
-            "  --seed S               random seed (default 1)\n"
-            "  --remainder-bits R     quotient filters: remainder bits\n"
-            "  --load-factor L        quotient filters: slot fill (0..1)\n"
-            "  --num-hashes K         override k\n"
-            "  --shifts T             shbf: t shifted copies per group (1..7, default 1)\n"
-            "  --adapt                replay the queries, adapting on every false positive\n"
-            "  --negatives M          M known negative keys with costs, given to the build\n"
-            "  --costs C              uniform | zipf:S (costs of the negatives)\n"
-            "  --dataset NAME         keys and negatives from a generated dataset (shalla, ycsb)\n"
-            "  --churn R              R rounds removing and re-inserting 10%% of the keys\n"
-            "  --static               sscf: the paper's plain SSCF (5-bit counters, no runtime\n"
-            "                         learning) instead of the default ada-SSCF\n"
-            "  --wide                 sscf: ada-SSCF in the paper's counter layout (6 bits a\n"
-            "                         counter) instead of the default packed 4-bit codes\n"
-            "  --baseline KIND        also build KIND over the same keys and time both on the\n"
-            "                         same queries, alternating, in --rounds rounds; reports\n"
-            "                         medians and the speed-up (baseline ns / this filter's ns)\n"
-            "  --rounds R             timing rounds with --baseline (default 5)\n"
-            "  --json                 one JSON object on stdout\n"
-            "  --list                 list the filter kinds\n");
+    fprintf(out, "usage: filterbench --filter KIND [options]\n"
+                 "  --filter KIND          filter kind (--list shows them)\n"
+                 "  --keys N               members (default 1000000)\n"
+                 "  --bits-per-key B       memory budget (default 10)\n"
+                 "  --queries Q            absent-key queries (default 1000000)\n"
+                 "  --query-dist D         uniform | zipf:S (default uniform)\n"
+                 "  --universe U           absent keys the queries are drawn from (default: all distinct)\n"
+                 "  --seed S               random seed (default 1)\n"
+                 "  --remainder-bits R     quotient filters: remainder bits\n"
+                 "  --load-factor L        quotient filters: slot fill (0..1)\n"
+                 "  --num-hashes K         override k\n"
+                 "  --shifts T             shbf: t shifted copies per group (1..7, default 1)\n"
+                 "  --adapt                replay the queries, adapting on every false positive\n"
+                 "  --cpu-time             time with the process CPU clock instead of the wall clock\n"
+                 "  --negatives M          M known negative keys with costs, given to the build\n"
+                 "  --costs C              uniform | zipf:S (costs of the negatives)\n"
+                 "  --dataset NAME         keys and negatives from a generated dataset (shalla, ycsb)\n"
+                 "  --churn R              R rounds removing and re-inserting 10%% of the keys\n"
+                 "  --static               sscf: the paper's plain SSCF (5-bit counters, no runtime\n"
+                 "                         learning) instead of the default ada-SSCF\n"
+                 "  --wide                 sscf: ada-SSCF in the paper's counter layout (6 bits a\n"
+                 "                         counter) instead of the default packed 4-bit codes\n"
+                 "  --baseline KIND        also build KIND over the same keys and time both on the\n"
+                 "                         same queries, alternating, in --rounds rounds; reports\n"
+                 "                         medians and the speed-up (baseline ns / this filter's ns)\n"
+                 "  --rounds R             timing rounds with --baseline (default 5)\n"
+                 "  --json                 one JSON object on stdout\n"
+                 "  --list                 list the filter kinds\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -141,6 +141,8 @@ static int parse_args(int argc, char **argv, fb_config *c)
             bad = parse_u64(v, &c->rounds) || c->rounds < 1 || c->rounds > 1000;
         else if (!strcmp(a, "--dataset") && v)
             c->dataset = v;
+        else if (!strcmp(a, "--cpu-time"))
+            c->cpu_time = true, takes = 0;
         else if (!strcmp(a, "--adapt"))
             c->adapt = true, takes = 0;
         else if (!strcmp(a, "--static"))

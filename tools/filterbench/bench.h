@@ -24,6 +24,7 @@ typedef struct fb_config {
     const akv_filter_kind *baseline_kind;
     uint64_t rounds; /* alternating timing rounds with --baseline */
     bool adapt, json;
+    bool cpu_time;    /* --cpu-time: ns are process CPU time, not wall time */
     bool sscf_static; /* --static: the paper's plain SSCF (wide layout, no absorb) */
     bool sscf_wide;   /* --wide: ada-SSCF in the paper's wide layout */
 } fb_config;
@@ -31,9 +32,14 @@ typedef struct fb_config {
 typedef struct fb_result {
     char error[256];
     uint64_t keys, memory_bytes, false_negatives, queries;
-    double bits_per_key, fpr, fpr_theory, insert_ns, build_ns, query_ns, batch_query_ns, words_per_query;
-    /* --adapt */
-    double fpr_before, fpr_during, fpr_after, extra_bits_per_key;
+    /* insert_ns: one akv_filter_insert into a finished, empty filter sized
+     * for the keys (kinds with insert; else the add() path); add_ns: the
+     * add() of a build, before finish; build_ns: create + adds + finish */
+    double bits_per_key, fpr, fpr_theory, insert_ns, add_ns, build_ns, query_ns, batch_query_ns,
+        words_per_query;
+    /* --adapt; adapt_query_ns: the replay, a query each plus an adapt on
+     * every false positive */
+    double fpr_before, fpr_during, fpr_after, extra_bits_per_key, adapt_query_ns;
     uint64_t adaptations, adapt_errors;
     /* --negatives */
     uint64_t negatives;

@@ -43,7 +43,9 @@ void fb_print_json(const fb_config *c, const fb_result *r, FILE *o)
     fprintf(o, ",\"false_negatives\":%llu", (unsigned long long)r->false_negatives);
     num(o, "fpr", r->fpr);
     num(o, "fpr_theory", r->fpr_theory);
+    fprintf(o, ",\"clock\":\"%s\"", c->cpu_time ? "cpu" : "wall");
     num(o, "insert_ns", r->insert_ns);
+    num(o, "add_ns", r->add_ns);
     num(o, "build_ns", r->build_ns);
     num(o, "query_ns", r->query_ns);
     num(o, "batch_query_ns", r->batch_query_ns);
@@ -54,6 +56,7 @@ void fb_print_json(const fb_config *c, const fb_result *r, FILE *o)
         num(o, "fpr_during", r->fpr_during);
         num(o, "fpr_after", r->fpr_after);
         num(o, "extra_bits_per_key", r->extra_bits_per_key);
+        num(o, "adapt_query_ns", r->adapt_query_ns);
         fprintf(o, ",\"adaptations\":%llu,\"adapt_errors\":%llu", (unsigned long long)r->adaptations,
                 (unsigned long long)r->adapt_errors);
     }
@@ -88,10 +91,12 @@ void fb_print_table(const fb_config *c, const fb_result *r, FILE *o)
     fprintf(o, "%-22s %.1f\n", "query ns (batched)", r->batch_query_ns);
     if (isfinite(r->words_per_query))
         fprintf(o, "%-22s %.3f\n", "words/query", r->words_per_query);
-    if (c->adapt)
+    if (c->adapt) {
         fprintf(o, "%-22s before %.6f  during %.6f  after %.6f  (%llu adaptations, %.5f extra bits/key)\n",
                 "adaptivity", r->fpr_before, r->fpr_during, r->fpr_after, (unsigned long long)r->adaptations,
                 r->extra_bits_per_key);
+        fprintf(o, "%-22s %.1f\n", "adapting query ns", r->adapt_query_ns);
+    }
     if (r->negatives)
         fprintf(o, "%-22s %.6f over %llu negatives (unweighted %.6f)\n", "weighted FPR", r->weighted_fpr,
                 (unsigned long long)r->negatives, r->neg_fpr);

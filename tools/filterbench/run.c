@@ -23,10 +23,15 @@ static akv_hash key_of(uint64_t seed, uint64_t space, uint64_t i)
     return akv_hash_key(k, sizeof k, 0x5eed);
 }
 
+/* Wall time, or with --cpu-time the process's CPU time (one thread: the
+ * time it actually ran, which a host shared with other work inflates
+ * far less than the wall clock). */
+static bool fb_cpu_clock;
+
 static double now_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(fb_cpu_clock ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
@@ -162,8 +167,31 @@ static int build(const fb_config *c, const inputs *in, akv_filter **f, fb_result
         rc = akv_filter_finish(*f);
     double t3 = now_ns();
     double n = in->n ? (double)in->n : 1;
-    r->insert_ns = (t2 - t1) / n;
+    r->add_ns = r->insert_ns = (t2 - t1) / n;
     r->build_ns = (t3 - t0) / n;
+    return rc;
+}
+
+/* Real inserts: a second filter, sized for the keys and finished empty,
+ * takes them one akv_filter_insert at a time (dynamic kinds). */
+static int time_inserts(const fb_config *c, const inputs *in, fb_result *r)
+{
+    if (!c->kind->insert || !in->n)
+        return AKV_OK;
+    akv_filter_params p = c->params;
+    p.expected_keys = in->n;
+    p.seed = c->seed;
+    akv_filter *f = NULL;
+    int rc = akv_filter_create(c->kind, &p, NULL, 0, &f);
+    if (rc == AKV_OK)
+        rc = akv_filter_finish(f);
+    double t = now_ns();
+    for (uint64_t i = 0; i < in->n && rc == AKV_OK; i++)
+        rc = akv_filter_insert(f, in->keys[i]);
+    r->insert_ns = (now_ns() - t) / (double)in->n;
+    if (rc != AKV_OK)
+        snprintf(r->error, sizeof r->error, "insert failed: %s", akv_strerror(rc));
+    akv_filter_destroy(f);
     return rc;
 }
 
@@ -183,6 +211,7 @@ static double measure_words(const akv_filter *f, const akv_hash *q, uint64_t n)
 static void adapt_pass(const fb_config *c, akv_filter *f, akv_revmap *rm, const akv_hash *q, fb_result *r)
 {
     uint64_t fp = 0;
+    double t = now_ns();
     for (uint64_t i = 0; i < c->queries; i++) {
         if (!akv_filter_may_contain(f, q[i]))
             continue;
@@ -191,6 +220,7 @@ static void adapt_pass(const fb_config *c, akv_filter *f, akv_revmap *rm, const 
         if (rc < 0)
             r->adapt_errors++;
     }
+    r->adapt_query_ns = c->queries ? (now_ns() - t) / (double)c->queries : 0;
     r->fpr_during = c->queries ? (double)fp / (double)c->queries : 0;
 }
 
@@ -388,6 +418,9 @@ static int run_baseline(const fb_config *c, const inputs *in, akv_filter *f, fb_
     bc.kind = c->baseline_kind;
     akv_filter_params_init(&bc.params);
     bc.params.bits_per_key = c->params.bits_per_key;
+    /* quotient-filter geometry, so that --baseline qf compares like with like */
+    bc.params.remainder_bits = c->params.remainder_bits;
+    bc.params.load_factor = c->params.load_factor;
     akv_filter *b = NULL;
     int rc = build(&bc, in, &b, &br);
     if (rc != AKV_OK)
@@ -401,11 +434,14 @@ static int run_baseline(const fb_config *c, const inputs *in, akv_filter *f, fb_
 
 int fb_run(const fb_config *c, fb_result *r)
 {
+    fb_cpu_clock = c->cpu_time;
     inputs in = {0};
     int rc = make_inputs(c, &in, r);
     akv_filter *f = NULL;
     if (rc == AKV_OK)
         rc = build(c, &in, &f, r);
+    if (rc == AKV_OK)
+        rc = time_inserts(c, &in, r);
     if (rc == AKV_OK && c->baseline_kind) /* before adapt/churn change f or the keys */
         rc = run_baseline(c, &in, f, r);
     if (rc == AKV_OK) {

@@ -1,0 +1,344 @@
+/*
+ * qf_nav.h — rank/select navigation, lookup and the one-slot insert of the
+ * quotient-filter core, written once and compiled twice by qf_core.c (a
+ * portable build and, on x86-64, a POPCNT/BMI2 build chosen at run time).
+ * QF_FN(name) names this build's copy; QF_HW is defined in the hardware
+ * build. Include only from qf_core.c.
+ */
+#include "filters/qf_int.h"
+
+#ifndef QF_FN /* read on its own (static analysis): one portable copy */
+#define QF_FN(name) name##_g
+#endif
+#ifndef QF_SLOW
+#define QF_SLOW 2
+#endif
+
+static inline uint64_t QF_FN(pop64)(uint64_t x)
+{
+#ifdef QF_HW
+    return (uint64_t)__builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    return (x * 0x0101010101010101ULL) >> 56;
+#endif
+}
+
+/* Position of the k-th (from 0) set bit of w; w has more than k. */
+static inline uint64_t QF_FN(select64)(uint64_t w, uint64_t k)
+{
+#ifdef QF_HW
+    return (uint64_t)__builtin_ctzll(__builtin_ia32_pdep_di(1ULL << k, w));
+#else
+    /* running popcounts per byte find the byte, then clear bits in it */
+    uint64_t x = w - ((w >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    uint64_t cum = x * 0x0101010101010101ULL;
+    unsigned byte = 0;
+    while (byte < 7 && ((cum >> (8 * byte)) & 0xff) <= k)
+        byte++;
+    uint64_t before = byte ? (cum >> (8 * (byte - 1))) & 0xff : 0;
+    uint64_t b = (w >> (8 * byte)) & 0xff;
+    for (k -= before; k; k--)
+        b &= b - 1;
+    return 8 * byte + (uint64_t)__builtin_ctzll(b | 0x100);
+#endif
+}
+
+/* Last slot of the record whose remainder is at e (skips extension slots). */
+static __attribute__((noinline)) int64_t QF_FN(rec_end)(const akv_qf *f, uint64_t e)
+{
+    if (f->mwords == 2)
+        return (int64_t)e;
+    uint64_t t = e + 1;
+    while (t < f->xnslots) {
+        uint64_t b = t >> 6, sh = t & 63;
+        uint64_t x = (extw(f, b) & ~rendw(f, b)) >> sh;
+        uint64_t ones = ~x ? (uint64_t)__builtin_ctzll(~x) : 64;
+        if (ones > 64 - sh)
+            ones = 64 - sh;
+        t += ones;
+        if (ones < 64 - sh)
+            break;
+    }
+    return (int64_t)t - 1;
+}
+
+/* End of the rank-th run end at or after pos (rank >= 1). */
+static inline __attribute__((always_inline)) int64_t QF_FN(select_end)(const akv_qf *f, uint64_t pos,
+                                                                       uint64_t rank)
+{
+    uint64_t b = pos >> 6, sh = pos & 63;
+    while (b < f->nblocks) {
+        uint64_t w = rendw(f, b) & ~extw(f, b);
+        w &= ~0ULL << sh;
+        uint64_t c = QF_FN(pop64)(w);
+        if (c >= rank) {
+            uint64_t e = b * 64 + QF_FN(select64)(w, rank - 1);
+            /* usually the run's last record has no extension: skip the search */
+            return e + 1 < f->xnslots && bit_get(f, W_EXT, e + 1) ? QF_FN(rec_end)(f, e) : (int64_t)e;
+        }
+        rank -= c;
+        b++;
+        sh = 0;
+    }
+    return QF_BAD;
+}
+
+/* Last slot used by the runs whose home is <= i (below i when none reach
+ * i), given the offset of i's block. */
+static inline __attribute__((always_inline)) int64_t QF_FN(last_used_off)(const akv_qf *f, uint64_t i,
+                                                                          uint64_t off)
+{
+    uint64_t b = i >> 6, bi = i & 63;
+    uint64_t m = bi == 63 ? ~0ULL : (2ULL << bi) - 1;
+    uint64_t rank = QF_FN(pop64)(occw(f, b) & m);
+    if (off > f->xnslots)
+        return QF_BAD;
+    if (rank == 0)
+        return (int64_t)(b * 64 + off) - 1;
+    return QF_FN(select_end)(f, b * 64 + off, rank);
+}
+
+/* The offset of a block whose byte is saturated: recomputed forward from
+ * the nearest earlier block whose byte is exact (block 0's always is). */
+static __attribute__((noinline)) int64_t QF_FN(block_off_sat)(const akv_qf *f, uint64_t b)
+{
+    uint64_t a = b;
+    while (a > 0 && offb(f, a) >= QF_OFF_SAT)
+        a--;
+    uint64_t o = offb(f, a);
+    if (o >= QF_OFF_SAT)
+        return QF_BAD;
+    for (; a < b; a++) {
+        int64_t e = QF_FN(last_used_off)(f, a * 64 + 63, o);
+        if (e == QF_BAD)
+            return QF_BAD;
+        uint64_t base = (a + 1) * 64;
+        o = e + 1 > (int64_t)base ? (uint64_t)(e + 1) - base : 0;
+    }
+    return (int64_t)o;
+}
+
+/* The offset of block b. */
+static inline __attribute__((always_inline)) int64_t QF_FN(block_off)(const akv_qf *f, uint64_t b)
+{
+    uint64_t o = offb(f, b);
+    if (__builtin_expect(o < QF_OFF_SAT, 1))
+        return (int64_t)o;
+    return QF_FN(block_off_sat)(f, b);
+}
+
+/* Last slot used by the runs whose home is <= i (below i when none reach
+ * i). Uses the block offset, so no cluster walk. */
+static inline int64_t QF_FN(last_used)(const akv_qf *f, uint64_t i)
+{
+    int64_t off = QF_FN(block_off)(f, i >> 6);
+    return off < 0 ? QF_BAD : QF_FN(last_used_off)(f, i, (uint64_t)off);
+}
+
+static inline int64_t QF_FN(run_start)(const akv_qf *f, uint64_t home)
+{
+    if (home == 0)
+        return 0;
+    int64_t e = QF_FN(last_used)(f, home - 1);
+    if (e == QF_BAD)
+        return QF_BAD;
+    return e + 1 > (int64_t)home ? e + 1 : (int64_t)home;
+}
+
+static int64_t QF_FN(first_empty)(const akv_qf *f, uint64_t i)
+{
+    while (i < f->xnslots) {
+        int64_t t = QF_FN(last_used)(f, i);
+        if (t == QF_BAD)
+            return QF_BAD;
+        if (t < (int64_t)i)
+            return (int64_t)i;
+        i = (uint64_t)t + 1;
+    }
+    return (int64_t)f->xnslots;
+}
+
+/* ---- query --------------------------------------------------------------- */
+
+static __attribute__((noinline)) bool QF_FN(ext_match)(const akv_qf *f, uint64_t i, uint64_t k, akv_hash h)
+{
+    akv_u128 x = akv_qf_stream(f, h);
+    for (uint32_t j = 1; j <= k; j++)
+        if (slot_get(f, i + j) != chunk_of(f, x, j))
+            return false;
+    return true;
+}
+
+static int QF_FN(lookup)(const akv_qf *f, akv_hash h)
+{
+    uint64_t quo, rem;
+    akv_qf_qr(f, h, &quo, &rem);
+    if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
+        return 0;
+    int64_t s = QF_FN(run_start)(f, quo);
+    if (s < 0)
+        return -1;
+    /* Walk the run: records are sorted, so stop at the first larger one.
+     * A block's runend and extension words are read once. */
+    const uint64_t r = f->r, m = rmask(f->r);
+    const bool aqf = f->mwords == 3;
+    uint64_t cb = ~0ULL, rw = 0, ew = 0;
+    const uint8_t *sb = NULL;
+    for (uint64_t i = (uint64_t)s;;) {
+        if (i >= f->xnslots)
+            return -1;
+        uint64_t bi = i & 63;
+        if ((i >> 6) != cb) {
+            cb = i >> 6;
+            const uint8_t *bp = blkp(f, cb);
+            rw = ld64(bp + 8 * W_REND);
+            ew = aqf ? ld64(bp + 8 * W_EXT) : 0;
+            sb = bp + 8 * f->mwords + 1;
+        }
+        uint64_t bit = bi * r;
+        uint64_t v = (ld64(sb + (bit >> 3)) >> (bit & 7)) & m;
+        /* most records have no extension: one bit test instead of rec_end */
+        bool more = aqf && (bi < 63 ? (ew >> (bi + 1)) & 1 : i + 1 < f->xnslots && bit_get(f, W_EXT, i + 1));
+        uint64_t e = more ? (uint64_t)QF_FN(rec_end)(f, i) : i;
+        if (e - i > f->max_ext)
+            return -1;
+        if (v == rem) {
+            if (e == i || QF_FN(ext_match)(f, i, e - i, h))
+                return 1;
+        } else if (v > rem) {
+            return 0;
+        }
+        if ((rw >> bi) & 1)
+            return 0;
+        i = e + 1;
+    }
+}
+
+/* Shift the bits [lo, hi) of a packed slot area up by r (toward higher
+ * positions); bits [lo, lo + r) keep their old value (the caller writes
+ * them). Works down from the top in 56-bit pieces, each one unaligned
+ * load and one read-modify-write. */
+static inline void QF_FN(shift_bits_up)(uint8_t *base, uint64_t lo, uint64_t hi, unsigned r)
+{
+    uint64_t pos = hi, d0 = lo + r;
+    while (pos > d0) {
+        uint64_t n = pos - d0 < 56 ? pos - d0 : 56, dst = pos - n, src = dst - r;
+        uint64_t v = (ld64(base + (src >> 3)) >> (src & 7)) & ((1ULL << n) - 1);
+        uint8_t *p = base + (dst >> 3);
+        uint64_t m = ((1ULL << n) - 1) << (dst & 7);
+        st64(p, (ld64(p) & ~m) | (v << (dst & 7)));
+        pos = dst;
+    }
+}
+
+/* Open one blank slot at p: slots [p, e) move up by one (values, runend
+ * and extension bits), word by word; e is the first empty slot at or after
+ * p. Offsets of the blocks after home's up to e's grow by one. */
+static void QF_FN(open_slot)(akv_qf *f, uint64_t home, uint64_t p, uint64_t e)
+{
+    uint64_t pb = p >> 6, r = f->r;
+    for (uint64_t b = e >> 6; e > p; b--) {
+        uint64_t first = b == pb ? (p & 63) : 0, last = b == (e >> 6) ? (e & 63) : 63;
+        uint8_t *base = (uint8_t *)slot_base(f, b);
+        if (last > first)
+            QF_FN(shift_bits_up)(base, first * r, (last + 1) * r, (unsigned)r);
+        /* destination bits (first, last] take their lower neighbours; bit 0
+         * of a later block takes bit 63 of the block before */
+        uint64_t mask = (last == 63 ? ~0ULL : (2ULL << last) - 1) & ~((2ULL << first) - 1);
+        if (b > pb)
+            mask = (last == 63 ? ~0ULL : (2ULL << last) - 1) & ~1ULL;
+        for (int which = W_REND; which <= (f->mwords == 3 ? W_EXT : W_REND); which++) {
+            uint8_t *wp = blkp(f, b) + 8 * which;
+            uint64_t w = ld64(wp), nw = (w & ~mask) | ((w << 1) & mask);
+            if (b > pb) {
+                uint64_t carry = ld64(blkp(f, b - 1) + 8 * which) >> 63;
+                nw = (nw & ~1ULL) | carry;
+            }
+            st64(wp, nw);
+        }
+        if (b > pb) {
+            uint64_t bit = 63 * r;
+            const uint8_t *pv = slot_base(f, b - 1);
+            uint64_t v = (ld64(pv + (bit >> 3)) >> (bit & 7)) & rmask(f->r);
+            uint64_t m = rmask(f->r);
+            st64(base, (ld64(base) & ~m) | v);
+        }
+        if (b == pb)
+            break;
+    }
+    for (uint64_t b = (home >> 6) + 1; b <= e >> 6; b++)
+        inc_off(f, b);
+}
+
+/* Insert a key whose record will be one bare slot (no extension): the
+ * common case, done in place. Returns QF_SLOW when the caller must take
+ * the general path (the key's minirun holds extended records), else an
+ * AKV_* code. */
+static int QF_FN(insert_fast)(akv_qf *f, akv_u128 x)
+{
+    uint64_t home = quo_of(f, x), rem = rem_of(f, x);
+    bool occ = (occw(f, home >> 6) >> (home & 63)) & 1;
+    int64_t s = QF_FN(run_start)(f, home);
+    if (s < 0)
+        return AKV_ECORRUPT;
+    uint64_t p = (uint64_t)s;
+    int rend_new = 1;        /* the new slot ends the run */
+    int64_t clear_rend = -1; /* the old last record's remainder slot */
+    if (occ) {
+        for (uint64_t i = (uint64_t)s;;) {
+            if (i >= f->xnslots)
+                return AKV_ECORRUPT;
+            uint64_t v = slot_get(f, i);
+            uint64_t e = i + 1 < f->xnslots && bit_get(f, W_EXT, i + 1) ? (uint64_t)QF_FN(rec_end)(f, i) : i;
+            if (v == rem) {
+                /* the minirun: bare copies of a matching bare record go in
+                 * front of it; any extension means the general path */
+                for (uint64_t j = i;;) {
+                    uint64_t ej =
+                        j + 1 < f->xnslots && bit_get(f, W_EXT, j + 1) ? (uint64_t)QF_FN(rec_end)(f, j) : j;
+                    if (ej != j)
+                        return QF_SLOW;
+                    if (bit_get(f, W_REND, j) || j + 1 >= f->xnslots || slot_get(f, j + 1) != rem)
+                        break;
+                    j = ej + 1;
+                }
+                p = i;
+                rend_new = 0;
+                break;
+            }
+            if (v > rem) {
+                p = i;
+                rend_new = 0;
+                break;
+            }
+            if (bit_get(f, W_REND, i)) {
+                p = e + 1;
+                clear_rend = (int64_t)i;
+                break;
+            }
+            i = e + 1;
+        }
+    }
+    if (f->used + 1 > f->insert_limit)
+        return AKV_EFULL;
+    int64_t e = QF_FN(first_empty)(f, p);
+    if (e < 0)
+        return AKV_ECORRUPT;
+    if ((uint64_t)e >= f->xnslots)
+        return AKV_EFULL;
+    QF_FN(open_slot)(f, home, p, (uint64_t)e);
+    slot_set(f, p, rem);
+    bit_put(f, W_EXT, p, false);
+    bit_put(f, W_REND, p, rend_new);
+    if (clear_rend >= 0)
+        bit_put(f, W_REND, (uint64_t)clear_rend, false);
+    if (!occ)
+        bit_put(f, W_OCC, home, true);
+    f->used++;
+    return AKV_OK;
+}

@@ -1,0 +1,36 @@
+/*
+ * qf_rewrite.h — operations that rewrite a quotient filter from its records
+ * (filters/qf_rewrite.c), reached only from tools and tests through
+ * filters/aqf.h: merge without keys, rebuild with the reverse map (resize,
+ * exact merge), exact removal by rank. The core (qf_core.c) never calls them.
+ */
+#ifndef AKV_QF_REWRITE_H
+#define AKV_QF_REWRITE_H
+
+#include "filters/qf_core.h"
+
+/* Remove the key h exactly (its own rank, found with the reverse map, which
+ * must still hold h), and when `shorten` is set cut the extensions of the
+ * remaining minirun members down to what keeps them apart from each other
+ * and from h. Shortening forgets adaptations to queries that are not stored
+ * keys: it trades monotonicity for space (spec §3.5). */
+int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten);
+
+/* Merge a and b (same slot count N) into an empty `out` of N·2^d slots,
+ * d = out->q - a->q, in one pass. out->q >= a->q (= b->q),
+ * out->r = a->r - (out->q - a->q): the fingerprints keep their bits and are
+ * re-split (the reverse map is unchanged). Where the union breaks invariant
+ * N, a fingerprint is cut back to the shortest fingerprint of its minirun
+ * that is its prefix (never a false negative; it can forget adaptations). */
+int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out);
+
+/* Rebuild `in` into an empty `out` of another size using every key of the
+ * reverse map (one sorted pass; must hold exactly the filter's keys). Each
+ * fingerprint keeps at least the bits it had (never forgets an adaptation);
+ * out->r may differ. */
+int akv_qf_rebuild(const akv_qf *in, akv_revmap *rm, akv_qf *out);
+/* The same over one or two inputs (exact merge): records interleave by
+ * owner hash. */
+int akv_qf_rebuild2(const akv_qf *const *in, akv_revmap *const *rm, int nin, akv_qf *out);
+
+#endif

@@ -29,17 +29,17 @@ void (*_Atomic akvi_hook_before_revmap_read)(void);
 
 #define MAX_ROUNDS 4
 
+/* Insert a key the map does not hold yet (a prefix read may contain a
+ * part read before). */
 static int collect(void *arg, akv_hash h)
 {
     akv_memrevmap *m = arg;
-    return akv_memrevmap_insert(m, h);
+    return akv_memrevmap_covers(m, h.hi, 64) ? AKV_OK : akv_memrevmap_insert(m, h);
 }
 
-/* The SST's keys whose slot hash starts with hi's top nbits, read from
- * RocksDB into *out (a map restricted to exactly that prefix). No lock is
- * held here. */
-static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, unsigned nbits,
-                       akv_memrevmap **out)
+/* Add to map m the SST's keys whose slot hash starts with hi's top nbits,
+ * read from RocksDB. No lock is held here. */
+static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, unsigned nbits, akv_memrevmap *m)
 {
     void (*hook)(void) = atomic_load(&akvi_hook_before_revmap_read);
     if (hook)
@@ -55,29 +55,22 @@ static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, uns
         .in_sst = akvi_sst_holds_user_key,
         .in_sst_arg = &arg,
     };
-    akv_memrevmap *m = NULL;
-    int rc = akv_memrevmap_create(NULL, 0, &m);
-    if (rc == AKV_OK)
-        rc = akv_rocksrevmap_init(&rr)->scan(&rr.rm, hi, nbits, collect, m);
-    if (rc == AKV_OK)
-        rc = akv_memrevmap_restrict(m, hi, nbits);
-    if (rc != AKV_OK) {
-        akv_memrevmap_destroy(m);
-        return rc;
-    }
-    *out = m;
-    return AKV_OK;
+    int rc = akv_rocksrevmap_init(&rr)->scan(&rr.rm, hi, nbits, collect, m);
+    return rc == AKV_OK ? akv_memrevmap_cover_more(m, hi, nbits) : rc;
 }
 
-/* Adapt filter f of slot j to h: read, then lock and extend. */
+/* Adapt filter f of slot j to h: read, then lock and extend; each scan the
+ * filter asks for that the copy does not hold is read and added. */
 static int adapt_filter(akv_db *db, akvi_run *r, size_t j, akv_filter *f, akv_hash h)
 {
     akvi_slot *s = &r->slots[j];
     unsigned bits = atomic_load(&s->scan_bits);
     akv_memrevmap *m = NULL;
-    int rc = bits ? read_owners(db, r, j, h.hi, bits, &m) : akv_memrevmap_create(NULL, 0, &m);
-    if (rc == AKV_OK && !bits)
+    int rc = akv_memrevmap_create(NULL, 0, &m);
+    if (rc == AKV_OK)
         rc = akv_memrevmap_restrict(m, 0, AKV_MEMREVMAP_NOTHING);
+    if (rc == AKV_OK && bits)
+        rc = read_owners(db, r, j, h.hi, bits, m);
     for (int round = 0; rc == AKV_OK; round++) {
         rc = akvi_slot_adapt(s, f, h, akv_memrevmap_revmap(m));
         uint64_t hi;
@@ -85,9 +78,7 @@ static int adapt_filter(akv_db *db, akvi_run *r, size_t j, akv_filter *f, akv_ha
         if (rc != AKV_EBUSY || round + 1 == MAX_ROUNDS || !akv_memrevmap_missed(m, &hi, &nbits))
             break;
         atomic_store(&s->scan_bits, nbits);
-        akv_memrevmap_destroy(m);
-        m = NULL;
-        rc = read_owners(db, r, j, hi, nbits, &m);
+        rc = read_owners(db, r, j, hi, nbits, m);
     }
     akv_memrevmap_destroy(m);
     return rc;

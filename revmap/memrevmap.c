@@ -19,8 +19,12 @@ struct akv_memrevmap {
     akv_revmap rm;
     akv_hash *v;
     size_t n, cap;
-    int cover_bits;    /* -1: the whole set; 0..64: only keys with cover_hi's top bits; 65: none */
-    uint64_t cover_hi;
+    bool partial;      /* holds only the keys of the prefixes in cover[] */
+    size_t n_cover;
+    struct {
+        uint64_t hi;
+        unsigned bits;
+    } cover[AKV_MEMREVMAP_MAX_PARTS];
     bool missed;       /* a scan asked outside the cover */
     uint64_t miss_hi;
     unsigned miss_bits;
@@ -34,12 +38,19 @@ static uint64_t top_mask(unsigned nbits)
 /* Does the map hold every key of the set whose top nbits equal hi's? */
 static bool covers(const akv_memrevmap *m, uint64_t hi, unsigned nbits)
 {
-    if (m->cover_bits < 0)
+    if (!m->partial)
         return true;
-    if (m->cover_bits > 64 || nbits < (unsigned)m->cover_bits)
-        return false;
-    uint64_t mask = top_mask((unsigned)m->cover_bits);
-    return (hi & mask) == (m->cover_hi & mask);
+    for (size_t i = 0; i < m->n_cover; i++) {
+        uint64_t mask = top_mask(m->cover[i].bits);
+        if (nbits >= m->cover[i].bits && (hi & mask) == (m->cover[i].hi & mask))
+            return true;
+    }
+    return false;
+}
+
+bool akv_memrevmap_covers(const akv_memrevmap *m, uint64_t hi, unsigned nbits)
+{
+    return covers(m, hi, nbits);
 }
 
 /* First index whose hash is >= (hi, lo). */
@@ -90,7 +101,7 @@ int akv_memrevmap_create(const akv_hash *keys, size_t n, akv_memrevmap **out)
         memcpy(m->v, keys, n * sizeof *keys);
     m->n = n;
     qsort(m->v, n, sizeof *m->v, akv_hash_cmp_ptr);
-    m->cover_bits = -1;
+    m->partial = false;
     m->rm.scan = mem_scan;
     m->rm.ctx = m;
     *out = m;
@@ -129,8 +140,22 @@ int akv_memrevmap_restrict(akv_memrevmap *m, uint64_t hi, unsigned nbits)
 {
     if (nbits > AKV_MEMREVMAP_NOTHING)
         return AKV_EINVAL;
-    m->cover_bits = (int)nbits;
-    m->cover_hi = hi;
+    m->partial = true;
+    m->n_cover = 0;
+    m->missed = false;
+    return nbits == AKV_MEMREVMAP_NOTHING ? AKV_OK : akv_memrevmap_cover_more(m, hi, nbits);
+}
+
+int akv_memrevmap_cover_more(akv_memrevmap *m, uint64_t hi, unsigned nbits)
+{
+    if (nbits > 64)
+        return AKV_EINVAL;
+    if (!m->partial)
+        return AKV_OK;
+    if (m->n_cover == AKV_MEMREVMAP_MAX_PARTS)
+        return AKV_EFULL;
+    m->cover[m->n_cover].hi = hi;
+    m->cover[m->n_cover++].bits = nbits;
     m->missed = false;
     return AKV_OK;
 }

@@ -40,6 +40,13 @@ void akv_memrevmap_destroy(akv_memrevmap *m);
 #define AKV_MEMREVMAP_NOTHING 65u
 int akv_memrevmap_restrict(akv_memrevmap *m, uint64_t hi, unsigned nbits);
 bool akv_memrevmap_missed(const akv_memrevmap *m, uint64_t *hi, unsigned *nbits);
+/* A partial map also holds every key of the set with hi's top nbits (the
+ * caller has inserted the ones not covered before): at most
+ * AKV_MEMREVMAP_MAX_PARTS prefixes (AKV_EFULL past that). */
+#define AKV_MEMREVMAP_MAX_PARTS 8
+int akv_memrevmap_cover_more(akv_memrevmap *m, uint64_t hi, unsigned nbits);
+/* Does it hold every key of the set whose top nbits equal hi's? */
+bool akv_memrevmap_covers(const akv_memrevmap *m, uint64_t hi, unsigned nbits);
 
 /* ---- reverse maps on RocksDB (engine) ---------------------------------- */
 

@@ -96,6 +96,13 @@ test: check-deps
 	@$(MAKE) --no-print-directory tests
 	@tools/run-tests.sh $(BUILD) $(TEST_BINS)
 
+# make test-install: only test/test_install.c (make install into a temporary
+# prefix, then a C++ program built there with pkg-config).
+.PHONY: test-install
+test-install: check-deps
+	@$(MAKE) --no-print-directory all $(BUILD)/test/test_install
+	@tools/run-tests.sh $(BUILD) $(BUILD)/test/test_install
+
 asan: check-deps
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=address,undefined OPT=-O1 test-run
 

@@ -197,7 +197,8 @@ static void check_soname(void)
     snprintf(cmd, sizeof cmd, "readelf -d '%s/lib/libadaptkv.so.0.1.0'", prefix);
     run_ok("readelf-lib", cmd);
     char *dyn = output("readelf-lib", "out");
-    cr_assert_not_null(strstr(dyn, "Library soname: [libadaptkv.so.0]"), "no SONAME libadaptkv.so.0:\n%s", dyn);
+    cr_assert_not_null(strstr(dyn, "Library soname: [libadaptkv.so.0]"), "no SONAME libadaptkv.so.0:\n%s",
+                       dyn);
     free(dyn);
 }
 
@@ -206,7 +207,8 @@ static void check_cxx_program(void)
     char cmd[4 * PATH_MAX];
     snprintf(cmd, sizeof cmd, "PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --libs adaptkv", prefix);
     run_ok("pkg-config", cmd);
-    snprintf(cmd, sizeof cmd, "PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --static --libs adaptkv", prefix);
+    snprintf(cmd, sizeof cmd, "PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --static --libs adaptkv",
+             prefix);
     run_ok("pkg-config-static", cmd);
 
     snprintf(cmd, sizeof cmd,
@@ -254,7 +256,8 @@ Test(install, prefix_holds_a_library_cxx_programs_build_against)
     const char *build = getenv("AKV_BUILD");
     char cmd[3 * PATH_MAX];
     snprintf(cmd, sizeof cmd, "make -C '%s' --no-print-directory %s%s%s install PREFIX='%s'", src,
-             build && *build ? "BUILD='" : "", build && *build ? build : "", build && *build ? "'" : "", prefix);
+             build && *build ? "BUILD='" : "", build && *build ? build : "", build && *build ? "'" : "",
+             prefix);
     run_ok("install", cmd);
 
     check_soname();

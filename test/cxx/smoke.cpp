@@ -19,7 +19,8 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace
+{
 
 struct db_closer {
     void operator()(akv_db *db) const { akv_close(db); }
@@ -84,8 +85,8 @@ int main(int argc, char **argv)
         rc = akv_get(db.get(), key.data(), key.size(), &v, &vlen);
         std::unique_ptr<void, buf_free> got(v);
         check(rc == AKV_OK, "get", rc);
-        check(rc == AKV_OK && std::string(static_cast<const char *>(v), vlen) == value, "get returns the value",
-              rc);
+        check(rc == AKV_OK && std::string(static_cast<const char *>(v), vlen) == value,
+              "get returns the value", rc);
         check(akv_flush(db.get()) == AKV_OK, "flush", AKV_OK);
     } // closed here
 
@@ -98,7 +99,8 @@ int main(int argc, char **argv)
         size_t vlen = 0;
         int rc = akv_get(db.get(), key.data(), key.size(), &v, &vlen);
         std::unique_ptr<void, buf_free> got(v);
-        check(rc == AKV_OK && std::string(static_cast<const char *>(v), vlen) == value, "get after reopen", rc);
+        check(rc == AKV_OK && std::string(static_cast<const char *>(v), vlen) == value, "get after reopen",
+              rc);
         rc = akv_delete(db.get(), key.data(), key.size());
         check(rc == AKV_OK, "delete", rc);
         void *v2 = nullptr;

@@ -14,8 +14,14 @@ BUILD   ?= build
 SAN     ?=
 OPT     ?= -O2
 VERSION := 0.1.0
+# The shared library's ABI version: its SONAME is libadaptkv.so.$(SOMAJOR).
+# Bump it on any incompatible change of the public API (include/adaptkv).
+SOMAJOR := 0
+SONAME  := libadaptkv.so.$(SOMAJOR)
 
-CFLAGS_BASE := -std=c17 $(OPT) -g -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -pthread -I. -Iinclude -MMD -MP
+# -fvisibility=hidden: the shared library exports only the functions the
+# public headers mark AKV_API (include/adaptkv/api.h).
+CFLAGS_BASE := -std=c17 $(OPT) -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -D_GNU_SOURCE -pthread -I. -Iinclude -MMD -MP
 ifneq ($(SAN),)
 CFLAGS_BASE += -fsanitize=$(SAN) -fno-omit-frame-pointer
 LDSAN := -fsanitize=$(SAN)
@@ -44,7 +50,7 @@ TEST_SUPPORT := $(wildcard test/support/*.c)
 
 all: lib tools
 
-lib: $(BUILD)/libadaptkv.a $(BUILD)/libadaptkv.so
+lib: $(BUILD)/libadaptkv.a $(BUILD)/libadaptkv.so $(BUILD)/$(SONAME)
 
 tools: $(TOOL_BINS)
 
@@ -56,8 +62,14 @@ $(BUILD)/libadaptkv.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/libadaptkv.so: $(LIB_OBJ)
-	$(CC) -shared $(LDSAN) -o $@ $^ $(LIBS)
+# The real file is libadaptkv.so.$(VERSION) with SONAME libadaptkv.so.$(SOMAJOR);
+# libadaptkv.so.$(SOMAJOR) (what programs load) and libadaptkv.so (what -ladaptkv
+# finds) are symlinks to it, here and where `make install` puts them.
+$(BUILD)/libadaptkv.so.$(VERSION): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(LDSAN) -o $@ $^ $(LIBS)
+
+$(BUILD)/$(SONAME) $(BUILD)/libadaptkv.so: $(BUILD)/libadaptkv.so.$(VERSION)
+	ln -sf libadaptkv.so.$(VERSION) $@
 
 # A tool is tools/NAME.c plus tools/NAME/*.c plus the shared tools/common/*.c.
 .SECONDEXPANSION:
@@ -84,6 +96,13 @@ test: check-deps
 	@$(MAKE) --no-print-directory tests
 	@tools/run-tests.sh $(BUILD) $(TEST_BINS)
 
+# make test-install: only test/test_install.c (make install into a temporary
+# prefix, then a C++ program built there with pkg-config).
+.PHONY: test-install
+test-install: check-deps
+	@$(MAKE) --no-print-directory all $(BUILD)/test/test_install
+	@tools/run-tests.sh $(BUILD) $(BUILD)/test/test_install
+
 asan: check-deps
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=address,undefined OPT=-O1 test-run
 
@@ -107,15 +126,24 @@ bench: check-deps
 	@$(MAKE) --no-print-directory all
 	@tools/bench.sh $(BUILD)
 
+# adaptkv.pc's Libs carry -Wl,-rpath,${libdir} for every prefix but /usr, so
+# that a program built with `pkg-config --libs adaptkv` finds libadaptkv.so.0
+# without LD_LIBRARY_PATH or ldconfig; PC_RPATH= (empty) leaves it out.
+PC_RPATH ?= $(if $(filter /usr /usr/,$(PREFIX)),,-Wl$(,)-rpath$(,)$${libdir})
+, := ,
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -d $(DESTDIR)$(PREFIX)/include/adaptkv
 	install -m 644 $(BUILD)/libadaptkv.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libadaptkv.so $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/adaptkv/adaptkv.h include/adaptkv/filter.h include/adaptkv/hash.h \
-	  $(DESTDIR)$(PREFIX)/include/adaptkv/
+	install -m 755 $(BUILD)/libadaptkv.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libadaptkv.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libadaptkv.so
+	install -m 644 include/adaptkv/api.h include/adaptkv/adaptkv.h include/adaptkv/filter.h \
+	  include/adaptkv/hash.h $(DESTDIR)$(PREFIX)/include/adaptkv/
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's#@PREFIX@#$(PREFIX)#' -e 's#@VERSION@#$(VERSION)#' adaptkv.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/adaptkv.pc
+	sed -e 's#@PREFIX@#$(PREFIX)#' -e 's#@VERSION@#$(VERSION)#' -e 's#@RPATH@#$(PC_RPATH)#' \
+	  adaptkv.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/adaptkv.pc
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/adaptkv $(DESTDIR)$(PREFIX)/lib/libadaptkv.* \

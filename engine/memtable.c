@@ -30,7 +30,7 @@ int akvi_rotate(akv_db *db)
     int rc = akvi_cf_create(db, name, -1, &cf);
     if (rc != AKV_OK)
         return rc;
-    akvi_mem *m;
+    akvi_mem *m = NULL;
     rc = akvi_mem_create(db, gen, cf, &m);
     if (rc != AKV_OK) {
         rocksdb_column_family_handle_destroy(cf);

@@ -8,9 +8,11 @@
  * tool and shows up as races inside librocksdb. Suppress reports with a
  * RocksDB frame; races in adaptkv's own code are still reported. recover.c
  * refers to this function, so every program that opens a database links it.
+ * The library is built with -fvisibility=hidden; the runtime finds this hook
+ * only through the dynamic symbol table, so it keeps default visibility.
  */
-const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void)
+__attribute__((visibility("default"))) const char *__tsan_default_suppressions(void);
+__attribute__((visibility("default"))) const char *__tsan_default_suppressions(void)
 {
     /* libstdc++ and libzstd are reached only through RocksDB (adaptkv is
      * C), so their memory accesses are RocksDB's too. */

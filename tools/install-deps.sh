@@ -4,7 +4,9 @@
 # `apt-get update` when needed. Exits non-zero with a clear message when it cannot.
 set -u
 
-PKGS=(build-essential pkg-config librocksdb-dev libxxhash-dev libzstd-dev
+# build-essential brings gcc, g++ (test/cxx/smoke.cpp) and make; binutils
+# (objdump, readelf) is listed for test_install's checks of the shared library.
+PKGS=(build-essential binutils pkg-config librocksdb-dev libxxhash-dev libzstd-dev
       libcriterion-dev libedit-dev gnuplot-nox)
 
 missing=()

@@ -12,6 +12,10 @@
  *     with 'ordered'").
  *   - Buffers returned to the caller are malloc'd; release them with akv_free().
  *
+ * Public API: every function declared AKV_API here, in adaptkv/filter.h and in
+ * adaptkv/hash.h (adaptkv/api.h); the shared library exports those and nothing
+ * else. Usable from C and C++ (the declarations are extern "C").
+ *
  * Limits: keys are 1 B to 64 KiB, values at most 64 MiB; anything else is
  * AKV_EINVAL with a message, never a truncation.
  *
@@ -28,6 +32,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "adaptkv/api.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,7 +54,7 @@ enum {
 };
 
 /* Human-readable name of a result code ("invalid argument", …). */
-const char *akv_strerror(int rc);
+AKV_API const char *akv_strerror(int rc);
 
 #define AKV_MAX_KEY_BYTES (64u * 1024u)
 #define AKV_MAX_VALUE_BYTES (64u * 1024u * 1024u)
@@ -84,33 +90,33 @@ typedef struct akv_options {
 } akv_options;
 
 /* Fill with defaults. Always call before setting fields. */
-void akv_options_init(akv_options *opt);
+AKV_API void akv_options_init(akv_options *opt);
 
 typedef struct akv_db akv_db;
 
 /* Open (or create) the database in directory `dir`. On failure *db is NULL
  * and akv_errmsg() says why. */
-int akv_open(const char *dir, const akv_options *opt, akv_db **db);
+AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
 
 /* Wait for background work, persist the miss log, close. NULL is a no-op. */
-int akv_close(akv_db *db);
+AKV_API int akv_close(akv_db *db);
 
 /* The layout the open database has (never AKV_LAYOUT_AUTO). */
-akv_layout akv_db_layout(const akv_db *db);
+AKV_API akv_layout akv_db_layout(const akv_db *db);
 
 /* Detailed message for the last failure on this thread ("" if none). */
-const char *akv_errmsg(void);
+AKV_API const char *akv_errmsg(void);
 
-void akv_free(void *p);
+AKV_API void akv_free(void *p);
 
 /* ---- point operations -------------------------------------------------- */
 
-int akv_put(akv_db *db, const void *key, size_t klen, const void *val, size_t vlen);
-int akv_delete(akv_db *db, const void *key, size_t klen);
+AKV_API int akv_put(akv_db *db, const void *key, size_t klen, const void *val, size_t vlen);
+AKV_API int akv_delete(akv_db *db, const void *key, size_t klen);
 
 /* AKV_OK with a malloc'd copy of the value in *val (free with akv_free), or
  * AKV_NOTFOUND. */
-int akv_get(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen);
+AKV_API int akv_get(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen);
 
 /* What one lookup cost (for benchmarks and the adversarial workload). */
 typedef struct akv_get_info {
@@ -120,49 +126,49 @@ typedef struct akv_get_info {
     uint64_t block_reads;   /* RocksDB block_read_count for this lookup */
 } akv_get_info;
 
-int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen, akv_get_info *info);
+AKV_API int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen, akv_get_info *info);
 
 /* Declare an absent key costly up front (HABF/SSCF "costed negatives"). */
-int akv_hint_negative(akv_db *db, const void *key, size_t klen, double cost);
+AKV_API int akv_hint_negative(akv_db *db, const void *key, size_t klen, double cost);
 
 /* ---- write batches ----------------------------------------------------- */
 
 typedef struct akv_batch akv_batch;
 
-int akv_batch_create(akv_batch **b);
-int akv_batch_put(akv_batch *b, const void *key, size_t klen, const void *val, size_t vlen);
-int akv_batch_delete(akv_batch *b, const void *key, size_t klen);
-void akv_batch_clear(akv_batch *b);
-size_t akv_batch_count(const akv_batch *b);
-void akv_batch_destroy(akv_batch *b);
+AKV_API int akv_batch_create(akv_batch **b);
+AKV_API int akv_batch_put(akv_batch *b, const void *key, size_t klen, const void *val, size_t vlen);
+AKV_API int akv_batch_delete(akv_batch *b, const void *key, size_t klen);
+AKV_API void akv_batch_clear(akv_batch *b);
+AKV_API size_t akv_batch_count(const akv_batch *b);
+AKV_API void akv_batch_destroy(akv_batch *b);
 
 /* Apply atomically; sync = 1 fsyncs the WAL before returning. */
-int akv_write(akv_db *db, akv_batch *b, int sync);
+AKV_API int akv_write(akv_db *db, akv_batch *b, int sync);
 
 /* ---- iterators (ordered layout only) ----------------------------------- */
 
 typedef struct akv_iter akv_iter;
 
 /* AKV_ENOTSUP on the hash layout. The iterator sees a consistent snapshot. */
-int akv_iter_create(akv_db *db, akv_iter **it);
-void akv_iter_seek_first(akv_iter *it);
-void akv_iter_seek(akv_iter *it, const void *key, size_t klen); /* first key >= key */
-int akv_iter_valid(const akv_iter *it);
-void akv_iter_next(akv_iter *it);
-const void *akv_iter_key(const akv_iter *it, size_t *klen);   /* valid until next/seek */
-const void *akv_iter_value(const akv_iter *it, size_t *vlen); /* valid until next/seek */
-int akv_iter_status(const akv_iter *it); /* AKV_OK or the error that ended iteration */
+AKV_API int akv_iter_create(akv_db *db, akv_iter **it);
+AKV_API void akv_iter_seek_first(akv_iter *it);
+AKV_API void akv_iter_seek(akv_iter *it, const void *key, size_t klen); /* first key >= key */
+AKV_API int akv_iter_valid(const akv_iter *it);
+AKV_API void akv_iter_next(akv_iter *it);
+AKV_API const void *akv_iter_key(const akv_iter *it, size_t *klen);   /* valid until next/seek */
+AKV_API const void *akv_iter_value(const akv_iter *it, size_t *vlen); /* valid until next/seek */
+AKV_API int akv_iter_status(const akv_iter *it); /* AKV_OK or the error that ended iteration */
 /* RocksDB blocks read from storage (block-cache misses) by this iterator's
  * seeks and steps so far: the scan counterpart of akv_get_info.block_reads. */
-uint64_t akv_iter_block_reads(const akv_iter *it);
-void akv_iter_destroy(akv_iter *it);
+AKV_API uint64_t akv_iter_block_reads(const akv_iter *it);
+AKV_API void akv_iter_destroy(akv_iter *it);
 
 /* ---- maintenance ------------------------------------------------------- */
 
 /* Turn the memtable into an L0 run now and wait for it. */
-int akv_flush(akv_db *db);
+AKV_API int akv_flush(akv_db *db);
 /* Flush, then compact every level down into the last one, and wait. */
-int akv_compact(akv_db *db);
+AKV_API int akv_compact(akv_db *db);
 
 /* ---- statistics -------------------------------------------------------- */
 
@@ -194,9 +200,9 @@ typedef struct akv_stats {
     uint64_t bytes_written_per_level[AKV_MAX_LEVELS];
 } akv_stats;
 
-int akv_get_stats(akv_db *db, akv_stats *st);
+AKV_API int akv_get_stats(akv_db *db, akv_stats *st);
 /* One line of JSON with every field above (malloc'd; akv_free). */
-int akv_stats_json(akv_db *db, char **json);
+AKV_API int akv_stats_json(akv_db *db, char **json);
 
 /* One row per filter slot (memtable guard first, then runs by level). */
 typedef struct akv_slot_info {
@@ -209,7 +215,7 @@ typedef struct akv_slot_info {
 } akv_slot_info;
 
 /* malloc'd array in *rows (akv_free), count in *n. */
-int akv_slots(akv_db *db, akv_slot_info **rows, size_t *n);
+AKV_API int akv_slots(akv_db *db, akv_slot_info **rows, size_t *n);
 
 #ifdef __cplusplus
 }

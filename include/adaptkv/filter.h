@@ -32,6 +32,11 @@
  * once. Mutating calls (insert/remove/adapt/absorb) on kinds flagged
  * AKV_FK_CONCURRENT may run concurrently with queries (the kind locks
  * internally); on other kinds the caller serialises them.
+ *
+ * Public API: the functions declared AKV_API below (registry, wrappers,
+ * envelope). The built-in kinds' tables and their helpers (the headers in
+ * filters/) are internal; reach a built-in kind through
+ * akv_filter_kind_by_name().
  */
 #ifndef AKV_FILTER_H
 #define AKV_FILTER_H
@@ -67,7 +72,7 @@ typedef struct akv_filter_params {
     uint32_t flags;          /* kind-specific switches (documented per kind) */
 } akv_filter_params;
 
-void akv_filter_params_init(akv_filter_params *p);
+AKV_API void akv_filter_params_init(akv_filter_params *p);
 
 /* Adaptation counters of a filter (zero for static kinds). */
 typedef struct akv_filter_stats {
@@ -174,17 +179,17 @@ struct akv_filter {
 };
 
 /* Registry. */
-int akv_filter_register(const akv_filter_kind *k);
-const akv_filter_kind *akv_filter_kind_by_name(const char *name);
-const akv_filter_kind *akv_filter_kind_by_id(uint16_t id);
+AKV_API int akv_filter_register(const akv_filter_kind *k);
+AKV_API const akv_filter_kind *akv_filter_kind_by_name(const char *name);
+AKV_API const akv_filter_kind *akv_filter_kind_by_id(uint16_t id);
 /* Iterate: returns the i-th registered kind or NULL past the end. */
-const akv_filter_kind *akv_filter_kind_at(size_t i);
+AKV_API const akv_filter_kind *akv_filter_kind_at(size_t i);
 
 /* Wrappers (argument checks + dispatch). */
-int akv_filter_create(const akv_filter_kind *k, const akv_filter_params *p, const akv_negative *neg,
+AKV_API int akv_filter_create(const akv_filter_kind *k, const akv_filter_params *p, const akv_negative *neg,
                       size_t n_neg, akv_filter **out);
-int akv_filter_add(akv_filter *f, akv_hash h);
-int akv_filter_finish(akv_filter *f);
+AKV_API int akv_filter_add(akv_filter *f, akv_hash h);
+AKV_API int akv_filter_finish(akv_filter *f);
 static inline bool akv_filter_may_contain(const akv_filter *f, akv_hash h)
 {
     return f->kind->may_contain(f, h);
@@ -194,18 +199,18 @@ static inline bool akv_filter_may_contain(const akv_filter *f, akv_hash h)
  * n single calls; faster for kinds with a prefetch op, which is issued a few
  * keys ahead (a batch lookup such as a multi-get). Returns how many said maybe.
  */
-size_t akv_filter_may_contain_many(const akv_filter *f, const akv_hash *hs, size_t n, bool *out);
-size_t akv_filter_memory(const akv_filter *f);
-int akv_filter_insert(akv_filter *f, akv_hash h);
-int akv_filter_remove(akv_filter *f, akv_hash h);
-int akv_filter_adapt(akv_filter *f, akv_hash h, akv_revmap *rm);
-int akv_filter_absorb(akv_filter *f, akv_hash h);
-void akv_filter_destroy(akv_filter *f);
+AKV_API size_t akv_filter_may_contain_many(const akv_filter *f, const akv_hash *hs, size_t n, bool *out);
+AKV_API size_t akv_filter_memory(const akv_filter *f);
+AKV_API int akv_filter_insert(akv_filter *f, akv_hash h);
+AKV_API int akv_filter_remove(akv_filter *f, akv_hash h);
+AKV_API int akv_filter_adapt(akv_filter *f, akv_hash h, akv_revmap *rm);
+AKV_API int akv_filter_absorb(akv_filter *f, akv_hash h);
+AKV_API void akv_filter_destroy(akv_filter *f);
 /* Zeroed stats when the kind has none. */
-void akv_filter_get_stats(const akv_filter *f, akv_filter_stats *out);
+AKV_API void akv_filter_get_stats(const akv_filter *f, akv_filter_stats *out);
 
 /* Build in one call from an array of hashes. */
-int akv_filter_build(const akv_filter_kind *k, const akv_filter_params *p, const akv_hash *keys, size_t n,
+AKV_API int akv_filter_build(const akv_filter_kind *k, const akv_filter_params *p, const akv_hash *keys, size_t n,
                      const akv_negative *neg, size_t n_neg, akv_filter **out);
 
 /*
@@ -219,10 +224,10 @@ int akv_filter_build(const akv_filter_kind *k, const akv_filter_params *p, const
 #define AKV_FILTER_TRAILER_BYTES 8
 
 /* Serialize into a malloc'd buffer (caller frees). */
-int akv_filter_serialize(const akv_filter *f, uint8_t **buf, size_t *len);
+AKV_API int akv_filter_serialize(const akv_filter *f, uint8_t **buf, size_t *len);
 /* Validate and load. Never crashes on bad input; AKV_ECORRUPT on damage,
  * AKV_ENOTSUP on an unknown kind or newer version. */
-int akv_filter_deserialize(const uint8_t *buf, size_t len, akv_filter **out);
+AKV_API int akv_filter_deserialize(const uint8_t *buf, size_t len, akv_filter **out);
 
 #ifdef __cplusplus
 }

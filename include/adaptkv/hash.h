@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "adaptkv/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,7 +28,7 @@ typedef struct akv_hash {
 } akv_hash;
 
 /* XXH3_128bits_withSeed(key, len, seed). */
-akv_hash akv_hash_key(const void *key, size_t len, uint64_t seed);
+AKV_API akv_hash akv_hash_key(const void *key, size_t len, uint64_t seed);
 
 /* A strong 64-bit finaliser (bijective); used to derive independent values. */
 static inline uint64_t akv_mix64(uint64_t x)

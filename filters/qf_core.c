@@ -789,9 +789,12 @@ int akv_qfi_emit(akv_qf *f, uint64_t home, akv_qf_fp fp)
         bit_put(f, W_OCC, home, true);
     akv_qf_fp one = fp;
     write_records(f, pos, &one, 1);
-    for (uint64_t p = pos; p <= pos + fp.k; p++)
-        if ((p >> 6) > (home >> 6))
-            set_off(f, p >> 6, (p & 63) + 1);
+    /* The offset of every block after the home's one that this run now
+     * reaches is where the run ends (it may end blocks later: clustered
+     * hashes make runs longer than a block). */
+    uint64_t end = pos + fp.k;
+    for (uint64_t b = (home >> 6) + 1; b <= (end >> 6); b++)
+        set_off(f, b, end + 1 - b * 64);
     f->bl_home = home;
     f->bl_last_rem = pos;
     f->bl_cur = pos + 1 + fp.k;

@@ -383,3 +383,50 @@ Test(qf, loads_version1_payload)
         akv_filter_destroy(f);
     }
 }
+
+static int cmp_hi(const void *a, const void *b)
+{
+    const akv_hash *x = a, *y = b;
+    return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/* Keys whose hashes crowd into one stretch of the hash space (a fraction of
+ * it, at any offset) make runs longer than a 64-slot block. A bulk build
+ * either succeeds and holds every key, or refuses (AKV_EFULL): it once set
+ * the offsets of blocks such a run covers to at most 64 and lost keys. */
+Test(qf, clustered_hashes_bulk_build_no_false_negatives)
+{
+    uint64_t x = 99;
+    size_t built = 0;
+    for (int trial = 0; trial < 2000; trial++) {
+        const akv_filter_kind *k = akv_filter_kind_by_name(trial % 2 ? "aqf" : "qf");
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        size_t n = 20 + (x >> 40) % 300;
+        akv_hash *h = malloc(n * sizeof *h);
+        cr_assert_not_null(h);
+        unsigned parts = 2 + (unsigned)((x >> 20) % 60);
+        uint64_t width = ~0ULL / parts;
+        uint64_t start = (x >> 8) % parts * width + (x % 1000) * (width / 2000);
+        for (size_t i = 0; i < n; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            h[i] = (akv_hash){start + (x >> 1) % width, x * 0x9e3779b97f4a7c15ULL};
+        }
+        qsort(h, n, sizeof *h, cmp_hi);
+        akv_filter_params p;
+        akv_filter_params_init(&p);
+        p.expected_keys = n;
+        p.bits_per_key = 10;
+        akv_filter *f = NULL;
+        int rc = akv_filter_build(k, &p, h, n, NULL, 0, &f);
+        cr_assert(rc == AKV_OK || rc == AKV_EFULL, "%s build: %s", k->name, akv_strerror(rc));
+        if (rc == AKV_OK) {
+            built++;
+            for (size_t i = 0; i < n; i++)
+                cr_assert(akv_filter_may_contain(f, h[i]), "%s (trial %d, %zu keys in 1/%u of the space) lost key %zu",
+                          k->name, trial, n, parts, i);
+            akv_filter_destroy(f);
+        }
+        free(h);
+    }
+    cr_assert_gt(built, 500, "only %zu of 2000 clustered builds succeeded", built);
+}

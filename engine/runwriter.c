@@ -66,6 +66,14 @@ int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, akvi_runwriter **ou
     w->db = db;
     w->level = level;
     w->run_id = db->next_run_id++;
+    /* Before the id names a file or family, the catalog on disk must
+     * reserve it: open deletes what carries a reserved id and the catalog
+     * does not name, and refuses what carries an id beyond the reserve. */
+    int rc = akvi_catalog_reserve(db, w->run_id);
+    if (rc != AKV_OK) {
+        free(w);
+        return rc;
+    }
     w->target = db->opt.sst_target_bytes ? db->opt.sst_target_bytes : 64u << 20;
     if (db->layout == AKV_LAYOUT_HASH)
         w->prefix_bits = choose_prefix_bits(est_bytes, w->target);
@@ -147,12 +155,18 @@ static int finish_sst(akvi_runwriter *w)
     w->keys += s->keys;
     w->bytes += s->bytes;
     w->raw_bytes += w->cur_bytes;
-    akvi_cat_run run = {.id = w->run_id, .level = (uint32_t)w->level, .prefix_bits = w->prefix_bits};
+    /* Before the build sorts the hashes: the digest is over SST order. */
+    s->digest = akvi_key_digest(w->hashes, w->n);
+    akvi_cat_run run = {.id = w->run_id,
+                        .level = (uint32_t)w->level,
+                        .prefix_bits = w->prefix_bits,
+                        .n_sst = w->n_sst,
+                        .ssts = w->ssts};
     int rc = akvi_build_filter(w->db, w->level, &run, s, w->hashes, w->n, w->n, &w->filters[w->n_sst - 1]);
     if (rc == AKV_OK) /* the kind actually built (after any fallback) */
         snprintf(s->kind, sizeof s->kind, "%s", w->filters[w->n_sst - 1]->kind->name);
     if (rc == AKV_OK)
-        rc = akvi_slot_write_file(w->db->fdir, w->run_id, s->id, w->filters[w->n_sst - 1]);
+        rc = akvi_slot_write_file(w->db->fdir, &run, w->n_sst - 1, w->filters[w->n_sst - 1]);
     return rc;
 }
 
@@ -285,6 +299,7 @@ static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf,
                              .ssts = w->ssts};
     for (size_t j = 0; j < w->n_sst; j++) {
         akvi_slot_init(&slots[j], w->filters[j]);
+        akvi_slot_bind(&slots[j], &r->info, j);
         w->filters[j] = NULL;
     }
     r->slots = slots;
@@ -347,8 +362,20 @@ static int copy_merge(akvi_merge *mg, akvi_runwriter *w, bool drop_tombstones)
     return rc != AKV_OK ? rc : akvi_merge_status(mg);
 }
 
+/* Inputs that are runs of the current version are checked against the
+ * catalog as they are read (merge.c): RocksDB's iterator can end at a
+ * damaged SST with an OK status, and a merge that trusted it would drop the
+ * rest of the run, bringing back older values and deleted keys. */
+static void expect_runs(akvi_version *v, akvi_merge *mg, rocksdb_column_family_handle_t **cfs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < v->n_run; k++)
+            if (v->runs[k]->cf == cfs[i])
+                akvi_merge_expect(mg, i, &v->runs[k]->info);
+}
+
 int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
-                     bool drop_tombstones, akvi_run **out)
+                  bool drop_tombstones, akvi_run **out)
 {
     rocksdb_iterator_t **its = calloc(n ? n : 1, sizeof *its);
     if (!its)
@@ -356,6 +383,9 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
     for (size_t i = 0; i < n; i++)
         its[i] = scan_iter(db, cfs[i]);
     akvi_merge *mg = akvi_merge_create(its, n);
+    akvi_version *v = akvi_current(db); /* keeps the inputs' catalog entries alive */
+    if (mg)
+        expect_runs(v, mg, cfs, n);
     akvi_runwriter *w = NULL;
     int rc = mg ? akvi_rw_begin(db, level, est, &w) : akvi_err(AKV_ENOMEM, "out of memory");
     if (rc == AKV_OK)
@@ -371,6 +401,7 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
             rocksdb_iter_destroy(its[i]);
         free(its);
     }
+    akvi_version_unref(v);
     return rc;
 }
 

@@ -482,10 +482,12 @@ int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync);
 /* ---- open and close (recover.c) ----------------------------------------- */
 
 /* RocksDB's families as open found them; runs and memtables take theirs. */
+enum { AKVI_CF_FREE, AKVI_CF_USED, AKVI_CF_LEFTOVER };
 typedef struct akvi_cf_set {
     char **names;
     rocksdb_column_family_handle_t **h;
-    uint8_t *state; /* free, taken, or a leftover to drop */
+    uint8_t *state; /* AKVI_CF_*: free (handle destroyed at the end), taken
+                     * (its owner destroys it), or a leftover to drop */
     size_t n;
 } akvi_cf_set;
 

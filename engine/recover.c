@@ -139,7 +139,9 @@ static int adopt_identity(akv_db *db, uint32_t layout, uint64_t seed)
 
 /* ---- column families ----------------------------------------------------- */
 
-enum { CF_FREE, CF_USED, CF_LEFTOVER };
+#define CF_FREE     AKVI_CF_FREE
+#define CF_USED     AKVI_CF_USED
+#define CF_LEFTOVER AKVI_CF_LEFTOVER
 
 static rocksdb_column_family_handle_t *take_cf(akvi_cf_set *s, const char *name)
 {
@@ -834,10 +836,17 @@ static int adopt_catalog(akv_db *db, const loaded *L, bool store)
     return rc;
 }
 
+static int make_dir(const char *p, bool *made);
+
 /* Phase 2: from here on the directory changes. */
 static int go_live(akv_db *db, loaded *L)
 {
+    bool made;
     int rc = reopen_rw(db, L);
+    if (rc == AKV_OK) /* filters/ and tmp/ are recreated if someone removed them */
+        rc = make_dir(db->fdir, &made);
+    if (rc == AKV_OK)
+        rc = make_dir(db->tdir, &made);
     if (rc == AKV_OK)
         rc = add_active_mem(db, L->mems, &L->n_mem);
     if (rc == AKV_OK && (L->legacy || L->upgraded))

@@ -5,8 +5,8 @@
  * deletes or false negatives (docs/reliability.md).
  *
  * Every database here holds two runs over the same 3000 keys: run 1 has
- * "v1-<i>" for every key, run 2 (newer) has "v2-<i>", except every tenth
- * key, which it deletes. Any answer from run 1 is therefore visible as a
+ * "v1-<i>" for every akvt_key_name, run 2 (newer) has "v2-<i>", except every tenth
+ * akvt_key_name, which it deletes. Any answer from run 1 is therefore visible as a
  * stale value or a resurrected delete.
  */
 #include <criterion/criterion.h>
@@ -19,152 +19,10 @@
 
 #include "adaptkv/adaptkv.h"
 #include "adaptkv/filter.h"
+#include "engine/internal.h" /* the create-step hook */
 #include "support/damage.h"
 #include "support/kvmodel.h"
-
-#define NKEYS 3000
-
-typedef struct logbuf {
-    pthread_mutex_t mu;
-    char text[32768];
-    size_t len;
-    unsigned n;
-} logbuf;
-
-static void capture(void *arg, const char *msg)
-{
-    logbuf *lb = arg;
-    pthread_mutex_lock(&lb->mu);
-    lb->n++;
-    int k = snprintf(lb->text + lb->len, sizeof lb->text - lb->len, "%s\n", msg);
-    if (k > 0 && lb->len + (size_t)k < sizeof lb->text)
-        lb->len += (size_t)k;
-    pthread_mutex_unlock(&lb->mu);
-}
-
-static void log_reset(logbuf *lb)
-{
-    pthread_mutex_lock(&lb->mu);
-    lb->len = 0;
-    lb->n = 0;
-    lb->text[0] = 0;
-    pthread_mutex_unlock(&lb->mu);
-}
-
-static void opts(akv_options *o, logbuf *lb, akv_layout layout, const char *policy)
-{
-    akv_options_init(o);
-    o->layout = layout;
-    o->slot_policy = policy;
-    o->memtable_bytes = 1 << 20;   /* only explicit flushes make runs */
-    o->sst_target_bytes = 8 << 10; /* several SSTs per run */
-    o->block_cache_bytes = 1 << 20;
-    o->l0_compaction_trigger = 8;
-    o->l0_stall_runs = 16;
-    o->seed = 0x7e57ab1e;
-    o->log = capture;
-    o->log_arg = lb;
-}
-
-static akv_db *open_ok(const char *dir, const akv_options *o)
-{
-    akv_db *db = NULL;
-    int rc = akv_open(dir, o, &db);
-    cr_assert_eq(rc, AKV_OK, "open %s: %s (%s)", dir, akv_strerror(rc), akv_errmsg());
-    return db;
-}
-
-static size_t key(char *buf, unsigned i)
-{
-    return (size_t)snprintf(buf, 32, "key-%07u", i);
-}
-
-static void write_v1(akv_db *db)
-{
-    char k[32], v[64];
-    for (unsigned i = 0; i < NKEYS; i++) {
-        int vl = snprintf(v, sizeof v, "v1-%u", i);
-        cr_assert_eq(akv_put(db, k, key(k, i), v, (size_t)vl), AKV_OK, "%s", akv_errmsg());
-    }
-    cr_assert_eq(akv_flush(db), AKV_OK, "flush: %s", akv_errmsg());
-}
-
-static void write_v2(akv_db *db)
-{
-    char k[32], v[64];
-    for (unsigned i = 0; i < NKEYS; i++) {
-        size_t kl = key(k, i);
-        int vl = snprintf(v, sizeof v, "v2-%u", i);
-        int rc = i % 10 == 0 ? akv_delete(db, k, kl) : akv_put(db, k, kl, v, (size_t)vl);
-        cr_assert_eq(rc, AKV_OK, "%s", akv_errmsg());
-    }
-    cr_assert_eq(akv_flush(db), AKV_OK, "flush: %s", akv_errmsg());
-}
-
-/* The newest run's id (run ids grow; the second flush made the newest). */
-static uint64_t newest_run(akv_db *db)
-{
-    akv_slot_info *rows;
-    size_t n;
-    cr_assert_eq(akv_slots(db, &rows, &n), AKV_OK);
-    uint64_t id = 0;
-    for (size_t i = 0; i < n; i++)
-        if (rows[i].level >= 0 && rows[i].run > id)
-            id = rows[i].run;
-    akv_free(rows);
-    return id;
-}
-
-/* Two runs (see the top of the file); returns the newer run's id. */
-static uint64_t two_runs(const char *dir, const akv_options *o)
-{
-    akv_db *db = open_ok(dir, o);
-    write_v1(db);
-    write_v2(db);
-    uint64_t id = newest_run(db);
-    cr_assert_eq(akv_close(db), AKV_OK);
-    return id;
-}
-
-typedef struct tally {
-    unsigned right, wrong, eio;
-    int first_wrong;
-} tally;
-
-/* Compare every key with what run 2 says. */
-static tally check_v2(akv_db *db)
-{
-    tally t = {0, 0, 0, -1};
-    char k[32], v[64];
-    for (unsigned i = 0; i < NKEYS; i++) {
-        size_t kl = key(k, i);
-        int vl = snprintf(v, sizeof v, "v2-%u", i);
-        void *got = NULL;
-        size_t gl = 0;
-        int rc = akv_get(db, k, kl, &got, &gl);
-        bool ok =
-            i % 10 == 0 ? rc == AKV_NOTFOUND : rc == AKV_OK && gl == (size_t)vl && memcmp(got, v, gl) == 0;
-        if (rc == AKV_EIO || rc == AKV_ECORRUPT)
-            t.eio++;
-        else if (ok)
-            t.right++;
-        else {
-            if (t.first_wrong < 0)
-                t.first_wrong = (int)i;
-            t.wrong++;
-        }
-        akv_free(got);
-    }
-    return t;
-}
-
-static void expect_all_right(akv_db *db, const char *what)
-{
-    tally t = check_v2(db);
-    cr_assert_eq(t.wrong, 0, "%s: %u wrong answers (lost, stale or resurrected; first key %d), %u errors",
-                 what, t.wrong, t.first_wrong, t.eio);
-    cr_assert_eq(t.eio, 0, "%s: %u lookups failed", what, t.eio);
-}
+#include "support/tworuns.h"
 
 /* A refused open: a clear code, a message that names the way out, and the
  * directory exactly as it was. */
@@ -174,7 +32,7 @@ static void expect_refusal(const char *dir, const akv_options *o, const char *wh
     akv_db *db = NULL;
     int rc = akv_open(dir, o, &db);
     if (rc == AKV_OK) {
-        tally t = check_v2(db);
+        akvt_tally t = akvt_check_v2(db);
         akv_close(db);
         cr_assert_fail("%s: open succeeded (%u right, %u wrong, %u errors)", what, t.right, t.wrong, t.eio);
     }
@@ -197,7 +55,7 @@ static bool refused_or_right(const char *dir, const akv_options *o, const char *
     int rc = akv_open(dir, o, &db);
     if (rc == AKV_OK) {
         free(before);
-        expect_all_right(db, what);
+        akvt_expect_all_right(db, what);
         cr_assert_eq(akv_close(db), AKV_OK);
         return false;
     }
@@ -240,28 +98,28 @@ Test(reliability, filter_of_another_kind_is_rebuilt)
     char dir[512], other[512], path[1100], opath[1100], kind[16];
     akvt_tmpdir(dir, sizeof dir, "rel-kind");
     akvt_tmpdir(other, sizeof other, "rel-kind-other");
-    logbuf lb = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o, oo;
-    opts(&o, &lb, AKV_LAYOUT_HASH, "l0=aqf,l1+=aqf");
-    opts(&oo, &lb, AKV_LAYOUT_HASH, "l0=blocked,l1+=blocked");
-    uint64_t run = two_runs(dir, &o);
-    cr_assert_eq(two_runs(other, &oo), run, "both databases number their runs alike");
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, "l0=aqf,l1+=aqf");
+    akvt_opts(&oo, &lb, AKV_LAYOUT_HASH, "l0=blocked,l1+=blocked");
+    uint64_t run = akvt_two_runs(dir, &o);
+    cr_assert_eq(akvt_two_runs(other, &oo), run, "both databases number their runs alike");
     /* The same SST's keys (same seed, same writes), another kind. */
     filter_path(dir, run, 3, path, sizeof path);
     filter_path(other, run, 3, opath, sizeof opath);
     akvt_copy_file(opath, path);
-    log_reset(&lb);
-    akv_db *db = open_ok(dir, &o);
+    akvt_log_reset(&lb);
+    akv_db *db = akvt_open_ok(dir, &o);
     cr_assert_str_eq(slot_kind(db, run, 3, kind), "aqf", "slot %llu-3 runs a %s filter; the catalog says aqf",
                      (unsigned long long)run, kind);
     char name[64];
     snprintf(name, sizeof name, "%llu-3.akf", (unsigned long long)run);
     cr_assert_not_null(strstr(lb.text, name), "no warning names %s; log:\n%s", name, lb.text);
-    expect_all_right(db, "after a filter of another kind");
+    akvt_expect_all_right(db, "after a filter of another kind");
     cr_assert_eq(akv_close(db), AKV_OK);
     /* The rebuilt file is the catalog's kind: the next open is silent. */
-    log_reset(&lb);
-    db = open_ok(dir, &o);
+    akvt_log_reset(&lb);
+    db = akvt_open_ok(dir, &o);
     cr_assert_null(strstr(lb.text, name), "the rebuilt filter was not written back; log:\n%s", lb.text);
     cr_assert_eq(akv_close(db), AKV_OK);
     akvt_rmrf(dir);
@@ -274,10 +132,10 @@ static void swapped_filter_test(akv_layout layout)
 {
     char dir[512], from[1100], to[1100];
     akvt_tmpdir(dir, sizeof dir, "rel-swap");
-    logbuf lb = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    opts(&o, &lb, layout, NULL);
-    uint64_t run = two_runs(dir, &o);
+    akvt_opts(&o, &lb, layout, NULL);
+    uint64_t run = akvt_two_runs(dir, &o);
     filter_path(dir, run, 0, from, sizeof from);
     filter_path(dir, run, 2, to, sizeof to);
     akvt_copy_file(from, to);
@@ -285,17 +143,17 @@ static void swapped_filter_test(akv_layout layout)
     filter_path(dir, run - 1, 4, from, sizeof from);
     filter_path(dir, run, 4, to, sizeof to);
     akvt_copy_file(from, to);
-    log_reset(&lb);
-    akv_db *db = open_ok(dir, &o);
-    expect_all_right(db, "after swapped filter files");
+    akvt_log_reset(&lb);
+    akv_db *db = akvt_open_ok(dir, &o);
+    akvt_expect_all_right(db, "after swapped filter files");
     char name[64];
     snprintf(name, sizeof name, "%llu-2.akf", (unsigned long long)run);
     cr_assert_not_null(strstr(lb.text, name), "no warning names %s; log:\n%s", name, lb.text);
     snprintf(name, sizeof name, "%llu-4.akf", (unsigned long long)run);
     cr_assert_not_null(strstr(lb.text, name), "no warning names %s; log:\n%s", name, lb.text);
     cr_assert_eq(akv_close(db), AKV_OK);
-    db = open_ok(dir, &o);
-    expect_all_right(db, "reopened after the rebuild");
+    db = akvt_open_ok(dir, &o);
+    akvt_expect_all_right(db, "reopened after the rebuild");
     cr_assert_eq(akv_close(db), AKV_OK);
     akvt_rmrf(dir);
 }
@@ -319,32 +177,32 @@ static void corrupt_sst_test(akv_layout layout)
 {
     char dir[512], ssts[64][1024], cf[32];
     akvt_tmpdir(dir, sizeof dir, "rel-sst");
-    logbuf lb = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    opts(&o, &lb, layout, NULL);
-    uint64_t run = two_runs(dir, &o);
+    akvt_opts(&o, &lb, layout, NULL);
+    uint64_t run = akvt_two_runs(dir, &o);
     snprintf(cf, sizeof cf, "run.%llu", (unsigned long long)run);
     size_t n = akvt_cf_ssts(dir, cf, ssts, 64);
     cr_assert_geq(n, 4, "run %llu has %zu SSTs", (unsigned long long)run, n);
     akvt_smash(ssts[2], 20, 40); /* the first data block of the third SST */
-    akv_db *db = open_ok(dir, &o);
-    tally t = check_v2(db);
+    akv_db *db = akvt_open_ok(dir, &o);
+    akvt_tally t = akvt_check_v2(db);
     cr_assert_eq(t.wrong, 0, "before compaction: %u wrong answers", t.wrong);
     cr_assert_gt(t.eio, 0, "the damaged block reads fine?");
-    log_reset(&lb);
+    akvt_log_reset(&lb);
     int rc = akv_compact(db);
     cr_assert(rc == AKV_ECORRUPT || rc == AKV_EIO, "compaction over a damaged SST gave %s", akv_strerror(rc));
     char want[64];
     snprintf(want, sizeof want, "run %llu", (unsigned long long)run);
     cr_assert_not_null(strstr(lb.text, want), "the failure does not name %s; log:\n%s", want, lb.text);
     cr_assert_not_null(strstr(lb.text, "SST"), "the failure does not name the SST; log:\n%s", lb.text);
-    t = check_v2(db);
-    cr_assert_eq(t.wrong, 0, "after the failed compaction: %u wrong answers (first key %d)", t.wrong,
-                 t.first_wrong);
+    t = akvt_check_v2(db);
+    cr_assert_eq(t.wrong, 0, "after the failed compaction: %u wrong answers (first akvt_key_name %d)",
+                 t.wrong, t.first_wrong);
     akv_close(db);
-    db = open_ok(dir, &o);
-    t = check_v2(db);
-    cr_assert_eq(t.wrong, 0, "reopened: %u wrong answers (first key %d)", t.wrong, t.first_wrong);
+    db = akvt_open_ok(dir, &o);
+    t = akvt_check_v2(db);
+    cr_assert_eq(t.wrong, 0, "reopened: %u wrong answers (first akvt_key_name %d)", t.wrong, t.first_wrong);
     cr_assert_gt(t.eio, 0);
     akv_close(db);
     akvt_rmrf(dir);
@@ -367,10 +225,10 @@ Test(reliability, truncated_wal_keeps_the_catalog)
 {
     char dir[512], rdir[600], wal[1100];
     akvt_tmpdir(dir, sizeof dir, "rel-wal");
-    logbuf lb = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    two_runs(dir, &o);
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_two_runs(dir, &o);
     snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
     if (akvt_find_file(rdir, "", ".log", wal, sizeof wal))
         akvt_truncate(wal, akvt_file_size(wal) * 3 / 4);
@@ -384,18 +242,18 @@ Test(reliability, wal_stays_bounded)
 {
     char dir[512], rdir[600];
     akvt_tmpdir(dir, sizeof dir, "rel-walsize");
-    logbuf lb = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
     o.memtable_bytes = 64 << 10;
     o.sst_target_bytes = 1 << 20; /* one SST per run: few fsyncs */
     o.l0_compaction_trigger = 4;
-    akv_db *db = open_ok(dir, &o);
+    akv_db *db = akvt_open_ok(dir, &o);
     char k[32], v[200];
     memset(v, 'x', sizeof v);
     uint64_t written = 0;
     for (unsigned i = 0; i < 6000; i++) {
-        size_t kl = key(k, i);
+        size_t kl = akvt_key_name(k, i);
         cr_assert_eq(akv_put(db, k, kl, v, sizeof v), AKV_OK, "%s", akv_errmsg());
         written += kl + sizeof v;
     }
@@ -412,18 +270,18 @@ Test(reliability, wal_stays_bounded)
 
 /* 5. The MANIFEST cut at its end: RocksDB forgets recent edits (the
  * ingestion of the newer run's SSTs among them) while the catalog still
- * lists them. On main open succeeded and every key read stale or
+ * lists them. On main open succeeded and every akvt_key_name read stale or
  * resurrected. Every cut must end in a refusal or right answers. */
 Test(reliability, truncated_manifest_is_refused_or_harmless)
 {
     char dir[512], work[600], rdir[700], man[1100];
     akvt_tmpdir(dir, sizeof dir, "rel-manifest");
-    logbuf lb = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
     char db_dir[600];
     snprintf(db_dir, sizeof db_dir, "%s/db", dir);
-    two_runs(db_dir, &o);
+    akvt_two_runs(db_dir, &o);
     snprintf(work, sizeof work, "%s/work", dir);
     unsigned refused = 0, cuts = 0;
     for (uint64_t cut = 50; cut <= 2000; cut += 100) {
@@ -452,10 +310,10 @@ Test(reliability, missing_current_is_refused_not_wiped)
 {
     char dir[512], path[600];
     akvt_tmpdir(dir, sizeof dir, "rel-current");
-    logbuf lb = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    two_runs(dir, &o);
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_two_runs(dir, &o);
     snprintf(path, sizeof path, "%s/rocksdb/CURRENT", dir);
     cr_assert_eq(unlink(path), 0);
     expect_refusal(dir, &o, "first open without CURRENT");
@@ -471,13 +329,13 @@ Test(reliability, refused_open_changes_nothing)
 {
     char dir[512];
     akvt_tmpdir(dir, sizeof dir, "rel-refused");
-    logbuf lb = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    akv_db *db = open_ok(dir, &o);
-    write_v1(db);
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akv_db *db = akvt_open_ok(dir, &o);
+    akvt_write_v1(db);
     char k[32];
-    cr_assert_eq(akv_put(db, k, key(k, 1), "unflushed", 9), AKV_OK); /* something in the WAL */
+    cr_assert_eq(akv_put(db, k, akvt_key_name(k, 1), "unflushed", 9), AKV_OK); /* something in the WAL */
     cr_assert_eq(akv_close(db), AKV_OK);
     char *before = akvt_dir_digest(dir);
     o.layout = AKV_LAYOUT_ORDERED;
@@ -489,5 +347,44 @@ Test(reliability, refused_open_changes_nothing)
     cr_assert_str_eq(before, after, "a refused open changed the directory");
     free(before);
     free(after);
+    akvt_rmrf(dir);
+}
+
+/* A failed open of a new directory leaves nothing behind: the directory
+ * itself if open made it, or only what was there before. */
+static const char *fail_step;
+static int fail_at(const char *step)
+{
+    return strcmp(step, fail_step) == 0 ? AKV_EIO : AKV_OK;
+}
+
+Test(reliability, failed_create_leaves_nothing)
+{
+    char dir[512], sub[600];
+    akvt_tmpdir(dir, sizeof dir, "rel-create");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    snprintf(sub, sizeof sub, "%s/db", dir);
+    const char *steps[] = {"rocksdb", "catalog", "identity"};
+    for (size_t i = 0; i < 3; i++) {
+        fail_step = steps[i];
+        atomic_store(&akvi_hook_create_step, fail_at);
+        akv_db *db = NULL;
+        cr_assert_neq(akv_open(sub, &o, &db), AKV_OK, "create did not fail at %s", steps[i]);
+        struct stat st;
+        cr_assert_neq(stat(sub, &st), 0, "a create that failed at %s left %s behind", steps[i], sub);
+        /* an existing empty directory stays empty */
+        cr_assert_neq(akv_open(dir, &o, &db), AKV_OK);
+        char *left = akvt_dir_digest(dir);
+        cr_assert_str_eq(left, "", "a create that failed at %s left files: %s", steps[i], left);
+        free(left);
+        cr_assert(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
+    }
+    atomic_store(&akvi_hook_create_step, NULL);
+    akv_db *db = akvt_open_ok(sub, &o);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    db = akvt_open_ok(sub, &o);
+    cr_assert_eq(akv_close(db), AKV_OK);
     akvt_rmrf(dir);
 }

@@ -36,21 +36,21 @@ extern "C" {
 /* Result codes. AKV_NOTFOUND is not an error; every error is negative. */
 enum {
     AKV_OK = 0,
-    AKV_NOTFOUND = 1,   /* key absent (not an error) */
-    AKV_EINVAL = -1,    /* bad argument or option */
-    AKV_EIO = -2,       /* operating-system or RocksDB I/O failure */
-    AKV_ECORRUPT = -3,  /* data failed validation (checksum, bounds, magic) */
-    AKV_ENOTSUP = -4,   /* operation not supported by this kind/layout */
-    AKV_ENOMEM = -5,    /* allocation failed */
-    AKV_EFULL = -6,     /* a fixed-capacity structure is full */
-    AKV_EBUSY = -7,     /* resource locked or in use */
-    AKV_EEXIST = -8,    /* already exists (e.g. kind name registered twice) */
+    AKV_NOTFOUND = 1,  /* key absent (not an error) */
+    AKV_EINVAL = -1,   /* bad argument or option */
+    AKV_EIO = -2,      /* operating-system or RocksDB I/O failure */
+    AKV_ECORRUPT = -3, /* data failed validation (checksum, bounds, magic) */
+    AKV_ENOTSUP = -4,  /* operation not supported by this kind/layout */
+    AKV_ENOMEM = -5,   /* allocation failed */
+    AKV_EFULL = -6,    /* a fixed-capacity structure is full */
+    AKV_EBUSY = -7,    /* resource locked or in use */
+    AKV_EEXIST = -8,   /* already exists (e.g. kind name registered twice) */
 };
 
 /* Human-readable name of a result code ("invalid argument", …). */
 const char *akv_strerror(int rc);
 
-#define AKV_MAX_KEY_BYTES (64u * 1024u)
+#define AKV_MAX_KEY_BYTES   (64u * 1024u)
 #define AKV_MAX_VALUE_BYTES (64u * 1024u * 1024u)
 
 /* Data layout, fixed at create time (docs/design.md, "Data layout"). */
@@ -61,21 +61,21 @@ typedef enum akv_layout {
 } akv_layout;
 
 typedef struct akv_options {
-    akv_layout layout;         /* create time only; reopening with another is refused (AUTO accepts any) */
-    const char *slot_policy;   /* e.g. "mem=sscf,l0=aqf,l1+=aqf" (default); NULL = default */
-    double bits_per_key;       /* filter memory per key; default 10 */
-    uint64_t memtable_bytes;   /* rotate the memtable past this; default 64 MiB */
-    uint64_t block_cache_bytes;/* shared LRU block cache; default 64 MiB */
-    uint64_t sst_target_bytes; /* target SST size in runs; default 64 MiB */
-    uint64_t miss_log_bytes;   /* negative-lookup summary budget; default 1 MiB */
-    int l0_compaction_trigger; /* L0 runs that trigger a compaction; default 4 */
-    int l0_stall_runs;         /* writers stall at this many L0 runs; default 8 */
-    int level_multiplier;      /* level i+1 holds this × level i; default 10 */
-    int direct_reads;          /* O_DIRECT reads for SSTs (I/O measurements); default 0 */
-    int sync;                  /* default for akv_put/akv_delete: fsync the WAL; default 0 */
-    int create_if_missing;     /* default 1 */
-    int error_if_exists;       /* default 0 */
-    uint64_t seed;             /* hash seed at create; 0 = random. Reopening with another non-zero seed is refused */
+    akv_layout layout;          /* create time only; reopening with another is refused (AUTO accepts any) */
+    const char *slot_policy;    /* e.g. "mem=sscf,l0=aqf,l1+=aqf" (default); NULL = default */
+    double bits_per_key;        /* filter memory per key; default 10 */
+    uint64_t memtable_bytes;    /* rotate the memtable past this; default 64 MiB */
+    uint64_t block_cache_bytes; /* shared LRU block cache; default 64 MiB */
+    uint64_t sst_target_bytes;  /* target SST size in runs; default 64 MiB */
+    uint64_t miss_log_bytes;    /* negative-lookup summary budget; default 1 MiB */
+    int l0_compaction_trigger;  /* L0 runs that trigger a compaction; default 4 */
+    int l0_stall_runs;          /* writers stall at this many L0 runs; default 8 */
+    int level_multiplier;       /* level i+1 holds this × level i; default 10 */
+    int direct_reads;           /* O_DIRECT reads for SSTs (I/O measurements); default 0 */
+    int sync;                   /* default for akv_put/akv_delete: fsync the WAL; default 0 */
+    int create_if_missing;      /* default 1 */
+    int error_if_exists;        /* default 0 */
+    uint64_t seed; /* hash seed at create; 0 = random. Reopening with another non-zero seed is refused */
     /* Warnings (e.g. a filter rebuilt from data) go here; NULL = stderr. */
     void (*log)(void *arg, const char *msg);
     void *log_arg;
@@ -149,7 +149,7 @@ int akv_iter_valid(const akv_iter *it);
 void akv_iter_next(akv_iter *it);
 const void *akv_iter_key(const akv_iter *it, size_t *klen);   /* valid until next/seek */
 const void *akv_iter_value(const akv_iter *it, size_t *vlen); /* valid until next/seek */
-int akv_iter_status(const akv_iter *it); /* AKV_OK or the error that ended iteration */
+int akv_iter_status(const akv_iter *it);                      /* AKV_OK or the error that ended iteration */
 /* RocksDB blocks read from storage (block-cache misses) by this iterator's
  * seeks and steps so far: the scan counterpart of akv_get_info.block_reads. */
 uint64_t akv_iter_block_reads(const akv_iter *it);
@@ -161,6 +161,59 @@ void akv_iter_destroy(akv_iter *it);
 int akv_flush(akv_db *db);
 /* Flush, then compact every level down into the last one, and wait. */
 int akv_compact(akv_db *db);
+
+/* ---- repair ------------------------------------------------------------ */
+
+/* What akv_repair found and did. Counts are of entries (puts and
+ * tombstones) and files; `text` has one line per finding, each also sent
+ * to the log hook. */
+typedef struct akv_repair_report {
+    uint32_t runs_kept;       /* runs found whole and kept as they were */
+    uint32_t runs_rewritten;  /* runs rewritten from what could be read of them */
+    uint32_t runs_dropped;    /* leftovers the catalog accounts for, or runs with nothing readable */
+    uint32_t ssts_restored;   /* SST files RocksDB's MANIFEST had forgotten, ingested again */
+    uint32_t ssts_damaged;    /* SSTs some entries of which could not be read */
+    uint32_t files_set_aside; /* files not recognised, moved to DIR/lost/ (never deleted) */
+    uint32_t filters_rebuilt; /* filter files written from data */
+    uint32_t memtables_kept, memtables_dropped;
+    uint64_t entries_kept; /* entries in the repaired runs */
+    uint64_t entries_lost; /* entries recorded (catalog, filter files) that could not be read */
+    char *text;            /* malloc'd; release with akv_free */
+} akv_repair_report;
+
+/*
+ * Repair the database in `dir` after damage, as LevelDB's and RocksDB's
+ * repair do: salvage what the run families and SST files still hold,
+ * rebuild the catalog and every filter, and report exactly what was lost.
+ * Every refusal of akv_open that names akv_repair can be resolved by it.
+ * The database must not be open. `opt` may be NULL (defaults); its layout
+ * and seed, when given, must match the database's; its log hook receives
+ * the findings. `report` may be NULL; otherwise release report->text.
+ *
+ * What repair does, in order (docs/reliability.md, "Repair"):
+ *   - a missing rocksdb/CURRENT is restored, pointing to the newest
+ *     MANIFEST that opens;
+ *   - SST files RocksDB's MANIFEST no longer records are set aside before
+ *     RocksDB could delete them, identified by their keys against the
+ *     catalog and the filter files, and ingested again into their run;
+ *   - every run is read in full: a run whose every SST reads back as
+ *     recorded is kept; a damaged one is rewritten from what can be read
+ *     (reads step over unreadable blocks), its losses counted;
+ *   - runs newer than the catalog are kept in the order their levels and
+ *     ids give; leftovers the catalog accounts for are dropped;
+ *   - the catalog, the identity and every filter file are written anew.
+ * Keys whose newest version was lost may afterwards answer with an older
+ * version or as not found: repair cannot know what it never read.
+ *
+ * Returns AKV_OK (even when data was lost: see the report), or
+ *   AKV_EINVAL   bad arguments, or opt's layout/seed differ from the database's;
+ *   AKV_ECORRUPT nothing says what the database's hash seed is (no identity,
+ *                catalog or meta record survives), or RocksDB's own files are
+ *                beyond what repair restores (no MANIFEST opens);
+ *   AKV_EIO      a read or write failed;
+ *   AKV_ENOMEM   out of memory.
+ */
+int akv_repair(const char *dir, const akv_options *opt, akv_repair_report *report);
 
 /* ---- statistics -------------------------------------------------------- */
 
@@ -177,11 +230,11 @@ typedef struct akv_stats {
     uint64_t adaptations;      /* false positives fixed by adaptive slots */
     uint64_t block_reads;      /* RocksDB block_read_count over all gets */
     uint64_t flushes, compactions, write_stalls;
-    uint64_t bytes_written_user;  /* key+value bytes written by the application */
-    uint64_t bytes_written_disk;  /* SST bytes written by flush and compaction */
-    uint64_t filter_bytes;        /* memory of all filter slots */
-    uint64_t live_keys_estimate;  /* keys in runs (with shadowed duplicates) */
-    uint32_t levels;              /* non-empty levels (runs), not counting memtables */
+    uint64_t bytes_written_user; /* key+value bytes written by the application */
+    uint64_t bytes_written_disk; /* SST bytes written by flush and compaction */
+    uint64_t filter_bytes;       /* memory of all filter slots */
+    uint64_t live_keys_estimate; /* keys in runs (with shadowed duplicates) */
+    uint32_t levels;             /* non-empty levels (runs), not counting memtables */
     uint32_t memtables;
     uint32_t runs_per_level[AKV_MAX_LEVELS];
     uint32_t ssts_per_level[AKV_MAX_LEVELS];
@@ -194,7 +247,7 @@ int akv_stats_json(akv_db *db, char **json);
 
 /* One row per filter slot (memtable guard first, then runs by level). */
 typedef struct akv_slot_info {
-    int level;            /* -1 for the memtable guard */
+    int level; /* -1 for the memtable guard */
     uint64_t run, sst;
     char kind[16];
     uint64_t keys;

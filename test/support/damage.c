@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <rocksdb/c.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,19 +44,26 @@ static int digest_one(const char *path, const struct stat *st, int flag, struct 
 {
     (void)ftw;
     (void)st;
-    if (flag != FTW_F)
-        return 0;
     digest_acc *a = t_acc;
+    bool dir = flag == FTW_D || flag == FTW_DNR;
+    if (flag != FTW_F && !dir)
+        return 0;
+    if (dir && strlen(path) <= a->root_len)
+        return 0; /* the root itself */
     if (a->n == a->cap) {
         a->cap = a->cap ? 2 * a->cap : 64;
         a->lines = realloc(a->lines, a->cap * sizeof *a->lines);
         cr_assert_not_null(a->lines);
     }
-    uint64_t size;
-    uint64_t h = file_hash(path, &size);
     char line[1200];
-    snprintf(line, sizeof line, "%s %llu %016llx\n", path + a->root_len, (unsigned long long)size,
-             (unsigned long long)h);
+    if (dir) {
+        snprintf(line, sizeof line, "%s/ directory\n", path + a->root_len);
+    } else {
+        uint64_t size;
+        uint64_t h = file_hash(path, &size);
+        snprintf(line, sizeof line, "%s %llu %016llx\n", path + a->root_len, (unsigned long long)size,
+                 (unsigned long long)h);
+    }
     a->lines[a->n++] = strdup(line);
     return 0;
 }

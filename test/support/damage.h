@@ -9,8 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Every regular file under dir: "relative/path size xxh64\n", sorted
- * (malloc'd). Two equal strings mean byte-for-byte equal trees. */
+/* Every regular file under dir as "relative/path size xxh64\n", every
+ * directory as "relative/path/ directory\n", sorted (malloc'd). Two equal
+ * strings mean byte-for-byte equal trees. */
 char *akvt_dir_digest(const char *dir);
 /* The SST files RocksDB lists for column family `cf` of DIR/rocksdb (read
  * only), in key order; returns the count, absolute paths in out[0..max). */

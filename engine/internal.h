@@ -139,12 +139,13 @@ typedef struct akvi_slot {
     bool locked;             /* mutable non-concurrent kind: use `lock` */
     pthread_rwlock_t lock;   /* readers share, adapt/insert/remove exclusive */
     _Atomic uint64_t queries, filtered, probes, fps, adaptations, grows;
-    _Atomic bool dirty;         /* adapted since its file was written */
-    _Atomic unsigned scan_bits; /* reverse-map prefix its kind's adapt last asked for; 0 unknown */
-    pthread_mutex_t grow_mu;    /* serialises swaps; guards `retired` */
-    akv_filter **retired;       /* outgrown filters a reader may still hold */
+    _Atomic bool dirty;          /* adapted since its file was written */
+    _Atomic unsigned scan_bits;  /* reverse-map prefix its kind's adapt last asked for; 0 unknown */
+    pthread_mutex_t grow_mu;     /* serialises swaps; guards `retired` */
+    akv_filter **retired;        /* outgrown filters a reader may still hold */
     size_t n_retired;
-    const akvi_cat_run *run; /* the SST its file is bound to: ssts[sst] of run */
+    /* The SST its file is bound to: ssts[sst] of run (akvi_slot_bind). */
+    const akvi_cat_run *run;
     size_t sst;
 } akvi_slot;
 
@@ -231,8 +232,7 @@ akvi_version *akvi_current(akv_db *db);
 void akvi_install(akv_db *db, akvi_version *v);
 /* The runs of v (search order) with `drop` removed and `add` placed first
  * in its level; malloc'd array, count in *n. */
-akvi_run **akvi_runs_after(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *add,
-                           size_t *n);
+akvi_run **akvi_runs_after(const akvi_version *v, akvi_run *const *drop, size_t n_drop, akvi_run *add, size_t *n);
 /* New version = current + add_mem (front) - drop_mem - drop_runs + add_run. */
 int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs,
                size_t n_drop, akvi_run *add_run);

@@ -36,21 +36,21 @@ extern "C" {
 /* Result codes. AKV_NOTFOUND is not an error; every error is negative. */
 enum {
     AKV_OK = 0,
-    AKV_NOTFOUND = 1,  /* key absent (not an error) */
-    AKV_EINVAL = -1,   /* bad argument or option */
-    AKV_EIO = -2,      /* operating-system or RocksDB I/O failure */
-    AKV_ECORRUPT = -3, /* data failed validation (checksum, bounds, magic) */
-    AKV_ENOTSUP = -4,  /* operation not supported by this kind/layout */
-    AKV_ENOMEM = -5,   /* allocation failed */
-    AKV_EFULL = -6,    /* a fixed-capacity structure is full */
-    AKV_EBUSY = -7,    /* resource locked or in use */
-    AKV_EEXIST = -8,   /* already exists (e.g. kind name registered twice) */
+    AKV_NOTFOUND = 1,   /* key absent (not an error) */
+    AKV_EINVAL = -1,    /* bad argument or option */
+    AKV_EIO = -2,       /* operating-system or RocksDB I/O failure */
+    AKV_ECORRUPT = -3,  /* data failed validation (checksum, bounds, magic) */
+    AKV_ENOTSUP = -4,   /* operation not supported by this kind/layout */
+    AKV_ENOMEM = -5,    /* allocation failed */
+    AKV_EFULL = -6,     /* a fixed-capacity structure is full */
+    AKV_EBUSY = -7,     /* resource locked or in use */
+    AKV_EEXIST = -8,    /* already exists (e.g. kind name registered twice) */
 };
 
 /* Human-readable name of a result code ("invalid argument", …). */
 const char *akv_strerror(int rc);
 
-#define AKV_MAX_KEY_BYTES   (64u * 1024u)
+#define AKV_MAX_KEY_BYTES (64u * 1024u)
 #define AKV_MAX_VALUE_BYTES (64u * 1024u * 1024u)
 
 /* Data layout, fixed at create time (docs/design.md, "Data layout"). */
@@ -61,21 +61,21 @@ typedef enum akv_layout {
 } akv_layout;
 
 typedef struct akv_options {
-    akv_layout layout;          /* create time only; reopening with another is refused (AUTO accepts any) */
-    const char *slot_policy;    /* e.g. "mem=sscf,l0=aqf,l1+=aqf" (default); NULL = default */
-    double bits_per_key;        /* filter memory per key; default 10 */
-    uint64_t memtable_bytes;    /* rotate the memtable past this; default 64 MiB */
-    uint64_t block_cache_bytes; /* shared LRU block cache; default 64 MiB */
-    uint64_t sst_target_bytes;  /* target SST size in runs; default 64 MiB */
-    uint64_t miss_log_bytes;    /* negative-lookup summary budget; default 1 MiB */
-    int l0_compaction_trigger;  /* L0 runs that trigger a compaction; default 4 */
-    int l0_stall_runs;          /* writers stall at this many L0 runs; default 8 */
-    int level_multiplier;       /* level i+1 holds this × level i; default 10 */
-    int direct_reads;           /* O_DIRECT reads for SSTs (I/O measurements); default 0 */
-    int sync;                   /* default for akv_put/akv_delete: fsync the WAL; default 0 */
-    int create_if_missing;      /* default 1 */
-    int error_if_exists;        /* default 0 */
-    uint64_t seed; /* hash seed at create; 0 = random. Reopening with another non-zero seed is refused */
+    akv_layout layout;         /* create time only; reopening with another is refused (AUTO accepts any) */
+    const char *slot_policy;   /* e.g. "mem=sscf,l0=aqf,l1+=aqf" (default); NULL = default */
+    double bits_per_key;       /* filter memory per key; default 10 */
+    uint64_t memtable_bytes;   /* rotate the memtable past this; default 64 MiB */
+    uint64_t block_cache_bytes;/* shared LRU block cache; default 64 MiB */
+    uint64_t sst_target_bytes; /* target SST size in runs; default 64 MiB */
+    uint64_t miss_log_bytes;   /* negative-lookup summary budget; default 1 MiB */
+    int l0_compaction_trigger; /* L0 runs that trigger a compaction; default 4 */
+    int l0_stall_runs;         /* writers stall at this many L0 runs; default 8 */
+    int level_multiplier;      /* level i+1 holds this × level i; default 10 */
+    int direct_reads;          /* O_DIRECT reads for SSTs (I/O measurements); default 0 */
+    int sync;                  /* default for akv_put/akv_delete: fsync the WAL; default 0 */
+    int create_if_missing;     /* default 1 */
+    int error_if_exists;       /* default 0 */
+    uint64_t seed;             /* hash seed at create; 0 = random. Reopening with another non-zero seed is refused */
     /* Warnings (e.g. a filter rebuilt from data) go here; NULL = stderr. */
     void (*log)(void *arg, const char *msg);
     void *log_arg;
@@ -149,7 +149,7 @@ int akv_iter_valid(const akv_iter *it);
 void akv_iter_next(akv_iter *it);
 const void *akv_iter_key(const akv_iter *it, size_t *klen);   /* valid until next/seek */
 const void *akv_iter_value(const akv_iter *it, size_t *vlen); /* valid until next/seek */
-int akv_iter_status(const akv_iter *it);                      /* AKV_OK or the error that ended iteration */
+int akv_iter_status(const akv_iter *it); /* AKV_OK or the error that ended iteration */
 /* RocksDB blocks read from storage (block-cache misses) by this iterator's
  * seeks and steps so far: the scan counterpart of akv_get_info.block_reads. */
 uint64_t akv_iter_block_reads(const akv_iter *it);
@@ -230,11 +230,11 @@ typedef struct akv_stats {
     uint64_t adaptations;      /* false positives fixed by adaptive slots */
     uint64_t block_reads;      /* RocksDB block_read_count over all gets */
     uint64_t flushes, compactions, write_stalls;
-    uint64_t bytes_written_user; /* key+value bytes written by the application */
-    uint64_t bytes_written_disk; /* SST bytes written by flush and compaction */
-    uint64_t filter_bytes;       /* memory of all filter slots */
-    uint64_t live_keys_estimate; /* keys in runs (with shadowed duplicates) */
-    uint32_t levels;             /* non-empty levels (runs), not counting memtables */
+    uint64_t bytes_written_user;  /* key+value bytes written by the application */
+    uint64_t bytes_written_disk;  /* SST bytes written by flush and compaction */
+    uint64_t filter_bytes;        /* memory of all filter slots */
+    uint64_t live_keys_estimate;  /* keys in runs (with shadowed duplicates) */
+    uint32_t levels;              /* non-empty levels (runs), not counting memtables */
     uint32_t memtables;
     uint32_t runs_per_level[AKV_MAX_LEVELS];
     uint32_t ssts_per_level[AKV_MAX_LEVELS];
@@ -247,7 +247,7 @@ int akv_stats_json(akv_db *db, char **json);
 
 /* One row per filter slot (memtable guard first, then runs by level). */
 typedef struct akv_slot_info {
-    int level; /* -1 for the memtable guard */
+    int level;            /* -1 for the memtable guard */
     uint64_t run, sst;
     char kind[16];
     uint64_t keys;

@@ -26,7 +26,7 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
     for (size_t i = 0; i < n_run; i++)
         c.runs[i] = runs[i]->info; /* shallow: encode only reads */
     uint8_t *mbuf = NULL;
-    size_t mlen;
+    size_t mlen = 0;
     pthread_mutex_lock(&db->catmu);
     /* The miss log is a hint: written unsynced to the meta family, under
      * the writer lock (RocksDB would otherwise merge it into a user write's
@@ -41,13 +41,24 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
     /* The catalog: its own file, synced, independent of RocksDB's WAL. */
     if (rc == AKV_OK)
         rc = akvi_catalog_store(db, &c);
+    /* RocksDB deletes a WAL file only once every family with data in it has
+     * been flushed or dropped; memtable families are dropped after their
+     * flush, but the meta family is written at every commit and would pin
+     * every WAL file ever made. So once a memtable's worth has gone into the
+     * WAL since the last time, the meta family is flushed (not waited for;
+     * measured: flushing it at every commit made a commit 4x dearer). */
+    uint64_t user = atomic_load(&db->st.bytes_written_user);
+    db->meta_wal_bytes += mlen;
+    bool flush_meta =
+        rc == AKV_OK && db->meta_wal_bytes + (user - db->meta_flush_user) >= db->opt.memtable_bytes;
+    if (flush_meta) {
+        db->meta_wal_bytes = 0;
+        db->meta_flush_user = user;
+    }
     pthread_mutex_unlock(&db->catmu);
     free(c.runs);
     free(mbuf);
-    /* Flushing the meta family lets RocksDB switch to a new WAL and delete
-     * the old ones once the memtable families in them are dropped; without
-     * it the first WAL would hold every write ever made. Not waited for. */
-    if (rc == AKV_OK)
+    if (flush_meta)
         akvi_meta_flush(db, false);
     return rc;
 }

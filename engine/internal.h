@@ -288,6 +288,7 @@ struct akv_db {
     uint8_t *cat_buf;                 /* under catmu: the catalog last written, its length, */
     size_t cat_len;                   /* sequence number and reserved run ids */
     uint64_t cat_seq, run_id_bound;
+    uint64_t meta_wal_bytes, meta_flush_user; /* under catmu: WAL growth since the meta family's last flush */
     akvi_misslog *ml;
 
     struct {

@@ -917,12 +917,12 @@ static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
             R->r.runs_dropped++;
             continue;
         }
-        akvi_cat_run live;
+        akvi_cat_run live = {0};
         rc = r->cf ? live_ranges(l, nl, r->id, &live) : AKV_OK;
-        if (!r->cf)
-            memset(&live, 0, sizeof live);
-        if (rc != AKV_OK)
+        if (rc != AKV_OK) {
+            akvi_cat_run_free(&live);
             break;
+        }
         uint64_t expected = 0;
         for (size_t j = 0; j < r->desc.n_sst; j++)
             expected += r->desc.ssts[j].keys;

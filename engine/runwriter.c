@@ -416,6 +416,12 @@ void akvi_rw_abort(akvi_runwriter *w)
         free(w->paths[j]);
     }
     for (size_t j = 0; j < w->n_sst; j++) {
+        /* A run that never made it: its filter files go too (after a
+         * successful finish the run owns its SSTs and n_sst is 0). */
+        char name[64], path[4096];
+        akvi_filter_file_name(w->run_id, j, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", w->db->fdir, name);
+        unlink(path);
         if (w->filters)
             akv_filter_destroy(w->filters[j]);
         if (w->ssts) {

@@ -205,9 +205,11 @@ int akvi_slot_save(akvi_slot *s, const char *fdir, uint64_t run, uint64_t sst)
      * again and is saved next time. */
     if (!atomic_exchange(&s->dirty, false))
         return AKV_OK;
-    if (!s->run || s->run->id != run || s->run->ssts[s->sst].id != sst)
+    if (!s->run || s->run->id != run || s->run->ssts[s->sst].id != sst) {
+        atomic_store(&s->dirty, true);
         return akvi_err(AKV_EINVAL, "saving filter slot %llu-%llu: the slot is bound to no such SST",
                         (unsigned long long)run, (unsigned long long)sst);
+    }
     uint8_t *buf = NULL;
     size_t len = 0;
     akvi_slot_lock(s, false);

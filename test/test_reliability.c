@@ -263,7 +263,10 @@ Test(reliability, wal_stays_bounded)
     cr_assert_eq(akv_close(db), AKV_OK);
     cr_log_info("%llu bytes written, %llu bytes of WAL", (unsigned long long)written,
                 (unsigned long long)wal);
-    cr_assert_lt(wal, 4 * o.memtable_bytes, "%llu bytes of WAL after writing %llu bytes in 64 KiB memtables",
+    /* What RocksDB keeps: up to a memtable's worth written since the meta
+     * family was last flushed, plus the live memtables (up to about three
+     * with the WAL's own framing). */
+    cr_assert_lt(wal, 6 * o.memtable_bytes, "%llu bytes of WAL after writing %llu bytes in 64 KiB memtables",
                  (unsigned long long)wal, (unsigned long long)written);
     akvt_rmrf(dir);
 }

@@ -1,9 +1,14 @@
 /*
- * catalog.c — the catalog record: which runs exist, their SSTs and slots.
+ * catalog.c — the catalog record: which runs exist, their SSTs and slots;
+ * and its two files.
  *
- * The catalog is one value in the meta column family, replaced by a single
- * synced write at every commit, so a crash leaves either the old or the new
- * shape, never a mix. Format in docs/format.md.
+ * The catalog lives outside RocksDB, in DIR/CATALOG.0 and DIR/CATALOG.1: a
+ * commit rewrites the slot its sequence number picks (one fdatasync), so a
+ * crash can tear only the record being written while the other slot keeps
+ * the previous one. Open takes the valid slot with the higher sequence. The
+ * catalog therefore survives whatever happens to RocksDB's WAL, and RocksDB's
+ * MANIFEST can be checked against it. Format in docs/format.md (version 1
+ * lived in the meta family and is still read).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +17,13 @@
 
 #include "engine/internal.h"
 #include "util/codec.h"
+#include "util/order.h"
 
 #define CAT_MAGIC   "AKVC"
-#define CAT_VERSION 1
+#define CAT_VERSION 2
+/* Fixed offsets in a version-2 record (a reservation patches them). */
+#define CAT_OFF_SEQ  20
+#define CAT_OFF_NEXT 28
 
 void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap)
 {
@@ -27,6 +36,7 @@ static void encode_sst(akv_wbuf *w, const akvi_cat_sst *s)
     akv_w_u64(w, s->keys);
     akv_w_u64(w, s->bytes);
     akv_w_u64(w, s->prefix);
+    akv_w_u64(w, s->digest);
     size_t kl = strnlen(s->kind, sizeof s->kind);
     akv_w_u8(w, (uint8_t)kl);
     akv_w_bytes(w, s->kind, kl);
@@ -42,6 +52,7 @@ static void encode_into(const akvi_catalog *c, akv_wbuf *w)
     akv_w_u32(w, CAT_VERSION);
     akv_w_u32(w, c->layout);
     akv_w_u64(w, c->seed);
+    akv_w_u64(w, c->seq);
     akv_w_u64(w, c->next_run_id);
     akv_w_u64(w, c->flushed_mem_gen);
     akv_w_u32(w, (uint32_t)c->n_run);
@@ -92,12 +103,13 @@ static uint8_t *take_copy(akv_rbuf *r, size_t *len)
     return p;
 }
 
-static void decode_sst(akv_rbuf *r, akvi_cat_sst *s)
+static void decode_sst(akv_rbuf *r, akvi_cat_sst *s, uint32_t version)
 {
     s->id = akv_r_u64(r);
     s->keys = akv_r_u64(r);
     s->bytes = akv_r_u64(r);
     s->prefix = akv_r_u64(r);
+    s->digest = version >= 2 ? akv_r_u64(r) : 0; /* 0: not recorded */
     uint8_t kl = akv_r_u8(r);
     /* A kind name: 1..15 bytes, no NUL (the encoder writes strnlen bytes). */
     if (kl == 0 || kl >= sizeof s->kind || !akv_r_bytes(r, s->kind, kl) || memchr(s->kind, 0, kl)) {
@@ -107,13 +119,6 @@ static void decode_sst(akv_rbuf *r, akvi_cat_sst *s)
     s->kind[kl] = 0;
     s->smallest = take_copy(r, &s->smallest_len);
     s->largest = take_copy(r, &s->largest_len);
-}
-
-/* Bytewise order of internal keys (RocksDB's default comparator). */
-static int key_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
-{
-    int c = memcmp(a, b, al < bl ? al : bl);
-    return c ? c : (al > bl) - (al < bl);
 }
 
 /*
@@ -129,16 +134,16 @@ static bool run_consistent(const akvi_cat_run *run)
     for (size_t j = 0; j < run->n_sst; j++) {
         const akvi_cat_sst *s = &run->ssts[j], *p = j ? &run->ssts[j - 1] : NULL;
         if (s->prefix >> run->prefix_bits != 0 || /* decode_run checked prefix_bits <= 30 */
-            key_cmp(s->smallest, s->smallest_len, s->largest, s->largest_len) > 0)
+            akv_bytes_cmp(s->smallest, s->smallest_len, s->largest, s->largest_len) > 0)
             return false;
         if (p && (s->id <= p->id || s->prefix < p->prefix ||
-                  key_cmp(p->largest, p->largest_len, s->smallest, s->smallest_len) >= 0))
+                  akv_bytes_cmp(p->largest, p->largest_len, s->smallest, s->smallest_len) >= 0))
             return false;
     }
     return true;
 }
 
-static void decode_run(akv_rbuf *r, akvi_cat_run *run)
+static void decode_run(akv_rbuf *r, akvi_cat_run *run, uint32_t version)
 {
     run->id = akv_r_u64(r);
     run->level = akv_r_u32(r);
@@ -147,8 +152,10 @@ static void decode_run(akv_rbuf *r, akvi_cat_run *run)
     run->bytes = akv_r_u64(r);
     run->raw_bytes = akv_r_u64(r);
     uint32_t n = akv_r_u32(r);
-    /* Each SST takes at least 45 bytes: reject counts the buffer cannot hold. */
-    if (r->err || run->level >= AKV_MAX_LEVELS || run->prefix_bits > 30 || n > (r->len - r->off) / 45) {
+    /* Each SST takes at least 45 bytes (53 from version 2): reject counts
+     * the buffer cannot hold. */
+    size_t min_sst = version >= 2 ? 53 : 45;
+    if (r->err || run->level >= AKV_MAX_LEVELS || run->prefix_bits > 30 || n > (r->len - r->off) / min_sst) {
         r->err = true;
         return;
     }
@@ -159,7 +166,7 @@ static void decode_run(akv_rbuf *r, akvi_cat_run *run)
     }
     run->n_sst = n;
     for (uint32_t j = 0; j < n && !r->err; j++)
-        decode_sst(r, &run->ssts[j]);
+        decode_sst(r, &run->ssts[j], version);
     if (!r->err && !run_consistent(run))
         r->err = true;
 }
@@ -173,10 +180,12 @@ int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c)
     if (akv_r_u64(&t) != XXH64(buf, len - 8, 0))
         return akvi_err(AKV_ECORRUPT, "catalog record: checksum mismatch");
     akv_rbuf r = {buf, len - 8, 4, false};
-    if (akv_r_u32(&r) != CAT_VERSION)
-        return akvi_err(AKV_ENOTSUP, "catalog record: unknown format version");
+    uint32_t version = akv_r_u32(&r);
+    if (version < 1 || version > CAT_VERSION)
+        return akvi_err(AKV_ENOTSUP, "catalog record: unknown format version %u", version);
     c->layout = akv_r_u32(&r);
     c->seed = akv_r_u64(&r);
+    c->seq = version >= 2 ? akv_r_u64(&r) : 0;
     c->next_run_id = akv_r_u64(&r);
     c->flushed_mem_gen = akv_r_u64(&r);
     uint32_t n = akv_r_u32(&r);
@@ -190,7 +199,7 @@ int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c)
         return akvi_err(AKV_ENOMEM, "out of memory decoding the catalog");
     c->n_run = n;
     for (uint32_t i = 0; i < n && !r.err; i++) {
-        decode_run(&r, &c->runs[i]);
+        decode_run(&r, &c->runs[i], version);
         /* Run ids are allocated below next_run_id: one at or above it would
          * be handed out again. */
         if (c->runs[i].id >= c->next_run_id)
@@ -220,4 +229,118 @@ void akvi_catalog_free(akvi_catalog *c)
         akvi_cat_run_free(&c->runs[i]);
     free(c->runs);
     memset(c, 0, sizeof *c);
+}
+
+/* ---- the two catalog files ---------------------------------------------- */
+
+static void slot_path(const char *dir, uint64_t seq, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/CATALOG.%u", dir, (unsigned)(seq & 1));
+}
+
+static void patch_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int write_slot(akv_db *db, uint8_t *buf, size_t len, uint64_t seq)
+{
+    char path[4096];
+    slot_path(db->dir, seq, path, sizeof path);
+    int rc = akvi_file_rewrite(path, buf, len);
+    if (rc != AKV_OK) {
+        free(buf);
+        return rc;
+    }
+    free(db->cat_buf);
+    db->cat_buf = buf;
+    db->cat_len = len;
+    db->cat_seq = seq;
+    return AKV_OK;
+}
+
+int akvi_catalog_store(akv_db *db, akvi_catalog *c)
+{
+    c->seq = db->cat_seq + 1;
+    if (c->next_run_id < db->run_id_bound)
+        c->next_run_id = db->run_id_bound;
+    uint8_t *buf;
+    size_t len;
+    int rc = akvi_catalog_encode(c, &buf, &len);
+    if (rc == AKV_OK)
+        rc = write_slot(db, buf, len, c->seq);
+    if (rc == AKV_OK)
+        db->run_id_bound = c->next_run_id;
+    return rc;
+}
+
+int akvi_catalog_reserve(akv_db *db, uint64_t id)
+{
+    pthread_mutex_lock(&db->catmu);
+    int rc = AKV_OK;
+    if (id >= db->run_id_bound) {
+        uint8_t *buf = db->cat_buf ? malloc(db->cat_len) : NULL;
+        if (!buf)
+            rc = akvi_err(db->cat_buf ? AKV_ENOMEM : AKV_EINVAL, "no catalog to reserve run id %llu in",
+                          (unsigned long long)id);
+        else {
+            memcpy(buf, db->cat_buf, db->cat_len);
+            uint64_t seq = db->cat_seq + 1;
+            patch_u64(buf + CAT_OFF_SEQ, seq);
+            patch_u64(buf + CAT_OFF_NEXT, id + 1);
+            patch_u64(buf + db->cat_len - 8, XXH64(buf, db->cat_len - 8, 0));
+            rc = write_slot(db, buf, db->cat_len, seq);
+            if (rc == AKV_OK)
+                db->run_id_bound = id + 1;
+        }
+    }
+    pthread_mutex_unlock(&db->catmu);
+    return rc;
+}
+
+int akvi_catalog_load(const char *dir, akvi_catalog *out, char *note, size_t note_cap)
+{
+    akvi_catalog got[2];
+    int rc[2];
+    char msg[2][512];
+    bool present[2];
+    if (note_cap)
+        note[0] = 0;
+    for (int i = 0; i < 2; i++) {
+        char path[4096];
+        slot_path(dir, (uint64_t)i, path, sizeof path);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        rc[i] = akvi_file_read(path, &buf, &len);
+        present[i] = rc[i] != AKV_NOTFOUND;
+        if (rc[i] == AKV_OK) {
+            rc[i] = akvi_catalog_decode(buf, len, &got[i]);
+            if (rc[i] == AKV_OK && (got[i].seq & 1) != (uint64_t)i) {
+                akvi_catalog_free(&got[i]);
+                rc[i] = akvi_err(AKV_ECORRUPT, "catalog record with sequence %llu in the wrong slot",
+                                 (unsigned long long)got[i].seq);
+            }
+        }
+        free(buf);
+        snprintf(msg[i], sizeof msg[i], "%s", akv_errmsg());
+    }
+    if (!present[0] && !present[1])
+        return akvi_err(AKV_NOTFOUND, "%s holds no catalog file", dir);
+    int best = -1;
+    for (int i = 0; i < 2; i++)
+        if (rc[i] == AKV_OK && (best < 0 || got[i].seq > got[best].seq))
+            best = i;
+    if (best < 0) {
+        return akvi_err(rc[0] == AKV_ENOMEM || rc[1] == AKV_ENOMEM ? AKV_ENOMEM : AKV_ECORRUPT,
+                        "both catalog files are unusable (CATALOG.0: %s; CATALOG.1: %s)", msg[0], msg[1]);
+    }
+    int other = 1 - best;
+    if (rc[other] == AKV_OK)
+        akvi_catalog_free(&got[other]);
+    else if (note_cap)
+        snprintf(note, note_cap, "CATALOG.%d is unusable (%s); using CATALOG.%d (sequence %llu)", other,
+                 msg[other], best, (unsigned long long)got[best].seq);
+    *out = got[best];
+    return AKV_OK;
 }

@@ -3,7 +3,7 @@
  * (docs/design.md, "Commit"):
  *
  *   SSTs written and ingested, filter files fsynced (runwriter.c)
- *   -> catalog written with one synced write (akvi_commit)
+ *   -> catalog file written and synced (akvi_commit)
  *   -> new version installed (akvi_apply)
  *   -> replaced CFs and filter files dropped at their last unref (version.c)
  */
@@ -13,9 +13,11 @@
 
 int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_gen)
 {
+    /* One run id ahead is reserved, so the next flush or compaction names
+     * its family without a catalog write of its own (akvi_catalog_reserve). */
     akvi_catalog c = {.layout = (uint32_t)db->layout,
                       .seed = db->seed,
-                      .next_run_id = db->next_run_id,
+                      .next_run_id = db->next_run_id + 1,
                       .flushed_mem_gen = flushed_mem_gen,
                       .n_run = n_run};
     c.runs = calloc(n_run ? n_run : 1, sizeof *c.runs);
@@ -23,27 +25,41 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
         return akvi_err(AKV_ENOMEM, "out of memory");
     for (size_t i = 0; i < n_run; i++)
         c.runs[i] = runs[i]->info; /* shallow: encode only reads */
-    uint8_t *buf = NULL, *mbuf = NULL;
-    size_t len, mlen;
+    uint8_t *mbuf = NULL;
+    size_t mlen = 0;
     pthread_mutex_lock(&db->catmu);
-    int rc = akvi_catalog_encode(&c, &buf, &len);
-    free(c.runs);
-    /* The miss log rides along unsynced; the catalog's synced write makes
-     * the WAL (and so both records) durable. Both go under the writer lock:
-     * RocksDB would otherwise merge them into a user write's WAL group,
-     * which is correct but invisible to ThreadSanitizer (RocksDB is not
-     * instrumented) and costs the user write a synced WAL flush. */
-    if (rc == AKV_OK)
-        rc = akvi_misslog_encode(db->ml, &mbuf, &mlen);
-    pthread_mutex_lock(&db->wmu);
-    if (rc == AKV_OK)
+    /* The miss log is a hint: written unsynced to the meta family, under
+     * the writer lock (RocksDB would otherwise merge it into a user write's
+     * WAL group, which is correct but invisible to ThreadSanitizer, since
+     * RocksDB is not instrumented). */
+    int rc = akvi_misslog_encode(db->ml, &mbuf, &mlen);
+    if (rc == AKV_OK) {
+        pthread_mutex_lock(&db->wmu);
         rc = akvi_meta_put(db, "misslog", mbuf, mlen, false);
+        pthread_mutex_unlock(&db->wmu);
+    }
+    /* The catalog: its own file, synced, independent of RocksDB's WAL. */
     if (rc == AKV_OK)
-        rc = akvi_meta_put(db, "catalog", buf, len, true);
-    pthread_mutex_unlock(&db->wmu);
+        rc = akvi_catalog_store(db, &c);
+    /* RocksDB deletes a WAL file only once every family with data in it has
+     * been flushed or dropped; memtable families are dropped after their
+     * flush, but the meta family is written at every commit and would pin
+     * every WAL file ever made. So once a memtable's worth has gone into the
+     * WAL since the last time, the meta family is flushed (not waited for;
+     * measured: flushing it at every commit made a commit 4x dearer). */
+    uint64_t user = atomic_load(&db->st.bytes_written_user);
+    db->meta_wal_bytes += mlen;
+    bool flush_meta =
+        rc == AKV_OK && db->meta_wal_bytes + (user - db->meta_flush_user) >= db->opt.memtable_bytes;
+    if (flush_meta) {
+        db->meta_wal_bytes = 0;
+        db->meta_flush_user = user;
+    }
     pthread_mutex_unlock(&db->catmu);
-    free(buf);
+    free(c.runs);
     free(mbuf);
+    if (flush_meta)
+        akvi_meta_flush(db, false);
     return rc;
 }
 

@@ -38,6 +38,17 @@ int akvi_err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 int akvi_rocks_err(char *err, const char *what);
 void akvi_log(const akv_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- whole files (files.c) --------------------------------------------- */
+
+/* AKV_NOTFOUND (with a message) when the file does not exist; *buf malloc'd. */
+int akvi_file_read(const char *path, uint8_t **buf, size_t *len);
+/* dir/name.tmp written, fsynced, renamed over dir/name, dir fsynced. */
+int akvi_file_write_atomic(const char *dir, const char *name, const uint8_t *buf, size_t len);
+/* Overwrite path in place (created if absent) and fdatasync it. */
+int akvi_file_rewrite(const char *path, const uint8_t *buf, size_t len);
+int akvi_fsync_dir(const char *dir);
+bool akvi_path_exists(const char *path);
+
 /* ---- slot policy (policy.c) -------------------------------------------- */
 
 typedef struct akvi_policy {
@@ -77,6 +88,7 @@ typedef struct akvi_cat_sst {
     uint64_t keys;     /* entries (puts and tombstones) */
     uint64_t bytes;    /* SST file size */
     uint64_t prefix;   /* hash layout: the shard (top prefix_bits of h.hi) */
+    uint64_t digest;   /* akvi_key_digest of its keys; 0: not recorded (catalog v1) */
     char kind[16];     /* filter kind name */
     uint8_t *smallest; /* internal keys; owned */
     uint8_t *largest;
@@ -96,7 +108,8 @@ typedef struct akvi_cat_run {
 typedef struct akvi_catalog {
     uint32_t layout;
     uint64_t seed;
-    uint64_t next_run_id;
+    uint64_t seq;             /* commit sequence: the newer of the two catalog files wins */
+    uint64_t next_run_id;     /* run ids below this are allocated or reserved */
     uint64_t flushed_mem_gen; /* memtables with gen <= this are in runs */
     size_t n_run;
     akvi_cat_run *runs; /* search order */
@@ -108,6 +121,16 @@ int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c);
 void akvi_catalog_free(akvi_catalog *c);
 void akvi_cat_run_free(akvi_cat_run *r);
 void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap);
+/* The catalog files DIR/CATALOG.0 and .1 (docs/format.md). Under catmu:
+ * write c with the next sequence number into its slot (next_run_id is
+ * raised to the reserved bound) and keep it for reservations. */
+int akvi_catalog_store(akv_db *db, akvi_catalog *c);
+/* Before run id `id` names a family or file: make sure the catalog on disk
+ * reserves it (a no-op unless id >= the reserved bound). Takes catmu. */
+int akvi_catalog_reserve(akv_db *db, uint64_t id);
+/* The newer valid catalog file of dir; AKV_NOTFOUND when neither exists.
+ * `note` tells of a damaged slot that was passed over ("" if none). */
+int akvi_catalog_load(const char *dir, akvi_catalog *c, char *note, size_t note_cap);
 
 /* ---- slots (slot.c) ---------------------------------------------------- */
 
@@ -121,9 +144,14 @@ typedef struct akvi_slot {
     pthread_mutex_t grow_mu;     /* serialises swaps; guards `retired` */
     akv_filter **retired;        /* outgrown filters a reader may still hold */
     size_t n_retired;
+    /* The SST its file is bound to: ssts[sst] of run (akvi_slot_bind). */
+    const akvi_cat_run *run;
+    size_t sst;
 } akvi_slot;
 
 void akvi_slot_init(akvi_slot *s, akv_filter *f);
+/* Bind the slot to SST j of run (its file records that catalog entry). */
+void akvi_slot_bind(akvi_slot *s, const akvi_cat_run *run, size_t j);
 void akvi_slot_destroy(akvi_slot *s);
 /* The one lock helper: shared access to the slot's filter for queries and
  * snapshots, exclusive for mutations. A no-op for kinds that need no lock
@@ -140,13 +168,23 @@ int akvi_slot_adapt(akvi_slot *s, akv_filter *f, akv_hash h, akv_revmap *rm);
  * is destroyed, since a reader may still hold it. */
 int akvi_slot_swap(akvi_slot *s, const akv_filter *expected, akv_filter *g);
 size_t akvi_slot_memory(akvi_slot *s);
-/* Write the slot's filter to its file if it changed since the last save:
- * serialized under the shared lock, written after it is released. */
+/* Write the slot's filter to its bound file if it changed since the last
+ * save: serialized under the shared lock, written after it is released. */
 int akvi_slot_save(akvi_slot *s, const char *fdir, uint64_t run, uint64_t sst);
-/* Write a filter file atomically (temp, fsync, rename, fsync dir). */
-int akvi_slot_write_file(const char *fdir, uint64_t run, uint64_t sst, const akv_filter *f);
-/* AKV_OK, or AKV_NOTFOUND/AKV_ECORRUPT/AKV_ENOTSUP when the file is unusable. */
-int akvi_slot_read_file(const char *fdir, uint64_t run, uint64_t sst, akv_filter **out);
+/* Write the filter file of SST j of run r atomically (temp, fsync, rename,
+ * fsync dir), bound to that catalog entry (docs/format.md §8). */
+int akvi_slot_write_file(const char *fdir, const akvi_cat_run *r, size_t j, const akv_filter *f);
+/* The filter of SST j of run r from its file: AKV_OK, or AKV_NOTFOUND /
+ * AKV_ECORRUPT (damaged, another kind, or bound to another SST) /
+ * AKV_ENOTSUP. *unbound: a version-1 file, which names no SST; the caller
+ * must check it against the SST's keys before trusting it. */
+int akvi_slot_read_file(const char *fdir, const akvi_cat_run *r, size_t j, bool *unbound, akv_filter **out);
+/* The binding recorded in a version-2 filter file: a run with one SST
+ * (free with akvi_cat_run_free). AKV_ENOTSUP for a version-1 file. */
+int akvi_slot_describe(const char *path, akvi_cat_run *desc);
+/* The filter in a filter file of either version, its binding unchecked
+ * (tools and tests). */
+int akvi_slot_file_filter(const char *path, akv_filter **out);
 
 /* ---- live objects (version.c) ------------------------------------------ */
 
@@ -260,6 +298,10 @@ struct akv_db {
 
     _Atomic uint64_t build_fallbacks; /* filter builds that needed a fallback */
     pthread_mutex_t catmu;            /* serialises catalog + miss-log writes */
+    uint8_t *cat_buf;                 /* under catmu: the catalog last written, its length, */
+    size_t cat_len;                   /* sequence number and reserved run ids */
+    uint64_t cat_seq, run_id_bound;
+    uint64_t meta_wal_bytes, meta_flush_user; /* under catmu: WAL growth since the meta family's last flush */
     akvi_misslog *ml;
 
     struct {
@@ -326,6 +368,23 @@ void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf);
 int akvi_meta_put(akv_db *db, const char *key, const uint8_t *val, size_t len, bool sync);
 /* AKV_NOTFOUND when absent; *val malloc'd. */
 int akvi_meta_get(akv_db *db, const char *key, uint8_t **val, size_t *len);
+/* Flush the meta family (lets RocksDB retire old WAL files). */
+void akvi_meta_flush(akv_db *db, bool wait);
+/* One SST file as RocksDB's MANIFEST records it. */
+typedef struct akvi_live_sst {
+    char *cf, *name;             /* family; file name relative to DIR/rocksdb ("/000012.sst") */
+    uint64_t size, entries;      /* entries: 0 when RocksDB has not loaded them */
+    uint8_t *smallest, *largest; /* first and last (internal adaptkv) key */
+    size_t smallest_len, largest_len;
+} akvi_live_sst;
+/* Every live SST file, sorted by family name, then smallest key. */
+int akvi_live_ssts(rocksdb_t *rdb, akvi_live_sst **out, size_t *n);
+/* The files of family cf: count, index of the first in *first. */
+size_t akvi_live_ssts_of(const akvi_live_sst *l, size_t n, const char *cf, size_t *first);
+void akvi_live_ssts_free(akvi_live_sst *l, size_t n);
+/* Entries in all SST files of a family (read from every file's table
+ * properties: RocksDB's per-file counts are often not loaded). */
+int akvi_cf_entries(rocksdb_t *rdb, rocksdb_column_family_handle_t *cf, uint64_t *entries);
 /* RocksDB blocks this thread has read from storage (its perf context,
  * enabled on first use); callers take differences. */
 uint64_t akvi_thread_block_reads(void);
@@ -365,7 +424,11 @@ bool akvi_merge_valid(const akvi_merge *m);
 const uint8_t *akvi_merge_key(const akvi_merge *m, size_t *len);
 const uint8_t *akvi_merge_value(const akvi_merge *m, size_t *len);
 void akvi_merge_next(akvi_merge *m);
-int akvi_merge_status(const akvi_merge *m); /* AKV_OK or AKV_EIO with message */
+int akvi_merge_status(const akvi_merge *m); /* AKV_OK, AKV_EIO or AKV_ECORRUPT with message */
+/* Check input i against run's catalog entry (kept alive by the caller):
+ * the input must not end before the run's last key, and a full pass must
+ * read each SST's recorded entry count; else the status is AKV_ECORRUPT. */
+void akvi_merge_expect(akvi_merge *m, size_t i, const akvi_cat_run *run);
 void akvi_merge_destroy(akvi_merge *m);
 
 /* ---- slot building (slotbuild.c) --------------------------------------- */
@@ -376,8 +439,14 @@ void akvi_merge_destroy(akvi_merge *m);
  * A kind that cannot be built falls back (docs/design.md). */
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
                       akv_hash *hashes, size_t n, size_t capacity, akv_filter **out);
-/* Hashes of the keys an SST holds, read back from its run's family; the
- * count must match the catalog's. */
+/* What binds a filter to its SST's contents: the keys' 128-bit hashes in SST
+ * order, each as 16 little-endian bytes (hi, then lo), hashed with XXH64 in
+ * chunks of 256 keys, each chunk seeded with the previous chunk's digest
+ * (the first with 0); never 0 (docs/format.md §6). */
+uint64_t akvi_key_digest(const akv_hash *h, size_t n);
+/* Hashes of the keys an SST holds, in SST order, read back from its run's
+ * family; the count (and the digest, when recorded) must match the
+ * catalog's, else AKV_ECORRUPT. */
 int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n);
 /* A new filter for SST j of r from its data, `capacity` keys of room. */
 int akvi_build_from_sst(akv_db *db, const akvi_run *r, size_t j, size_t capacity, akv_filter **out);
@@ -441,5 +510,37 @@ typedef struct akvi_op {
 
 /* Apply ops atomically to the active memtable (one RocksDB write batch). */
 int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync);
+
+/* ---- open and close (recover.c) ----------------------------------------- */
+
+/* RocksDB's families as open found them; runs and memtables take theirs. */
+enum { AKVI_CF_FREE, AKVI_CF_USED, AKVI_CF_LEFTOVER };
+typedef struct akvi_cf_set {
+    char **names;
+    rocksdb_column_family_handle_t **h;
+    uint8_t *state; /* AKVI_CF_*: free (handle destroyed at the end), taken
+                     * (its owner destroys it), or a leftover to drop */
+    size_t n;
+} akvi_cf_set;
+
+/* Open DIR/rocksdb with every family it lists (read only, or for writing;
+ * `create`: a new instance may be made). Sets db->rdb, meta_cf, default_cf. */
+int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s);
+/* Destroy the handles nobody took (dropping leftovers when `drop`). */
+void akvi_cf_set_free(akv_db *db, akvi_cf_set *s, bool drop);
+/* "run.12" with prefix "run." -> 12; 0 if the name is not of that form. */
+uint64_t akvi_parse_id(const char *name, const char *prefix);
+/* The identity record (28 bytes) and DIR/IDENTITY (docs/format.md §5). */
+size_t akvi_identity_encode(uint32_t layout, uint64_t seed, uint8_t *buf);
+int akvi_identity_decode(const uint8_t *buf, size_t len, uint32_t *layout, uint64_t *seed);
+int akvi_identity_read(const char *dir, uint32_t *layout, uint64_t *seed);
+/* DIR/IDENTITY (atomically) and its copy in the meta family. */
+int akvi_identity_write(akv_db *db);
+/* An akv_db with options, paths, locks and RocksDB options, not opened. */
+akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc);
+void akvi_db_free(akv_db *db);
+/* Test hook: called at the steps of a create ("rocksdb", "catalog",
+ * "identity"); a result other than AKV_OK fails the open there. */
+extern int (*_Atomic akvi_hook_create_step)(const char *step);
 
 #endif

@@ -49,6 +49,9 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     for (size_t i = 0; i < it->v->n_run; i++)
         its[k++] = rocksdb_create_iterator_cf(db->rdb, db->ro, it->v->runs[i]->cf);
     it->mg = akvi_merge_create(its, n);
+    /* A run's input must not end before its last key (merge.c). */
+    for (size_t i = 0; it->mg && i < it->v->n_run; i++)
+        akvi_merge_expect(it->mg, it->v->n_mem + i, &it->v->runs[i]->info);
     if (!it->mg) {
         for (size_t i = 0; i < n; i++)
             rocksdb_iter_destroy(its[i]);

@@ -24,12 +24,15 @@ int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf
 int akvi_rotate(akv_db *db)
 {
     char name[64];
-    uint64_t gen = db->next_mem_gen++;
+    /* A generation is used up only when its family exists: open refuses a
+     * gap in the memtable generations (recover.c). */
+    uint64_t gen = db->next_mem_gen;
     snprintf(name, sizeof name, "mem.%llu", (unsigned long long)gen);
     rocksdb_column_family_handle_t *cf;
     int rc = akvi_cf_create(db, name, -1, &cf);
     if (rc != AKV_OK)
         return rc;
+    db->next_mem_gen++;
     akvi_mem *m = NULL;
     rc = akvi_mem_create(db, gen, cf, &m);
     if (rc != AKV_OK) {

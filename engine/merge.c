@@ -6,16 +6,36 @@
  * flush/compaction keep or drop tombstones, user iterators skip them.
  * A linear scan over inputs is enough: a version has a handful of
  * memtables and runs, far fewer than a heap would pay off for.
+ *
+ * An input that is a run can be checked against its catalog entry
+ * (akvi_merge_expect): RocksDB's iterator has been seen to end at an SST
+ * whose data block fails its checksum and report OK, so a merge that
+ * trusted it would lose the rest of the run without a word. Checked input
+ * must not end before the run's last key, and a full pass (from
+ * akvi_merge_seek_first to the end) must read exactly the entries the
+ * catalog records for each SST; otherwise the status is AKV_ECORRUPT,
+ * naming the run and SST.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/internal.h"
 #include "util/order.h"
 
+typedef struct expect {
+    const akvi_cat_run *run; /* NULL: not checked */
+    size_t j;                /* the SST the input is in (entries come in key order) */
+    uint64_t *counts;        /* entries read per SST in this pass */
+    uint64_t stray;          /* entries outside every SST's range */
+} expect;
+
 struct akvi_merge {
     size_t n;
     rocksdb_iterator_t **its;
+    expect *exp; /* NULL until the first akvi_merge_expect */
+    bool full;   /* positioned by seek_first: a full pass is counted */
     long cur;
     int status;
 };
@@ -31,13 +51,106 @@ akvi_merge *akvi_merge_create(rocksdb_iterator_t **its, size_t n)
     return m;
 }
 
+void akvi_merge_expect(akvi_merge *m, size_t i, const akvi_cat_run *run)
+{
+    if (!m->exp && !(m->exp = calloc(m->n, sizeof *m->exp))) {
+        m->status = akvi_err(AKV_ENOMEM, "out of memory");
+        return;
+    }
+    expect *e = &m->exp[i];
+    free(e->counts);
+    e->run = run;
+    e->counts = calloc(run->n_sst ? run->n_sst : 1, sizeof *e->counts);
+    if (!e->counts)
+        m->status = akvi_err(AKV_ENOMEM, "out of memory");
+}
+
+static void fail(akvi_merge *m, const akvi_cat_run *r, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(akvi_merge *m, const akvi_cat_run *r, const char *fmt, ...)
+{
+    if (m->status != AKV_OK)
+        return;
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    m->status = akvi_err(AKV_ECORRUPT,
+                         "run %llu, %s: its data is damaged or RocksDB lost a file; nothing was changed "
+                         "(akv_repair salvages what is readable)",
+                         (unsigned long long)r->id, what);
+}
+
 static void check_errors(akvi_merge *m)
 {
     for (size_t i = 0; i < m->n && m->status == AKV_OK; i++) {
         char *err = NULL;
         rocksdb_iter_get_error(m->its[i], &err);
-        if (err)
+        if (err && m->exp && m->exp[i].run) {
+            char what[64];
+            snprintf(what, sizeof what, "reading run %llu", (unsigned long long)m->exp[i].run->id);
+            m->status = akvi_rocks_err(err, what);
+        } else if (err)
             m->status = akvi_rocks_err(err, "reading a column family");
+    }
+}
+
+/* Input i is about to step past `key`: count it; true when it is the run's
+ * last key (so the input may end after it). */
+static bool account(akvi_merge *m, size_t i, const char *key, size_t kl)
+{
+    expect *e = m->exp ? &m->exp[i] : NULL;
+    if (!e || !e->run)
+        return true;
+    const akvi_cat_run *r = e->run;
+    while (e->j < r->n_sst && akv_bytes_cmp(key, kl, r->ssts[e->j].largest, r->ssts[e->j].largest_len) > 0)
+        e->j++;
+    if (e->j < r->n_sst && akv_bytes_cmp(key, kl, r->ssts[e->j].smallest, r->ssts[e->j].smallest_len) >= 0)
+        e->counts[e->j]++;
+    else
+        e->stray++;
+    return r->n_sst == 0 ||
+           akv_bytes_cmp(key, kl, r->ssts[r->n_sst - 1].largest, r->ssts[r->n_sst - 1].largest_len) >= 0;
+}
+
+/* Input i just became invalid although it may not end yet. */
+static void ended_early(akvi_merge *m, size_t i)
+{
+    check_errors(m); /* a RocksDB error explains it better */
+    const expect *e = &m->exp[i];
+    size_t j = e->j < e->run->n_sst ? e->j : e->run->n_sst - 1;
+    fail(m, e->run, "SST %llu: reading ended before the run's last key (%llu of the %llu entries read)",
+         (unsigned long long)e->run->ssts[j].id, (unsigned long long)e->counts[j],
+         (unsigned long long)e->run->ssts[j].keys);
+}
+
+/* After a full pass: every SST read in full. */
+static void check_counts(akvi_merge *m)
+{
+    for (size_t i = 0; m->exp && i < m->n; i++) {
+        const expect *e = &m->exp[i];
+        if (!e->run)
+            continue;
+        for (size_t j = 0; j < e->run->n_sst; j++)
+            if (e->counts[j] != e->run->ssts[j].keys)
+                fail(m, e->run, "SST %llu: %llu entries read, the catalog records %llu",
+                     (unsigned long long)e->run->ssts[j].id, (unsigned long long)e->counts[j],
+                     (unsigned long long)e->run->ssts[j].keys);
+        if (e->stray)
+            fail(m, e->run, "%llu entries outside the ranges of its SSTs", (unsigned long long)e->stray);
+    }
+}
+
+static void reset_counts(akvi_merge *m, bool full)
+{
+    m->full = full;
+    for (size_t i = 0; m->exp && i < m->n; i++) {
+        if (!m->exp[i].run)
+            continue;
+        m->exp[i].j = 0;
+        m->exp[i].stray = 0;
+        memset(m->exp[i].counts, 0, (m->exp[i].run->n_sst ? m->exp[i].run->n_sst : 1) * sizeof(uint64_t));
     }
 }
 
@@ -58,21 +171,35 @@ static void pick(akvi_merge *m)
         }
     }
     m->cur = best;
-    if (best < 0)
+    if (best < 0) {
         check_errors(m);
+        if (m->full)
+            check_counts(m);
+    }
 }
 
 void akvi_merge_seek_first(akvi_merge *m)
 {
-    for (size_t i = 0; i < m->n; i++)
+    reset_counts(m, true);
+    for (size_t i = 0; i < m->n; i++) {
         rocksdb_iter_seek_to_first(m->its[i]);
+        if (m->exp && m->exp[i].run && m->exp[i].run->n_sst && !rocksdb_iter_valid(m->its[i]))
+            ended_early(m, i);
+    }
     pick(m);
 }
 
 void akvi_merge_seek(akvi_merge *m, const uint8_t *k, size_t len)
 {
-    for (size_t i = 0; i < m->n; i++)
+    reset_counts(m, false);
+    for (size_t i = 0; i < m->n; i++) {
         rocksdb_iter_seek(m->its[i], (const char *)k, len);
+        const akvi_cat_run *r = m->exp ? m->exp[i].run : NULL;
+        /* A run whose last key is >= k has an entry at or after k. */
+        if (r && r->n_sst && !rocksdb_iter_valid(m->its[i]) &&
+            akv_bytes_cmp(k, len, r->ssts[r->n_sst - 1].largest, r->ssts[r->n_sst - 1].largest_len) <= 0)
+            ended_early(m, i);
+    }
     pick(m);
 }
 
@@ -91,6 +218,15 @@ const uint8_t *akvi_merge_value(const akvi_merge *m, size_t *len)
     return (const uint8_t *)rocksdb_iter_value(m->its[m->cur], len);
 }
 
+/* Advance input i past its current entry `key`. */
+static void step(akvi_merge *m, size_t i, const char *key, size_t kl)
+{
+    bool may_end = account(m, i, key, kl);
+    rocksdb_iter_next(m->its[i]);
+    if (!may_end && !rocksdb_iter_valid(m->its[i]))
+        ended_early(m, i);
+}
+
 void akvi_merge_next(akvi_merge *m)
 {
     size_t kl;
@@ -103,9 +239,9 @@ void akvi_merge_next(akvi_merge *m)
         size_t ol;
         const char *o = rocksdb_iter_key(m->its[i], &ol);
         if (akv_bytes_cmp(o, ol, k, kl) == 0)
-            rocksdb_iter_next(m->its[i]);
+            step(m, i, o, ol);
     }
-    rocksdb_iter_next(m->its[m->cur]);
+    step(m, (size_t)m->cur, k, kl);
     pick(m);
 }
 
@@ -118,8 +254,12 @@ void akvi_merge_destroy(akvi_merge *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; i < m->n; i++)
+    for (size_t i = 0; i < m->n; i++) {
         rocksdb_iter_destroy(m->its[i]);
+        if (m->exp)
+            free(m->exp[i].counts);
+    }
+    free(m->exp);
     free(m->its);
     free(m);
 }

@@ -1,16 +1,31 @@
 /*
  * recover.c — akv_open and akv_close.
  *
- * Opening reconciles three sources: the RocksDB column families that exist,
- * the catalog in `meta` (the truth), and the filter files. Families and
- * files the catalog does not name are leftovers of an interrupted flush or
- * compaction and are removed; memtable families newer than the catalog's
- * flushed generation hold acknowledged writes (recovered by RocksDB from its
- * WAL) and become the memtables again; a slot whose file is missing or
- * corrupt is rebuilt from its SST's data.
+ * Opening an existing database reconciles four sources: the identity file,
+ * the catalog files (the truth about runs), RocksDB (its families and the
+ * SST files its MANIFEST records) and the filter files. It runs in two
+ * phases (docs/reliability.md):
+ *
+ *   1. RocksDB opened read only. Everything is checked and loaded: the
+ *      identity, the catalog against RocksDB's files (count, key range,
+ *      entries and size of every SST), every family and filter file
+ *      accounted for, filters read and checked against their SSTs (or
+ *      rebuilt in memory from data), memtables re-read. Any refusal
+ *      happens here, and leaves the directory byte for byte as it was.
+ *   2. RocksDB reopened for writing (it replays its WAL and writes a new
+ *      MANIFEST); leftovers are dropped, rebuilt filters written, formats
+ *      of older versions upgraded, the background thread started.
+ *
+ * Open deletes only what the catalog accounts for: families and filter
+ * files of runs it no longer names (ids below its reserved bound),
+ * memtables at or below its flushed generation, temp files. Anything newer
+ * than the catalog, a missing memtable generation or a run RocksDB does not
+ * hold as the catalog records it means the catalog and the data disagree:
+ * open refuses and names akv_repair.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +36,7 @@
 
 #include "engine/internal.h"
 #include "util/codec.h"
+#include "util/order.h"
 
 #if defined(__SANITIZE_THREAD__)
 /* tsan.c: referenced here so that every program that opens a database
@@ -31,6 +47,12 @@ __attribute__((used)) static const char *(*const keep_tsan_suppressions)(void) =
 
 #define ID_MAGIC   "AKVI"
 #define ID_VERSION 1
+#define ID_LEN     28
+
+/* Every refusal that repair can resolve ends with this. */
+#define REPAIR_HINT "; the directory was left as it was (akv_repair salvages what is on disk)"
+
+int (*_Atomic akvi_hook_create_step)(const char *step);
 
 static const char *layout_name(uint32_t l)
 {
@@ -46,39 +68,64 @@ static char *path_join(const char *a, const char *b)
     return p;
 }
 
-static int make_dir(const char *p)
-{
-    if (mkdir(p, 0755) != 0 && errno != EEXIST)
-        return akvi_err(AKV_EIO, "cannot create directory %s: %s", p, strerror(errno));
-    return AKV_OK;
-}
-
 /* ---- identity ------------------------------------------------------------ */
 
-static int write_identity(akv_db *db)
+size_t akvi_identity_encode(uint32_t layout, uint64_t seed, uint8_t *buf)
 {
-    uint8_t buf[32];
     akv_wbuf w = {buf, 0};
     akv_w_bytes(&w, ID_MAGIC, 4);
     akv_w_u32(&w, ID_VERSION);
-    akv_w_u32(&w, (uint32_t)db->layout);
-    akv_w_u64(&w, db->seed);
+    akv_w_u32(&w, layout);
+    akv_w_u64(&w, seed);
     akv_w_u64(&w, XXH64(buf, w.len, 0));
-    return akvi_meta_put(db, "identity", buf, w.len, true);
+    return w.len;
 }
 
-static int check_identity(akv_db *db, const uint8_t *buf, size_t len)
+int akvi_identity_decode(const uint8_t *buf, size_t len, uint32_t *layout, uint64_t *seed)
 {
     akv_rbuf t = {buf, len, 20, false};
-    if (len != 28 || memcmp(buf, ID_MAGIC, 4) != 0 || akv_r_u64(&t) != XXH64(buf, 20, 0))
-        return akvi_err(AKV_ECORRUPT, "database identity record is damaged");
+    if (len != ID_LEN || memcmp(buf, ID_MAGIC, 4) != 0 || akv_r_u64(&t) != XXH64(buf, 20, 0))
+        return akvi_err(AKV_ECORRUPT, "the identity record is damaged");
     akv_rbuf r = {buf, 20, 4, false};
-    uint32_t ver = akv_r_u32(&r), layout = akv_r_u32(&r);
-    uint64_t seed = akv_r_u64(&r);
+    uint32_t ver = akv_r_u32(&r);
+    *layout = akv_r_u32(&r);
+    *seed = akv_r_u64(&r);
     if (ver != ID_VERSION)
-        return akvi_err(AKV_ENOTSUP, "database identity version %u is not supported", ver);
-    if (layout != AKV_LAYOUT_HASH && layout != AKV_LAYOUT_ORDERED)
-        return akvi_err(AKV_ECORRUPT, "database identity names unknown layout %u", layout);
+        return akvi_err(AKV_ENOTSUP, "identity version %u is not supported", ver);
+    if (*layout != AKV_LAYOUT_HASH && *layout != AKV_LAYOUT_ORDERED)
+        return akvi_err(AKV_ECORRUPT, "the identity names unknown layout %u", *layout);
+    return AKV_OK;
+}
+
+int akvi_identity_read(const char *dir, uint32_t *layout, uint64_t *seed)
+{
+    char *p = path_join(dir, "IDENTITY");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = p ? akvi_file_read(p, &buf, &len) : akvi_err(AKV_ENOMEM, "out of memory");
+    free(p);
+    if (rc == AKV_OK) {
+        rc = akvi_identity_decode(buf, len, layout, seed);
+        if (rc != AKV_OK)
+            rc = akvi_err(rc, "%s/IDENTITY: %s", dir, akv_errmsg());
+    }
+    free(buf);
+    return rc;
+}
+
+int akvi_identity_write(akv_db *db)
+{
+    uint8_t buf[ID_LEN];
+    size_t n = akvi_identity_encode((uint32_t)db->layout, db->seed, buf);
+    /* Also in the meta family: a second copy for repair. */
+    int rc = akvi_meta_put(db, "identity", buf, n, true);
+    return rc == AKV_OK ? akvi_file_write_atomic(db->dir, "IDENTITY", buf, n) : rc;
+}
+
+/* The identity against the options: a database is never reopened with
+ * another layout or seed. */
+static int adopt_identity(akv_db *db, uint32_t layout, uint64_t seed)
+{
     if (db->opt.layout != AKV_LAYOUT_AUTO && layout != (uint32_t)db->opt.layout)
         return akvi_err(AKV_EINVAL, "database was created with layout '%s', opened with '%s'",
                         layout_name(layout), layout_name((uint32_t)db->opt.layout));
@@ -92,39 +139,47 @@ static int check_identity(akv_db *db, const uint8_t *buf, size_t len)
 
 /* ---- column families ----------------------------------------------------- */
 
-typedef struct cf_set {
-    char **names;
-    rocksdb_column_family_handle_t **h;
-    size_t n;
-    bool *used;
-} cf_set;
+#define CF_FREE     AKVI_CF_FREE
+#define CF_USED     AKVI_CF_USED
+#define CF_LEFTOVER AKVI_CF_LEFTOVER
 
-static rocksdb_column_family_handle_t *take_cf(cf_set *s, const char *name)
+static rocksdb_column_family_handle_t *take_cf(akvi_cf_set *s, const char *name)
 {
     for (size_t i = 0; i < s->n; i++)
-        if (!s->used[i] && strcmp(s->names[i], name) == 0) {
-            s->used[i] = true;
+        if (s->state[i] == CF_FREE && strcmp(s->names[i], name) == 0) {
+            s->state[i] = CF_USED;
             return s->h[i];
         }
     return NULL;
 }
 
-static int open_rocks(akv_db *db, bool exists, cf_set *s)
+static rocksdb_column_family_handle_t *find_cf(const akvi_cf_set *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->names[i], name) == 0)
+            return s->h[i];
+    return NULL;
+}
+
+int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s)
 {
     char *err = NULL;
     size_t n = 0;
+    char *cur = path_join(db->rdir, "CURRENT");
+    bool exists = cur && akvi_path_exists(cur);
+    free(cur);
     char **listed = exists ? rocksdb_list_column_families(db->dbopt, db->rdir, &n, &err) : NULL;
     if (err)
-        return akvi_rocks_err(err, "listing column families");
+        return akvi_rocks_err(err, "listing RocksDB's column families");
     bool has_meta = false;
     for (size_t i = 0; i < n; i++)
         has_meta |= strcmp(listed[i], "meta") == 0;
     size_t total = n ? n + !has_meta : 2;
     s->names = calloc(total, sizeof *s->names);
     s->h = calloc(total, sizeof *s->h);
-    s->used = calloc(total, sizeof *s->used);
+    s->state = calloc(total, sizeof *s->state);
     const rocksdb_options_t **opts = calloc(total, sizeof *opts);
-    if (!s->names || !s->h || !s->used || !opts) {
+    if (!s->names || !s->h || !s->state || !opts) {
         free(opts);
         if (listed)
             rocksdb_list_column_families_destroy(listed, n);
@@ -135,66 +190,298 @@ static int open_rocks(akv_db *db, bool exists, cf_set *s)
         s->names[k++] = strdup(listed[i]);
     if (!n)
         s->names[k++] = strdup("default");
-    if (!has_meta)
+    if (!has_meta && !read_only)
         s->names[k++] = strdup("meta");
     if (listed)
         rocksdb_list_column_families_destroy(listed, n);
     s->n = k;
     for (size_t i = 0; i < k; i++)
         opts[i] = akvi_cf_options_for(db, s->names[i]);
-    db->rdb = rocksdb_open_column_families(db->dbopt, db->rdir, (int)k, (const char *const *)s->names, opts,
-                                           s->h, &err);
+    rocksdb_options_set_create_if_missing(db->dbopt, create ? 1 : 0);
+    if (read_only)
+        db->rdb = rocksdb_open_for_read_only_column_families(
+            db->dbopt, db->rdir, (int)k, (const char *const *)s->names, opts, s->h, 0, &err);
+    else
+        db->rdb = rocksdb_open_column_families(db->dbopt, db->rdir, (int)k, (const char *const *)s->names,
+                                               opts, s->h, &err);
     free(opts);
     if (err) {
         db->rdb = NULL;
+        memset(s->h, 0, s->n * sizeof *s->h);
         return akvi_rocks_err(err, "opening RocksDB");
     }
     db->default_cf = take_cf(s, "default");
     db->meta_cf = take_cf(s, "meta");
+    if (!db->meta_cf)
+        return akvi_err(AKV_ECORRUPT, "RocksDB in %s has no meta family" REPAIR_HINT, db->rdir);
     return AKV_OK;
 }
 
-/* `drop`: only after a successful recovery may unclaimed families go (a
- * refused open must leave the database exactly as it was). */
-static void free_cf_set(akv_db *db, cf_set *s, bool drop)
+/* Handles the runs and memtables did not take; `drop`: leftovers go (only
+ * after a successful recovery, in the read-write phase). */
+static void cf_set_release(akv_db *db, akvi_cf_set *s, bool drop)
 {
     for (size_t i = 0; i < s->n; i++) {
-        if (!s->used[i] && s->h && s->h[i]) {
-            /* Unclaimed after recovery: not named by the catalog. */
-            if (drop)
+        if (s->state[i] != CF_USED && s->h && s->h[i]) {
+            if (drop && s->state[i] == CF_LEFTOVER)
                 akvi_cf_drop(db, s->h[i]);
             rocksdb_column_family_handle_destroy(s->h[i]);
         }
-        free(s->names[i]);
+        s->h[i] = NULL;
     }
+}
+
+void akvi_cf_set_free(akv_db *db, akvi_cf_set *s, bool drop)
+{
+    if (s->h)
+        cf_set_release(db, s, drop);
+    for (size_t i = 0; i < s->n; i++)
+        free(s->names[i]);
     free(s->names);
     free(s->h);
-    free(s->used);
+    free(s->state);
+    memset(s, 0, sizeof *s);
+}
+
+/* "run.12" -> 12 with prefix "run."; 0 if the name is not of that form. */
+uint64_t akvi_parse_id(const char *name, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(name, prefix, n) != 0 || name[n] < '0' || name[n] > '9')
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(name + n, &end, 10);
+    return *end ? 0 : (uint64_t)v;
+}
+
+/* ---- the catalog against RocksDB ----------------------------------------- */
+
+static const akvi_cat_run *catalog_run(const akvi_catalog *c, uint64_t id)
+{
+    for (size_t i = 0; i < c->n_run; i++)
+        if (c->runs[i].id == id)
+            return &c->runs[i];
+    return NULL;
+}
+
+/* Every family accounted for (docs/reliability.md): named by the catalog,
+ * or a leftover the catalog explains; memtables newer than the flushed
+ * generation consecutive. Marks leftovers. */
+static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
+{
+    uint64_t lo = 0, hi = 0;
+    size_t n_mem = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const char *name = s->names[i];
+        uint64_t id;
+        if (strcmp(name, "default") == 0 || strcmp(name, "meta") == 0)
+            continue;
+        if ((id = akvi_parse_id(name, "run.")) || (id = akvi_parse_id(name, "rmap."))) {
+            if (catalog_run(c, id))
+                continue;
+            if (id >= c->next_run_id)
+                return akvi_err(
+                    AKV_ECORRUPT,
+                    "family %s is newer than the catalog (which reserves run ids below %llu): the "
+                    "catalog is older than the data" REPAIR_HINT,
+                    name, (unsigned long long)c->next_run_id);
+            s->state[i] = CF_LEFTOVER; /* a run the catalog replaced, or one never committed */
+        } else if ((id = akvi_parse_id(name, "mem."))) {
+            if (id <= c->flushed_mem_gen) {
+                s->state[i] = CF_LEFTOVER; /* already in a run */
+                continue;
+            }
+            lo = n_mem == 0 || id < lo ? id : lo;
+            hi = id > hi ? id : hi;
+            n_mem++;
+        } else {
+            return akvi_err(AKV_ECORRUPT, "RocksDB holds family '%s', which is not adaptkv's" REPAIR_HINT,
+                            name);
+        }
+    }
+    /* Memtables are flushed oldest first and dropped only after the
+     * catalog says so: those above the flushed generation are consecutive
+     * and start right after it. A gap means a memtable was flushed by a
+     * commit this catalog does not have. */
+    if (n_mem && (lo != c->flushed_mem_gen + 1 || hi - lo + 1 != n_mem))
+        return akvi_err(AKV_ECORRUPT,
+                        "memtable families %llu..%llu (%zu of them) do not follow the catalog's flushed "
+                        "generation %llu: the catalog is older than the data" REPAIR_HINT,
+                        (unsigned long long)lo, (unsigned long long)hi, n_mem,
+                        (unsigned long long)c->flushed_mem_gen);
+    for (size_t i = 0; i < c->n_run; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "run.%llu", (unsigned long long)c->runs[i].id);
+        bool ok = find_cf(s, name) != NULL;
+        if (ok && db->layout == AKV_LAYOUT_ORDERED) {
+            snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)c->runs[i].id);
+            ok = find_cf(s, name) != NULL;
+        }
+        if (!ok)
+            return akvi_err(AKV_ECORRUPT,
+                            "the catalog names run %llu but RocksDB has no family %s" REPAIR_HINT,
+                            (unsigned long long)c->runs[i].id, name);
+    }
+    return AKV_OK;
+}
+
+/* The catalog's SSTs against the SST files RocksDB's MANIFEST records. */
+static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_run *r, const akvi_live_sst *l,
+                           size_t n)
+{
+    char name[64];
+    size_t first;
+    snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->id);
+    size_t k = akvi_live_ssts_of(l, n, name, &first);
+    if (k != r->n_sst)
+        return akvi_err(
+            AKV_ECORRUPT,
+            "run %llu: the catalog records %zu SST files, RocksDB's family %s holds %zu (its MANIFEST "
+            "lost or gained files)" REPAIR_HINT,
+            (unsigned long long)r->id, r->n_sst, name, k);
+    for (size_t j = 0; j < k; j++) {
+        const akvi_cat_sst *s = &r->ssts[j];
+        const akvi_live_sst *f = &l[first + j];
+        const char *what = NULL;
+        if (akv_bytes_cmp(f->smallest, f->smallest_len, s->smallest, s->smallest_len) != 0 ||
+            akv_bytes_cmp(f->largest, f->largest_len, s->largest, s->largest_len) != 0)
+            what = "key range";
+        else if (f->entries && f->entries != s->keys)
+            what = "entry count";
+        else if (f->size != s->bytes)
+            what = "size";
+        if (what)
+            return akvi_err(
+                AKV_ECORRUPT,
+                "run %llu SST %llu: RocksDB's file %s (%llu entries, %llu bytes) differs from the "
+                "catalog's record (%llu entries, %llu bytes) in its %s" REPAIR_HINT,
+                (unsigned long long)r->id, (unsigned long long)s->id, f->name + (f->name[0] == '/'),
+                (unsigned long long)f->entries, (unsigned long long)f->size, (unsigned long long)s->keys,
+                (unsigned long long)s->bytes, what);
+    }
+    uint64_t entries = 0;
+    int rc = akvi_cf_entries(db->rdb, find_cf(cfs, name), &entries);
+    if (rc == AKV_OK && entries != r->keys)
+        return akvi_err(
+            AKV_ECORRUPT,
+            "run %llu: RocksDB's family %s holds %llu entries, the catalog records %llu" REPAIR_HINT,
+            (unsigned long long)r->id, name, (unsigned long long)entries, (unsigned long long)r->keys);
+    if (rc == AKV_OK && db->layout == AKV_LAYOUT_ORDERED) {
+        snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->id);
+        rc = akvi_cf_entries(db->rdb, find_cf(cfs, name), &entries);
+        if (rc == AKV_OK && entries != r->keys)
+            return akvi_err(
+                AKV_ECORRUPT, "run %llu: its reverse map %s holds %llu entries, the run %llu" REPAIR_HINT,
+                (unsigned long long)r->id, name, (unsigned long long)entries, (unsigned long long)r->keys);
+    }
+    return rc;
+}
+
+static int check_catalog_files(akv_db *db, const akvi_cf_set *cfs, const akvi_catalog *c)
+{
+    akvi_live_sst *l = NULL;
+    size_t n = 0;
+    int rc = akvi_live_ssts(db->rdb, &l, &n);
+    for (size_t i = 0; rc == AKV_OK && i < c->n_run; i++)
+        rc = check_run_files(db, cfs, &c->runs[i], l, n);
+    akvi_live_ssts_free(l, n);
+    return rc;
+}
+
+/* Filter files: named, a leftover (run id below the reserve), or newer than
+ * the catalog (refused). */
+static int check_filter_dir(akv_db *db, const akvi_catalog *c)
+{
+    DIR *d = opendir(db->fdir);
+    if (!d)
+        return errno == ENOENT ? AKV_OK : akvi_err(AKV_EIO, "reading %s: %s", db->fdir, strerror(errno));
+    struct dirent *e;
+    int rc = AKV_OK;
+    while (rc == AKV_OK && (e = readdir(d)) != NULL) {
+        unsigned long long run, sst;
+        char tail[8];
+        if (sscanf(e->d_name, "%llu-%llu.ak%7s", &run, &sst, tail) == 3 && strcmp(tail, "f") == 0 &&
+            run >= c->next_run_id)
+            rc = akvi_err(AKV_ECORRUPT,
+                          "filter file %s is newer than the catalog (which reserves run ids below %llu): the "
+                          "catalog is older than the data" REPAIR_HINT,
+                          e->d_name, (unsigned long long)c->next_run_id);
+    }
+    closedir(d);
+    return rc;
 }
 
 /* ---- runs and slots ------------------------------------------------------ */
 
-static int load_slot(akv_db *db, akvi_run *r, size_t j)
+/* A version-1 filter file names no SST: trusted only if it holds every key
+ * of the SST it sits beside. */
+static bool holds_all(akv_db *db, const akvi_cat_run *r, const akv_filter *f, const akv_hash *h, size_t n)
 {
-    const akvi_cat_sst *s = &r->info.ssts[j];
+    for (size_t i = 0; i < n; i++)
+        if (!akv_filter_may_contain(f, akvi_run_slot_hash(db, r, h[i])))
+            return false;
+    return true;
+}
+
+/* Phase 1: the slot's filter from its file, or rebuilt in memory from the
+ * SST's data (written in phase 2: the slot is left dirty). *upgraded: the
+ * SST's key digest was computed (a catalog of version 1). */
+static int load_slot(akv_db *db, akvi_run *r, size_t j, bool *upgraded)
+{
+    akvi_cat_sst *s = &r->info.ssts[j];
     akv_filter *f = NULL;
-    int rc = akvi_slot_read_file(db->fdir, r->info.id, s->id, &f);
-    if (rc != AKV_OK) {
-        akvi_log(db, "warning: filter slot %llu-%llu unusable (%s); rebuilding it from its SST",
-                 (unsigned long long)r->info.id, (unsigned long long)s->id, akv_errmsg());
-        rc = akvi_build_from_sst(db, r, j, 0, &f);
-        if (rc == AKV_OK)
-            rc = akvi_slot_write_file(db->fdir, r->info.id, s->id, f);
-        if (rc != AKV_OK) {
-            akv_filter_destroy(f);
-            return rc;
+    bool unbound = false, dirty = false;
+    int rc = akvi_slot_read_file(db->fdir, &r->info, j, &unbound, &f);
+    char why[512];
+    snprintf(why, sizeof why, "%s", rc == AKV_OK ? "" : akv_errmsg());
+    if (rc != AKV_OK || unbound || s->digest == 0) {
+        akv_hash *h = NULL;
+        size_t n = 0;
+        int hrc = akvi_sst_hashes(db, r, s, &h, &n);
+        if (hrc == AKV_OK && s->digest == 0) {
+            s->digest = akvi_key_digest(h, n);
+            *upgraded = true;
         }
+        if (hrc == AKV_OK && rc == AKV_OK && unbound && !holds_all(db, &r->info, f, h, n)) {
+            snprintf(why, sizeof why,
+                     "version-1 filter file %llu-%llu.akf does not hold every key of its SST",
+                     (unsigned long long)r->info.id, (unsigned long long)s->id);
+            akv_filter_destroy(f);
+            f = NULL;
+            rc = AKV_ECORRUPT;
+        }
+        if (hrc == AKV_OK && rc != AKV_OK) {
+            akvi_log(db, "warning: filter slot %llu-%llu unusable (%s); rebuilt from its SST",
+                     (unsigned long long)r->info.id, (unsigned long long)s->id, why);
+            rc = akvi_build_filter(db, (int)r->info.level, &r->info, s, h, n, n, &f);
+        } else if (hrc != AKV_OK && (rc != AKV_OK || unbound)) {
+            /* No filter rather than one that might answer "no" wrongly:
+             * every lookup probes this SST, and reads of its damaged part
+             * fail with AKV_EIO. */
+            akvi_log(
+                db,
+                "warning: filter slot %llu-%llu unusable (%s) and its SST unreadable (%s): lookups probe "
+                "the SST unfiltered; akv_repair salvages what is readable",
+                (unsigned long long)r->info.id, (unsigned long long)s->id, rc == AKV_OK ? "version 1" : why,
+                akv_errmsg());
+            akv_filter_destroy(f);
+            f = NULL;
+            rc = AKV_OK;
+        }
+        dirty = rc == AKV_OK && f && (unbound || why[0]);
+        free(h);
+    }
+    if (rc != AKV_OK) {
+        akv_filter_destroy(f);
+        return rc;
     }
     akvi_slot_init(&r->slots[j], f);
+    akvi_slot_bind(&r->slots[j], &r->info, j);
+    atomic_store(&r->slots[j].dirty, dirty);
     return AKV_OK;
 }
 
-static int load_run(akv_db *db, akvi_cat_run *cr, cf_set *cfs, akvi_run **out)
+static int load_run(akv_db *db, akvi_cat_run *cr, akvi_cf_set *cfs, bool *upgraded, akvi_run **out)
 {
     char name[64];
     akvi_run *r = calloc(1, sizeof *r);
@@ -213,11 +500,18 @@ static int load_run(akv_db *db, akvi_cat_run *cr, cf_set *cfs, akvi_run **out)
     if (!r->slots)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
     else if (!r->cf || (db->layout == AKV_LAYOUT_ORDERED && !r->rmap_cf))
-        rc = akvi_err(AKV_ECORRUPT, "the catalog names run %llu but its column family is missing",
+        rc = akvi_err(AKV_ECORRUPT, "the catalog names run %llu but its column family is missing" REPAIR_HINT,
                       (unsigned long long)r->info.id);
-    for (size_t j = 0; rc == AKV_OK && j < r->info.n_sst; j++)
-        rc = load_slot(db, r, j);
+    size_t loaded = 0;
+    while (rc == AKV_OK && loaded < r->info.n_sst) {
+        rc = load_slot(db, r, loaded, upgraded);
+        if (rc == AKV_OK)
+            loaded++;
+    }
     if (rc != AKV_OK) {
+        /* Slots past the failure were never initialised. */
+        for (size_t j = loaded; r->slots && j < r->info.n_sst; j++)
+            akvi_slot_init(&r->slots[j], NULL);
         akvi_run_unref(r);
         return rc;
     }
@@ -225,21 +519,24 @@ static int load_run(akv_db *db, akvi_cat_run *cr, cf_set *cfs, akvi_run **out)
     return AKV_OK;
 }
 
-/* Delete filter files the catalog does not name, and temp files. */
+/* Delete filter files of runs the catalog no longer names (ids below its
+ * reserve: checked in phase 1), stray temp files, and everything in tmp/. */
 static void clean_files(akv_db *db, const akvi_version *v)
 {
     DIR *d = opendir(db->fdir);
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
+        unsigned long long run, sst;
+        int used = 0;
+        if (sscanf(e->d_name, "%llu-%llu.akf%n", &run, &sst, &used) != 2 || used == 0)
+            continue; /* not an adaptkv file: not ours to delete */
+        const char *rest = e->d_name + used;
         bool keep = false;
-        for (size_t i = 0; !keep && i < v->n_run; i++)
-            for (size_t j = 0; !keep && j < v->runs[i]->info.n_sst; j++) {
-                char name[64];
-                akvi_filter_file_name(v->runs[i]->info.id, v->runs[i]->info.ssts[j].id, name, sizeof name);
-                keep = strcmp(name, e->d_name) == 0;
-            }
+        if (rest[0] == 0) /* "<run>-<sst>.akf": kept while a run of the catalog has it */
+            for (size_t i = 0; !keep && i < v->n_run; i++)
+                keep = v->runs[i]->info.id == run && sst < v->runs[i]->info.n_sst;
+        else if (strcmp(rest, ".tmp") != 0)
+            continue;
         if (!keep) {
             char *p = path_join(db->fdir, e->d_name);
             if (p)
@@ -262,17 +559,7 @@ static void clean_files(akv_db *db, const akvi_version *v)
         closedir(d);
 }
 
-/* ---- open ---------------------------------------------------------------- */
-
-static uint64_t parse_gen(const char *name, const char *prefix)
-{
-    size_t n = strlen(prefix);
-    if (strncmp(name, prefix, n) != 0 || !name[n])
-        return 0;
-    char *end;
-    unsigned long long v = strtoull(name + n, &end, 10);
-    return *end ? 0 : (uint64_t)v;
-}
+/* ---- memtables ----------------------------------------------------------- */
 
 static int cmp_mem_desc(const void *a, const void *b)
 {
@@ -280,20 +567,21 @@ static int cmp_mem_desc(const void *a, const void *b)
     return (x->gen < y->gen) - (x->gen > y->gen);
 }
 
-/* Memtable families newer than the catalog's flushed generation. */
-static int load_mems(akv_db *db, cf_set *cfs, akvi_mem ***out, size_t *n_out)
+/* Memtable families newer than the catalog's flushed generation; their
+ * keys go back into the guard. */
+static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_out)
 {
-    akvi_mem **mems = calloc(cfs->n + 1, sizeof *mems);
+    akvi_mem **mems = calloc(cfs->n + 2, sizeof *mems);
     if (!mems)
         return akvi_err(AKV_ENOMEM, "out of memory");
     size_t n = 0;
     uint64_t maxgen = db->flushed_mem_gen;
     int rc = AKV_OK;
     for (size_t i = 0; rc == AKV_OK && i < cfs->n; i++) {
-        uint64_t gen = parse_gen(cfs->names[i], "mem.");
-        if (gen == 0 || gen <= db->flushed_mem_gen || cfs->used[i])
+        uint64_t gen = akvi_parse_id(cfs->names[i], "mem.");
+        if (gen == 0 || gen <= db->flushed_mem_gen || cfs->state[i] != CF_FREE)
             continue;
-        cfs->used[i] = true;
+        cfs->state[i] = CF_USED;
         rc = akvi_mem_create(db, gen, cfs->h[i], &mems[n]);
         if (rc == AKV_OK)
             rc = akvi_mem_recover(db, mems[n++]);
@@ -301,82 +589,394 @@ static int load_mems(akv_db *db, cf_set *cfs, akvi_mem ***out, size_t *n_out)
             maxgen = gen;
     }
     db->next_mem_gen = maxgen + 1;
-    if (rc == AKV_OK && n == 0) {
-        char name[64];
-        rocksdb_column_family_handle_t *cf;
-        uint64_t gen = db->next_mem_gen++;
-        snprintf(name, sizeof name, "mem.%llu", (unsigned long long)gen);
-        rc = akvi_cf_create(db, name, -1, &cf);
-        if (rc == AKV_OK)
-            rc = akvi_mem_create(db, gen, cf, &mems[n++]);
-    }
     qsort(mems, n, sizeof *mems, cmp_mem_desc);
     *out = mems;
     *n_out = n;
     return rc;
 }
 
-static int load_state(akv_db *db, bool exists, cf_set *cfs)
+/* Phase 2: a database always has an active memtable. */
+static int add_active_mem(akv_db *db, akvi_mem **mems, size_t *n)
+{
+    if (*n > 0)
+        return AKV_OK;
+    char name[64];
+    rocksdb_column_family_handle_t *cf;
+    uint64_t gen = db->next_mem_gen;
+    snprintf(name, sizeof name, "mem.%llu", (unsigned long long)gen);
+    int rc = akvi_cf_create(db, name, -1, &cf);
+    if (rc == AKV_OK)
+        rc = akvi_mem_create(db, gen, cf, &mems[0]);
+    if (rc == AKV_OK) {
+        db->next_mem_gen++;
+        *n = 1;
+    }
+    return rc;
+}
+
+/* ---- open ---------------------------------------------------------------- */
+
+typedef struct loaded {
+    akvi_cf_set cfs;
+    akvi_run **runs;
+    size_t n_run;
+    akvi_mem **mems;
+    size_t n_mem;
+    bool legacy;   /* identity and catalog came from the meta family (format 1) */
+    bool upgraded; /* key digests computed: the catalog is rewritten */
+    bool created;
+} loaded;
+
+static void loaded_free(akv_db *db, loaded *L, bool drop)
+{
+    for (size_t i = 0; i < L->n_mem; i++)
+        akvi_mem_unref(L->mems[i]);
+    for (size_t i = 0; i < L->n_run; i++)
+        akvi_run_unref(L->runs[i]);
+    free(L->mems);
+    free(L->runs);
+    L->mems = NULL;
+    L->runs = NULL;
+    L->n_mem = L->n_run = 0;
+    akvi_cf_set_free(db, &L->cfs, drop);
+}
+
+static int load_misslog(akv_db *db)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
-    int rc = akvi_meta_get(db, "identity", &buf, &len);
-    bool fresh = rc == AKV_NOTFOUND;
-    if (fresh) {
-        if (exists && cfs->n > 2)
-            return akvi_err(AKV_ECORRUPT, "%s holds RocksDB data but no adaptkv identity", db->dir);
-        db->layout = db->opt.layout == AKV_LAYOUT_AUTO ? AKV_LAYOUT_HASH : db->opt.layout;
-        db->seed = db->opt.seed;
-        while (db->seed == 0 && getrandom(&db->seed, sizeof db->seed, 0) != sizeof db->seed)
-            ;
-        db->next_run_id = 1;
-        /* Catalog first: a crash before the identity is written leaves a
-         * directory that still opens as fresh. */
-        rc = akvi_commit(db, NULL, 0, 0);
-        if (rc == AKV_OK)
-            rc = write_identity(db);
-    } else if (rc == AKV_OK) {
-        rc = check_identity(db, buf, len);
+    int rc = akvi_meta_get(db, "misslog", &buf, &len);
+    if (rc == AKV_OK && akvi_misslog_decode(db->ml, buf, len) != AKV_OK)
+        akvi_log(db, "warning: miss log record unreadable (%s); starting empty", akv_errmsg());
+    free(buf);
+    return rc == AKV_NOTFOUND || rc == AKV_OK ? AKV_OK : rc;
+}
+
+/* The catalog files, or (format 1) the catalog record in the meta family. */
+static int read_catalog(akv_db *db, bool legacy, akvi_catalog *c)
+{
+    char note[700];
+    int rc = akvi_catalog_load(db->dir, c, note, sizeof note);
+    if (rc == AKV_OK) {
+        if (note[0])
+            akvi_log(db, "warning: %s", note);
+        if (c->layout != (uint32_t)db->layout || c->seed != db->seed) {
+            akvi_catalog_free(c);
+            return akvi_err(AKV_ECORRUPT,
+                            "the catalog's layout or seed differs from the identity's" REPAIR_HINT);
+        }
+        return AKV_OK;
+    }
+    if (rc != AKV_NOTFOUND || !legacy)
+        return rc == AKV_NOTFOUND ? akvi_err(AKV_ECORRUPT, "%s has no catalog file" REPAIR_HINT, db->dir)
+                                  : akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg());
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    rc = akvi_meta_get(db, "catalog", &buf, &len);
+    if (rc == AKV_NOTFOUND)
+        return akvi_err(AKV_ECORRUPT, "the catalog record is missing from %s" REPAIR_HINT, db->dir);
+    if (rc == AKV_OK) {
+        rc = akvi_catalog_decode(buf, len, c);
+        if (rc != AKV_OK)
+            rc = akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg());
     }
     free(buf);
-    if (rc != AKV_OK || fresh)
-        return rc;
-    if ((rc = akvi_meta_get(db, "misslog", &buf, &len)) == AKV_OK) {
-        if (akvi_misslog_decode(db->ml, buf, len) != AKV_OK)
-            akvi_log(db, "warning: miss log record unreadable (%s); starting empty", akv_errmsg());
+    return rc;
+}
+
+/* Phase 1, read only: everything checked and loaded. AKV_NOTFOUND: the
+ * directory holds an interrupted create (RocksDB, but no identity and no
+ * data), to be created again. */
+static int load_existing(akv_db *db, bool have_identity, loaded *L)
+{
+    int rc = akvi_cf_set_open(db, true, false, &L->cfs);
+    if (rc != AKV_OK)
+        return rc == AKV_EIO ? akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg()) : rc;
+    if (!have_identity) {
+        /* Format 1 kept the identity in the meta family only. */
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        uint32_t layout;
+        uint64_t seed;
+        rc = akvi_meta_get(db, "identity", &buf, &len);
+        if (rc == AKV_NOTFOUND) {
+            bool only_meta = true;
+            for (size_t i = 0; i < L->cfs.n; i++)
+                only_meta &= strcmp(L->cfs.names[i], "default") == 0 ||
+                             strcmp(L->cfs.names[i], "meta") == 0 ||
+                             akvi_parse_id(L->cfs.names[i], "mem.") != 0;
+            return only_meta ? AKV_NOTFOUND
+                             : akvi_err(AKV_ECORRUPT,
+                                        "%s holds RocksDB data but no adaptkv identity" REPAIR_HINT, db->dir);
+        }
+        if (rc == AKV_OK)
+            rc = akvi_identity_decode(buf, len, &layout, &seed);
         free(buf);
+        if (rc == AKV_OK)
+            rc = adopt_identity(db, layout, seed);
+        if (rc != AKV_OK)
+            return rc;
+        L->legacy = true;
+    }
+    akvi_catalog c;
+    rc = read_catalog(db, L->legacy, &c);
+    if (rc != AKV_OK)
+        return rc;
+    if (c.next_run_id == 0)
+        c.next_run_id = 1;
+    db->next_run_id = c.next_run_id;
+    db->run_id_bound = c.next_run_id;
+    db->flushed_mem_gen = c.flushed_mem_gen;
+    db->cat_seq = c.seq;
+    rc = classify_families(db, &c, &L->cfs);
+    if (rc == AKV_OK)
+        rc = check_catalog_files(db, &L->cfs, &c);
+    if (rc == AKV_OK)
+        rc = check_filter_dir(db, &c);
+    if (rc == AKV_OK)
+        rc = load_misslog(db);
+    if (rc == AKV_OK) /* after the miss log: the guard encodes its negatives */
+        rc = akvi_guard_init(db);
+    if (rc == AKV_OK) {
+        L->runs = calloc(c.n_run + 1, sizeof *L->runs);
+        if (!L->runs)
+            rc = akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; rc == AKV_OK && i < c.n_run; i++) {
+        rc = load_run(db, &c.runs[i], &L->cfs, &L->upgraded, &L->runs[i]);
+        if (rc == AKV_OK)
+            L->n_run++;
+    }
+    akvi_catalog_free(&c);
+    if (rc == AKV_OK)
+        rc = load_mems(db, &L->cfs, &L->mems, &L->n_mem);
+    return rc;
+}
+
+/* Phase 1 -> 2: RocksDB reopened for writing, every handle rebound. */
+static int reopen_rw(akv_db *db, loaded *L)
+{
+    for (size_t i = 0; i < L->n_run; i++)
+        L->runs[i]->cf = L->runs[i]->rmap_cf = NULL;
+    for (size_t i = 0; i < L->n_mem; i++)
+        L->mems[i]->cf = NULL;
+    for (size_t i = 0; i < L->cfs.n; i++) {
+        if (L->cfs.h[i])
+            rocksdb_column_family_handle_destroy(L->cfs.h[i]);
+        L->cfs.h[i] = NULL;
+    }
+    db->meta_cf = db->default_cf = NULL;
+    rocksdb_close(db->rdb);
+    db->rdb = NULL;
+    uint8_t *state = malloc(L->cfs.n ? L->cfs.n : 1);
+    if (!state)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    memcpy(state, L->cfs.state, L->cfs.n);
+    akvi_cf_set fresh = {0};
+    int rc = akvi_cf_set_open(db, false, false, &fresh);
+    if (rc == AKV_OK && fresh.n != L->cfs.n)
+        rc = akvi_err(AKV_EIO, "RocksDB's families changed while %s was being opened", db->dir);
+    for (size_t i = 0; rc == AKV_OK && i < fresh.n; i++)
+        if (strcmp(fresh.names[i], L->cfs.names[i]) != 0)
+            rc = akvi_err(AKV_EIO, "RocksDB's families changed while %s was being opened", db->dir);
+    if (rc != AKV_OK) {
+        free(state);
+        akvi_cf_set_free(db, &fresh, false);
+        return rc;
+    }
+    akvi_cf_set_free(db, &L->cfs, false);
+    L->cfs = fresh;
+    /* default and meta were taken by the open; the rest as in phase 1. */
+    for (size_t i = 0; i < L->cfs.n; i++)
+        if (L->cfs.state[i] == CF_FREE)
+            L->cfs.state[i] = state[i] == CF_USED ? CF_FREE : state[i];
+    free(state);
+    char name[64];
+    for (size_t i = 0; i < L->n_run; i++) {
+        akvi_run *r = L->runs[i];
+        snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->info.id);
+        r->cf = take_cf(&L->cfs, name);
+        snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->info.id);
+        r->rmap_cf = take_cf(&L->cfs, name);
+    }
+    for (size_t i = 0; i < L->n_mem; i++) {
+        snprintf(name, sizeof name, "mem.%llu", (unsigned long long)L->mems[i]->gen);
+        L->mems[i]->cf = take_cf(&L->cfs, name);
     }
     return AKV_OK;
 }
 
-static int load_catalog(akv_db *db, cf_set *cfs, akvi_run ***runs, size_t *n_run)
+/* The catalog of the loaded runs, encoded for later reservations; written
+ * when `store` (a format upgrade). */
+static int adopt_catalog(akv_db *db, const loaded *L, bool store)
 {
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    int rc = akvi_meta_get(db, "catalog", &buf, &len);
-    if (rc == AKV_NOTFOUND)
-        return akvi_err(AKV_ECORRUPT, "catalog record is missing from %s", db->dir);
-    if (rc != AKV_OK)
-        return rc;
-    akvi_catalog c;
-    rc = akvi_catalog_decode(buf, len, &c);
-    free(buf);
-    if (rc != AKV_OK)
-        return rc;
-    db->next_run_id = c.next_run_id;
-    db->flushed_mem_gen = c.flushed_mem_gen;
-    *runs = calloc(c.n_run + 1, sizeof **runs);
-    *n_run = 0;
-    if (!*runs)
-        rc = akvi_err(AKV_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == AKV_OK && i < c.n_run; i++) {
-        rc = load_run(db, &c.runs[i], cfs, &(*runs)[i]);
+    akvi_catalog c = {.layout = (uint32_t)db->layout,
+                      .seed = db->seed,
+                      .seq = db->cat_seq,
+                      .next_run_id = db->run_id_bound,
+                      .flushed_mem_gen = db->flushed_mem_gen,
+                      .n_run = L->n_run};
+    c.runs = calloc(L->n_run ? L->n_run : 1, sizeof *c.runs);
+    if (!c.runs)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    for (size_t i = 0; i < L->n_run; i++)
+        c.runs[i] = L->runs[i]->info;
+    int rc;
+    pthread_mutex_lock(&db->catmu);
+    if (store) {
+        /* Both slots: the older format left none. */
+        rc = akvi_catalog_store(db, &c);
         if (rc == AKV_OK)
-            (*n_run)++;
+            rc = akvi_catalog_store(db, &c);
+    } else {
+        rc = akvi_catalog_encode(&c, &db->cat_buf, &db->cat_len);
     }
-    akvi_catalog_free(&c);
+    pthread_mutex_unlock(&db->catmu);
+    free(c.runs);
     return rc;
 }
+
+static int make_dir(const char *p, bool *made);
+
+/* Phase 2: from here on the directory changes. */
+static int go_live(akv_db *db, loaded *L)
+{
+    bool made;
+    int rc = reopen_rw(db, L);
+    if (rc == AKV_OK) /* filters/ and tmp/ are recreated if someone removed them */
+        rc = make_dir(db->fdir, &made);
+    if (rc == AKV_OK)
+        rc = make_dir(db->tdir, &made);
+    if (rc == AKV_OK)
+        rc = add_active_mem(db, L->mems, &L->n_mem);
+    if (rc == AKV_OK && (L->legacy || L->upgraded))
+        rc = adopt_catalog(db, L, true);
+    else if (rc == AKV_OK)
+        rc = adopt_catalog(db, L, false);
+    if (rc == AKV_OK && L->legacy) {
+        rc = akvi_identity_write(db);
+        if (rc == AKV_OK) {
+            char *err = NULL;
+            rocksdb_delete_cf(db->rdb, db->wo_sync, db->meta_cf, "catalog", 7, &err);
+            if (err)
+                rc = akvi_rocks_err(err, "removing the format-1 catalog record");
+        }
+    }
+    for (size_t i = 0; rc == AKV_OK && i < L->n_run; i++)
+        for (size_t j = 0; rc == AKV_OK && j < L->runs[i]->info.n_sst; j++)
+            rc = akvi_slot_save(&L->runs[i]->slots[j], db->fdir, L->runs[i]->info.id,
+                                L->runs[i]->info.ssts[j].id);
+    return rc;
+}
+
+/* ---- create -------------------------------------------------------------- */
+
+typedef struct created {
+    bool dir, rocksdb, filters, tmp, catalog;
+} created;
+
+static int hook(const char *step)
+{
+    int (*h)(const char *) = atomic_load(&akvi_hook_create_step);
+    return h ? h(step) : AKV_OK;
+}
+
+static int make_dir(const char *p, bool *made)
+{
+    if (mkdir(p, 0755) == 0) {
+        *made = true;
+        return AKV_OK;
+    }
+    struct stat st;
+    if (errno == EEXIST && stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+        return AKV_OK;
+    return akvi_err(AKV_EIO, "cannot create directory %s: %s", p,
+                    strerror(errno == EEXIST ? ENOTDIR : errno));
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* A failed create leaves nothing it made behind. */
+static void uncreate(akv_db *db, const created *m)
+{
+    if (m->rocksdb)
+        nftw(db->rdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (m->filters)
+        nftw(db->fdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (m->tmp)
+        nftw(db->tdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (m->catalog)
+        for (int i = 0; i < 2; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "CATALOG.%d", i);
+            char *p = path_join(db->dir, name);
+            if (p)
+                unlink(p);
+            free(p);
+        }
+    if (m->dir)
+        rmdir(db->dir);
+}
+
+static int create_db(akv_db *db, loaded *L, created *m)
+{
+    bool had_rocks = akvi_path_exists(db->rdir);
+    int rc = make_dir(db->dir, &m->dir);
+    if (rc == AKV_OK)
+        rc = make_dir(db->fdir, &m->filters);
+    if (rc == AKV_OK)
+        rc = make_dir(db->tdir, &m->tmp);
+    if (rc != AKV_OK)
+        return rc;
+    rc = akvi_cf_set_open(db, false, true, &L->cfs);
+    m->rocksdb = !had_rocks && akvi_path_exists(db->rdir);
+    if (rc != AKV_OK)
+        return rc;
+    L->created = true;
+    db->layout = db->opt.layout == AKV_LAYOUT_AUTO ? AKV_LAYOUT_HASH : db->opt.layout;
+    db->seed = db->opt.seed;
+    while (db->seed == 0 && getrandom(&db->seed, sizeof db->seed, 0) != sizeof db->seed)
+        ;
+    db->next_run_id = 1;
+    db->flushed_mem_gen = 0;
+    for (size_t i = 0; i < L->cfs.n; i++) /* memtables of an interrupted create: empty */
+        if (L->cfs.state[i] == CF_FREE && akvi_parse_id(L->cfs.names[i], "mem."))
+            L->cfs.state[i] = CF_LEFTOVER;
+    rc = hook("rocksdb");
+    if (rc == AKV_OK)
+        rc = akvi_guard_init(db);
+    /* The catalog in both slots, then the identity: a crash before the
+     * identity is written leaves a directory that opens as new. */
+    if (rc == AKV_OK) {
+        akvi_catalog c = {.layout = (uint32_t)db->layout, .seed = db->seed, .next_run_id = 2};
+        m->catalog = true;
+        pthread_mutex_lock(&db->catmu);
+        rc = akvi_catalog_store(db, &c);
+        if (rc == AKV_OK)
+            rc = akvi_catalog_store(db, &c);
+        pthread_mutex_unlock(&db->catmu);
+    }
+    if (rc == AKV_OK)
+        rc = hook("catalog");
+    L->mems = calloc(1, sizeof *L->mems);
+    if (rc == AKV_OK && !L->mems)
+        rc = akvi_err(AKV_ENOMEM, "out of memory");
+    db->next_mem_gen = 1;
+    if (rc == AKV_OK)
+        rc = add_active_mem(db, L->mems, &L->n_mem);
+    if (rc == AKV_OK)
+        rc = hook("identity");
+    if (rc == AKV_OK)
+        rc = akvi_identity_write(db);
+    return rc;
+}
+
+/* ---- akv_open ------------------------------------------------------------ */
 
 static void db_free(akv_db *db)
 {
@@ -400,6 +1000,7 @@ static void db_free(akv_db *db)
     pthread_cond_destroy(&db->done_cv);
     pthread_rwlock_destroy(&db->guard_lock);
     free((char *)db->opt.slot_policy);
+    free(db->cat_buf);
     free(db->dir);
     free(db->rdir);
     free(db->fdir);
@@ -423,43 +1024,16 @@ static int setup(akv_db *db, const char *dir, const akv_options *opt)
     db->ml = akvi_misslog_create(opt->miss_log_bytes);
     if (!db->dir || !db->rdir || !db->fdir || !db->tdir || !db->ml)
         return akvi_err(AKV_ENOMEM, "out of memory");
-    return AKV_OK;
+    return akvi_rocks_setup(db);
 }
 
-static int open_dirs(akv_db *db, bool *exists)
+akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
 {
-    struct stat st;
-    char *cur = path_join(db->rdir, "CURRENT");
-    *exists = cur && stat(cur, &st) == 0;
-    free(cur);
-    if (!*exists && !db->opt.create_if_missing)
-        return akvi_err(AKV_EINVAL, "database %s does not exist (create_if_missing is off)", db->dir);
-    if (*exists && db->opt.error_if_exists)
-        return akvi_err(AKV_EEXIST, "database %s already exists (error_if_exists is on)", db->dir);
-    int rc = make_dir(db->dir);
-    if (rc == AKV_OK)
-        rc = make_dir(db->fdir);
-    if (rc == AKV_OK)
-        rc = make_dir(db->tdir);
-    return rc;
-}
-
-int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
-{
-    if (!out)
-        return akvi_err(AKV_EINVAL, "akv_open: NULL output handle");
-    *out = NULL;
-    if (!dir || !*dir)
-        return akvi_err(AKV_EINVAL, "akv_open: no directory given");
-    akv_options defaults;
-    akv_options_init(&defaults);
-    const akv_options *opt = opt_in ? opt_in : &defaults;
-    int rc = akvi_check_options(opt);
-    if (rc != AKV_OK)
-        return rc;
     akv_db *db = calloc(1, sizeof *db);
-    if (!db)
-        return akvi_err(AKV_ENOMEM, "out of memory");
+    if (!db) {
+        *rc = akvi_err(AKV_ENOMEM, "out of memory");
+        return NULL;
+    }
     /* Writer-preferring: a stream of readers pinning versions must not
      * starve the background thread's installs. */
     pthread_rwlockattr_t va;
@@ -475,52 +1049,131 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);
     pthread_rwlock_init(&db->guard_lock, NULL);
-    bool exists = false;
-    cf_set cfs = {0};
-    akvi_run **runs = NULL;
-    akvi_mem **mems = NULL;
-    size_t n_run = 0, n_mem = 0;
-    rc = setup(db, dir, opt);
-    if (rc == AKV_OK)
-        rc = open_dirs(db, &exists);
-    if (rc == AKV_OK)
-        rc = akvi_rocks_setup(db);
-    if (rc == AKV_OK)
-        rc = open_rocks(db, exists, &cfs);
-    if (rc == AKV_OK)
-        rc = load_state(db, exists, &cfs);
-    if (rc == AKV_OK) /* after the miss log is loaded: the guard encodes its negatives */
-        rc = akvi_guard_init(db);
-    if (rc == AKV_OK)
-        rc = load_catalog(db, &cfs, &runs, &n_run);
-    if (rc == AKV_OK)
-        rc = load_mems(db, &cfs, &mems, &n_mem);
+    *rc = setup(db, dir, opt);
+    if (*rc != AKV_OK) {
+        db_free(db);
+        return NULL;
+    }
+    return db;
+}
+
+void akvi_db_free(akv_db *db)
+{
+    db_free(db);
+}
+
+/* What the directory is, before RocksDB touches it. */
+typedef enum { OPEN_EXISTING, OPEN_LEGACY, OPEN_CREATE } open_mode;
+
+static bool has_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    bool any = false;
+    while (d && !any && (e = readdir(d)) != NULL)
+        any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    return any;
+}
+
+static int inspect(akv_db *db, open_mode *mode)
+{
+    uint32_t layout;
+    uint64_t seed;
+    char *cur = path_join(db->rdir, "CURRENT");
+    bool has_current = cur && akvi_path_exists(cur);
+    free(cur);
+    int rc = akvi_identity_read(db->dir, &layout, &seed);
     if (rc == AKV_OK) {
-        db->cur = akvi_version_new(n_mem, n_run);
+        if (!has_current)
+            return akvi_err(AKV_ECORRUPT,
+                            "%s/CURRENT is missing: RocksDB cannot find its MANIFEST, and a database with an "
+                            "identity is never created again" REPAIR_HINT " (it restores CURRENT)",
+                            db->rdir);
+        *mode = OPEN_EXISTING;
+        return adopt_identity(db, layout, seed);
+    }
+    if (rc != AKV_NOTFOUND)
+        return akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg());
+    if (has_current) {
+        *mode = OPEN_LEGACY; /* format 1, or a create interrupted before its identity */
+        return AKV_OK;
+    }
+    char *c0 = path_join(db->dir, "CATALOG.0"), *c1 = path_join(db->dir, "CATALOG.1");
+    bool adaptkv_files = (c0 && akvi_path_exists(c0)) || (c1 && akvi_path_exists(c1)) ||
+                         has_entries(db->rdir) || has_entries(db->fdir);
+    free(c0);
+    free(c1);
+    if (adaptkv_files)
+        return akvi_err(AKV_ECORRUPT,
+                        "%s holds adaptkv files but neither an identity nor rocksdb/CURRENT" REPAIR_HINT,
+                        db->dir);
+    *mode = OPEN_CREATE;
+    return AKV_OK;
+}
+
+int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
+{
+    if (!out)
+        return akvi_err(AKV_EINVAL, "akv_open: NULL output handle");
+    *out = NULL;
+    if (!dir || !*dir)
+        return akvi_err(AKV_EINVAL, "akv_open: no directory given");
+    akv_options defaults;
+    akv_options_init(&defaults);
+    const akv_options *opt = opt_in ? opt_in : &defaults;
+    int rc = akvi_check_options(opt);
+    if (rc != AKV_OK)
+        return rc;
+    akv_db *db = akvi_db_new(dir, opt, &rc);
+    if (!db)
+        return rc;
+    open_mode mode = OPEN_CREATE;
+    loaded L = {0};
+    created made = {0};
+    rc = inspect(db, &mode);
+    if (rc == AKV_OK && mode == OPEN_CREATE && !db->opt.create_if_missing)
+        rc = akvi_err(AKV_EINVAL, "database %s does not exist (create_if_missing is off)", db->dir);
+    if (rc == AKV_OK && mode != OPEN_CREATE && db->opt.error_if_exists)
+        rc = akvi_err(AKV_EEXIST, "database %s already exists (error_if_exists is on)", db->dir);
+    if (rc == AKV_OK && mode != OPEN_CREATE) {
+        rc = load_existing(db, mode == OPEN_EXISTING, &L);
+        if (rc == AKV_NOTFOUND) { /* an interrupted create: create again */
+            loaded_free(db, &L, false);
+            akvi_rocks_teardown(db);
+            rc = akvi_rocks_setup(db);
+            mode = OPEN_CREATE;
+            if (rc == AKV_OK && !db->opt.create_if_missing)
+                rc = akvi_err(AKV_EINVAL, "database %s does not exist (create_if_missing is off)", db->dir);
+        }
+        if (rc == AKV_OK && mode != OPEN_CREATE)
+            rc = go_live(db, &L);
+    }
+    if (rc == AKV_OK && mode == OPEN_CREATE)
+        rc = create_db(db, &L, &made);
+    if (rc == AKV_OK) {
+        db->cur = akvi_version_new(L.n_mem, L.n_run);
         if (!db->cur)
             rc = akvi_err(AKV_ENOMEM, "out of memory");
     }
-    if (db->cur) {
-        memcpy(db->cur->mems, mems, n_mem * sizeof *mems);
-        memcpy(db->cur->runs, runs, n_run * sizeof *runs);
-        akvi_sort_runs(db->cur->runs, n_run);
-        n_mem = n_run = 0;
-        if (rc == AKV_OK)
-            clean_files(db, db->cur);
+    if (rc == AKV_OK) {
+        memcpy(db->cur->mems, L.mems, L.n_mem * sizeof *L.mems);
+        memcpy(db->cur->runs, L.runs, L.n_run * sizeof *L.runs);
+        akvi_sort_runs(db->cur->runs, L.n_run);
+        L.n_mem = L.n_run = 0;
+        clean_files(db, db->cur);
     }
-    for (size_t i = 0; i < n_mem; i++)
-        akvi_mem_unref(mems[i]);
-    for (size_t i = 0; i < n_run; i++)
-        akvi_run_unref(runs[i]);
-    free(mems);
-    free(runs);
-    if (db->rdb)
-        free_cf_set(db, &cfs, rc == AKV_OK);
+    loaded_free(db, &L, rc == AKV_OK);
     if (rc == AKV_OK)
         rc = akvi_bg_start(db);
     if (rc != AKV_OK) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", akv_errmsg());
+        if (mode == OPEN_CREATE) {
+            akvi_rocks_teardown(db);
+            uncreate(db, &made);
+        }
         db_free(db);
         return akvi_err(rc, "%s", msg);
     }

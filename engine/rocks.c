@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
-
+#include "util/order.h"
 
 static rocksdb_options_t *cf_options(akv_db *db, bool auto_compact, int compression)
 {
@@ -84,6 +84,12 @@ void akvi_rocks_teardown(akv_db *db)
         rocksdb_readoptions_destroy(db->ro_scan);
     if (db->envopt)
         rocksdb_envoptions_destroy(db->envopt);
+    db->dbopt = db->metaopt = db->memopt = db->runopt = db->runopt_z = NULL;
+    db->bbto = NULL;
+    db->cache = NULL;
+    db->wo = db->wo_sync = NULL;
+    db->ro = db->ro_scan = NULL;
+    db->envopt = NULL;
 }
 
 /* Options for a column family by its name's prefix. */
@@ -149,6 +155,108 @@ int akvi_meta_get(akv_db *db, const char *key, uint8_t **val, size_t *len)
     return AKV_OK;
 }
 
+void akvi_meta_flush(akv_db *db, bool wait)
+{
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, wait ? 1 : 0);
+    char *err = NULL;
+    rocksdb_flush_cf(db->rdb, fo, db->meta_cf, &err);
+    rocksdb_flushoptions_destroy(fo);
+    if (err) {
+        /* Not fatal: the WAL stays until a later flush succeeds. */
+        akvi_log(db, "warning: flushing the meta family failed: %s", err);
+        rocksdb_free(err);
+    }
+}
+
+/* ---- RocksDB's record of the SST files ---------------------------------- */
+
+static uint8_t *dup_bytes(const char *p, size_t n)
+{
+    uint8_t *q = malloc(n ? n : 1);
+    if (q && n)
+        memcpy(q, p, n);
+    return q;
+}
+
+static int cmp_live(const void *a, const void *b)
+{
+    const akvi_live_sst *x = a, *y = b;
+    int c = strcmp(x->cf, y->cf);
+    return c ? c : akv_bytes_cmp(x->smallest, x->smallest_len, y->smallest, y->smallest_len);
+}
+
+int akvi_live_ssts(rocksdb_t *rdb, akvi_live_sst **out, size_t *n_out)
+{
+    const rocksdb_livefiles_t *lf = rocksdb_livefiles(rdb);
+    if (!lf)
+        return akvi_err(AKV_EIO, "RocksDB did not list its live files");
+    int n = rocksdb_livefiles_count(lf);
+    akvi_live_sst *l = calloc(n > 0 ? (size_t)n : 1, sizeof *l);
+    int rc = l ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
+    for (int i = 0; rc == AKV_OK && i < n; i++) {
+        size_t sl, ll;
+        const char *s = rocksdb_livefiles_smallestkey(lf, i, &sl);
+        const char *g = rocksdb_livefiles_largestkey(lf, i, &ll);
+        l[i].cf = strdup(rocksdb_livefiles_column_family_name(lf, i));
+        l[i].name = strdup(rocksdb_livefiles_name(lf, i));
+        l[i].size = rocksdb_livefiles_size(lf, i);
+        l[i].entries = rocksdb_livefiles_entries(lf, i);
+        l[i].smallest = dup_bytes(s, sl);
+        l[i].smallest_len = sl;
+        l[i].largest = dup_bytes(g, ll);
+        l[i].largest_len = ll;
+        if (!l[i].cf || !l[i].name || !l[i].smallest || !l[i].largest)
+            rc = akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    rocksdb_livefiles_destroy(lf);
+    if (rc != AKV_OK) {
+        akvi_live_ssts_free(l, l ? (size_t)n : 0);
+        return rc;
+    }
+    qsort(l, (size_t)n, sizeof *l, cmp_live);
+    *out = l;
+    *n_out = (size_t)n;
+    return AKV_OK;
+}
+
+size_t akvi_live_ssts_of(const akvi_live_sst *l, size_t n, const char *cf, size_t *first)
+{
+    size_t i = 0;
+    while (i < n && strcmp(l[i].cf, cf) != 0)
+        i++;
+    *first = i;
+    size_t k = 0;
+    while (i + k < n && strcmp(l[i + k].cf, cf) == 0)
+        k++;
+    return k;
+}
+
+int akvi_cf_entries(rocksdb_t *rdb, rocksdb_column_family_handle_t *cf, uint64_t *entries)
+{
+    /* RocksDB loads the entry counts of only the first few files at open,
+     * so per-file counts are often 0; the aggregated table properties read
+     * every file's. */
+    char *v = rocksdb_property_value_cf(rdb, cf, "rocksdb.aggregated-table-properties");
+    const char *p = v ? strstr(v, "# entries=") : NULL;
+    int rc = p ? AKV_OK : akvi_err(AKV_EIO, "RocksDB did not report a family's table properties");
+    if (p)
+        *entries = strtoull(p + strlen("# entries="), NULL, 10);
+    free(v);
+    return rc;
+}
+
+void akvi_live_ssts_free(akvi_live_sst *l, size_t n)
+{
+    for (size_t i = 0; l && i < n; i++) {
+        free(l[i].cf);
+        free(l[i].name);
+        free(l[i].smallest);
+        free(l[i].largest);
+    }
+    free(l);
+}
+
 /* ---- per-thread perf context -------------------------------------------- */
 
 static pthread_key_t g_perf_key;
@@ -180,4 +288,3 @@ uint64_t akvi_thread_block_reads(void)
 {
     return rocksdb_perfcontext_metric(perf(), rocksdb_block_read_count);
 }
-

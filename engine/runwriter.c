@@ -66,6 +66,14 @@ int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, akvi_runwriter **ou
     w->db = db;
     w->level = level;
     w->run_id = db->next_run_id++;
+    /* Before the id names a file or family, the catalog on disk must
+     * reserve it: open deletes what carries a reserved id and the catalog
+     * does not name, and refuses what carries an id beyond the reserve. */
+    int rc = akvi_catalog_reserve(db, w->run_id);
+    if (rc != AKV_OK) {
+        free(w);
+        return rc;
+    }
     w->target = db->opt.sst_target_bytes ? db->opt.sst_target_bytes : 64u << 20;
     if (db->layout == AKV_LAYOUT_HASH)
         w->prefix_bits = choose_prefix_bits(est_bytes, w->target);
@@ -147,12 +155,18 @@ static int finish_sst(akvi_runwriter *w)
     w->keys += s->keys;
     w->bytes += s->bytes;
     w->raw_bytes += w->cur_bytes;
-    akvi_cat_run run = {.id = w->run_id, .level = (uint32_t)w->level, .prefix_bits = w->prefix_bits};
+    /* Before the build sorts the hashes: the digest is over SST order. */
+    s->digest = akvi_key_digest(w->hashes, w->n);
+    akvi_cat_run run = {.id = w->run_id,
+                        .level = (uint32_t)w->level,
+                        .prefix_bits = w->prefix_bits,
+                        .n_sst = w->n_sst,
+                        .ssts = w->ssts};
     int rc = akvi_build_filter(w->db, w->level, &run, s, w->hashes, w->n, w->n, &w->filters[w->n_sst - 1]);
     if (rc == AKV_OK) /* the kind actually built (after any fallback) */
         snprintf(s->kind, sizeof s->kind, "%s", w->filters[w->n_sst - 1]->kind->name);
     if (rc == AKV_OK)
-        rc = akvi_slot_write_file(w->db->fdir, w->run_id, s->id, w->filters[w->n_sst - 1]);
+        rc = akvi_slot_write_file(w->db->fdir, &run, w->n_sst - 1, w->filters[w->n_sst - 1]);
     return rc;
 }
 
@@ -285,6 +299,7 @@ static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf,
                              .ssts = w->ssts};
     for (size_t j = 0; j < w->n_sst; j++) {
         akvi_slot_init(&slots[j], w->filters[j]);
+        akvi_slot_bind(&slots[j], &r->info, j);
         w->filters[j] = NULL;
     }
     r->slots = slots;
@@ -398,6 +413,18 @@ static rocksdb_iterator_t *scan_iter(akv_db *db, rocksdb_column_family_handle_t 
     return rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
 }
 
+/* Inputs that are runs of the current version are checked against the
+ * catalog as they are read (merge.c): RocksDB's iterator can end at a
+ * damaged SST with an OK status, and a merge that trusted it would drop the
+ * rest of the run, bringing back older values and deleted keys. */
+static void expect_runs(akvi_version *v, akvi_merge *mg, rocksdb_column_family_handle_t **cfs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < v->n_run; k++)
+            if (v->runs[k]->cf == cfs[i])
+                akvi_merge_expect(mg, i, &v->runs[k]->info);
+}
+
 int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
                   uint64_t run_bytes, bool drop_tombstones, akvi_run ***out, size_t *n_out)
 {
@@ -415,9 +442,12 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
         free(its);
         return akvi_err(AKV_ENOMEM, "out of memory");
     }
+    akvi_version *v = akvi_current(db); /* keeps the inputs' catalog entries alive */
+    expect_runs(v, mg, cfs, n);
     outputs o = {NULL, 0};
     int rc = copy_merge(db, mg, level, est, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones, &o);
     akvi_merge_destroy(mg);
+    akvi_version_unref(v);
     if (rc != AKV_OK) {
         for (size_t i = 0; i < o.n; i++) { /* never committed: its family and files go */
             atomic_store(&o.v[i]->obsolete, true);
@@ -442,6 +472,12 @@ void akvi_rw_abort(akvi_runwriter *w)
         free(w->paths[j]);
     }
     for (size_t j = 0; j < w->n_sst; j++) {
+        /* A run that never made it: its filter files go too (after a
+         * successful finish the run owns its SSTs and n_sst is 0). */
+        char name[64], path[4096];
+        akvi_filter_file_name(w->run_id, j, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", w->db->fdir, name);
+        unlink(path);
         if (w->filters)
             akv_filter_destroy(w->filters[j]);
         if (w->ssts) {

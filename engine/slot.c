@@ -7,16 +7,20 @@
  * sees a half-applied change (which could be a false negative). Nothing
  * here does I/O while holding that lock: adaptations get their reverse map
  * in memory (adapt.c), and a save serializes under the lock and writes after.
+ *
+ * A slot's file is bound to its SST (docs/format.md §8): it repeats the
+ * SST's catalog entry (run, SST, level, key count, size, key range and the
+ * digest of its keys), and a file whose binding differs from the catalog's
+ * is not this SST's filter, however valid it is otherwise.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <xxhash.h>
 
 #include "engine/internal.h"
+#include "util/codec.h"
+#include "util/order.h"
 
 void akvi_slot_init(akvi_slot *s, akv_filter *f)
 {
@@ -27,6 +31,12 @@ void akvi_slot_init(akvi_slot *s, akv_filter *f)
     if (s->locked)
         pthread_rwlock_init(&s->lock, NULL);
     pthread_mutex_init(&s->grow_mu, NULL);
+}
+
+void akvi_slot_bind(akvi_slot *s, const akvi_cat_run *run, size_t j)
+{
+    s->run = run;
+    s->sst = j;
 }
 
 void akvi_slot_destroy(akvi_slot *s)
@@ -115,66 +125,78 @@ size_t akvi_slot_memory(akvi_slot *s)
     return m;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+/* ---- the slot's file ----------------------------------------------------- */
+
+#define SLOT_MAGIC   "AKFS"
+#define SLOT_VERSION 2
+#define ENV_MAGIC    "AKVF" /* version 1: a bare filter envelope */
+
+static void encode_file(akv_wbuf *w, const akvi_cat_run *r, const akvi_cat_sst *s, const uint8_t *filter,
+                        size_t flen)
 {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    akv_w_bytes(w, SLOT_MAGIC, 4);
+    akv_w_u32(w, SLOT_VERSION);
+    akv_w_u64(w, r->id);
+    akv_w_u64(w, s->id);
+    akv_w_u32(w, r->level);
+    akv_w_u32(w, r->prefix_bits);
+    akv_w_u64(w, s->keys);
+    akv_w_u64(w, s->bytes);
+    akv_w_u64(w, s->prefix);
+    akv_w_u64(w, s->digest);
+    size_t kl = strnlen(s->kind, sizeof s->kind);
+    akv_w_u8(w, (uint8_t)kl);
+    akv_w_bytes(w, s->kind, kl);
+    akv_w_u32(w, (uint32_t)s->smallest_len);
+    akv_w_bytes(w, s->smallest, s->smallest_len);
+    akv_w_u32(w, (uint32_t)s->largest_len);
+    akv_w_bytes(w, s->largest, s->largest_len);
+    akv_w_u64(w, flen);
+    akv_w_bytes(w, filter, flen);
 }
 
-static int fsync_dir(const char *dir)
+/* The bound file of SST j of run r holding filter f (serialized under the
+ * caller's lock, if any). */
+static int serialize(const akv_filter *f, const akvi_cat_run *r, size_t j, uint8_t **buf, size_t *len)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
+    const akvi_cat_sst *s = &r->ssts[j];
+    uint8_t *fb;
+    size_t fl;
+    int rc = akv_filter_serialize(f, &fb, &fl);
+    if (rc != AKV_OK)
+        return akvi_err(rc, "serializing filter %llu-%llu: %s", (unsigned long long)r->id,
+                        (unsigned long long)s->id, akv_strerror(rc));
+    akv_wbuf w = {NULL, 0};
+    encode_file(&w, r, s, fb, fl);
+    uint8_t *p = malloc(w.len + 8);
+    if (!p) {
+        akv_free(fb);
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    w = (akv_wbuf){p, 0};
+    encode_file(&w, r, s, fb, fl);
+    akv_w_u64(&w, XXH64(p, w.len, 0));
+    akv_free(fb);
+    *buf = p;
+    *len = w.len;
+    return AKV_OK;
+}
+
+static int write_bytes(const char *fdir, const akvi_cat_run *r, size_t j, uint8_t *buf, size_t len)
+{
+    char name[64];
+    akvi_filter_file_name(r->id, r->ssts[j].id, name, sizeof name);
+    int rc = akvi_file_write_atomic(fdir, name, buf, len);
+    free(buf);
     return rc;
 }
 
-static int serialize(const akv_filter *f, uint64_t run, uint64_t sst, uint8_t **buf, size_t *len)
-{
-    int rc = akv_filter_serialize(f, buf, len);
-    if (rc != AKV_OK)
-        return akvi_err(rc, "serializing filter %llu-%llu: %s", (unsigned long long)run,
-                        (unsigned long long)sst, akv_strerror(rc));
-    return AKV_OK;
-}
-
-/* Write a serialized filter (consumed) to its file atomically. */
-static int write_bytes(const char *fdir, uint64_t run, uint64_t sst, uint8_t *buf, size_t len)
-{
-    char name[64], path[4096], tmp[4160];
-    akvi_filter_file_name(run, sst, name, sizeof name);
-    snprintf(path, sizeof path, "%s/%s", fdir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    bool ok = fd >= 0 && write_all(fd, buf, len) == 0 && fsync(fd) == 0;
-    if (fd >= 0)
-        ok = (close(fd) == 0) && ok;
-    free(buf);
-    ok = ok && rename(tmp, path) == 0 && fsync_dir(fdir) == 0;
-    if (!ok) {
-        int e = errno;
-        unlink(tmp);
-        return akvi_err(AKV_EIO, "writing filter file %s: %s", name, strerror(e));
-    }
-    return AKV_OK;
-}
-
-int akvi_slot_write_file(const char *fdir, uint64_t run, uint64_t sst, const akv_filter *f)
+int akvi_slot_write_file(const char *fdir, const akvi_cat_run *r, size_t j, const akv_filter *f)
 {
     uint8_t *buf;
     size_t len;
-    int rc = serialize(f, run, sst, &buf, &len);
-    return rc == AKV_OK ? write_bytes(fdir, run, sst, buf, len) : rc;
+    int rc = serialize(f, r, j, &buf, &len);
+    return rc == AKV_OK ? write_bytes(fdir, r, j, buf, len) : rc;
 }
 
 int akvi_slot_save(akvi_slot *s, const char *fdir, uint64_t run, uint64_t sst)
@@ -183,48 +205,182 @@ int akvi_slot_save(akvi_slot *s, const char *fdir, uint64_t run, uint64_t sst)
      * again and is saved next time. */
     if (!atomic_exchange(&s->dirty, false))
         return AKV_OK;
+    if (!s->run || s->run->id != run || s->run->ssts[s->sst].id != sst) {
+        atomic_store(&s->dirty, true);
+        return akvi_err(AKV_EINVAL, "saving filter slot %llu-%llu: the slot is bound to no such SST",
+                        (unsigned long long)run, (unsigned long long)sst);
+    }
     uint8_t *buf = NULL;
     size_t len = 0;
     akvi_slot_lock(s, false);
     akv_filter *f = atomic_load(&s->f);
-    int rc = f ? serialize(f, run, sst, &buf, &len) : AKV_OK;
+    int rc = f ? serialize(f, s->run, s->sst, &buf, &len) : AKV_OK;
     akvi_slot_unlock(s);
     if (rc == AKV_OK && f)
-        rc = write_bytes(fdir, run, sst, buf, len);
+        rc = write_bytes(fdir, s->run, s->sst, buf, len);
     if (rc != AKV_OK)
         atomic_store(&s->dirty, true);
     return rc;
 }
 
-int akvi_slot_read_file(const char *fdir, uint64_t run, uint64_t sst, akv_filter **out)
+static uint8_t *take_key(akv_rbuf *r, size_t *len)
+{
+    uint32_t n = akv_r_u32(r);
+    const uint8_t *p = n <= AKV_MAX_KEY_BYTES + 8 ? akv_r_take(r, n) : NULL;
+    uint8_t *q = p ? malloc(n ? n : 1) : NULL;
+    if (!q) {
+        r->err = true;
+        return NULL;
+    }
+    memcpy(q, p, n);
+    *len = n;
+    return q;
+}
+
+/* Parse a version-2 file: its binding into desc (one SST), the envelope's
+ * place in *env. */
+static int parse_file(const char *name, const uint8_t *buf, size_t len, akvi_cat_run *desc,
+                      const uint8_t **env, size_t *env_len)
+{
+    memset(desc, 0, sizeof *desc);
+    if (len < 8 + 8 || memcmp(buf, SLOT_MAGIC, 4) != 0)
+        return akvi_err(AKV_ECORRUPT, "filter file %s: bad magic or size", name);
+    akv_rbuf t = {buf + len - 8, 8, 0, false};
+    if (akv_r_u64(&t) != XXH64(buf, len - 8, 0))
+        return akvi_err(AKV_ECORRUPT, "filter file %s: checksum mismatch", name);
+    akv_rbuf r = {buf, len - 8, 4, false};
+    uint32_t version = akv_r_u32(&r);
+    if (version != SLOT_VERSION)
+        return akvi_err(AKV_ENOTSUP, "filter file %s: unknown version %u", name, version);
+    desc->ssts = calloc(1, sizeof *desc->ssts);
+    if (!desc->ssts)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    desc->n_sst = 1;
+    akvi_cat_sst *s = desc->ssts;
+    desc->id = akv_r_u64(&r);
+    s->id = akv_r_u64(&r);
+    desc->level = akv_r_u32(&r);
+    desc->prefix_bits = akv_r_u32(&r);
+    s->keys = akv_r_u64(&r);
+    s->bytes = akv_r_u64(&r);
+    s->prefix = akv_r_u64(&r);
+    s->digest = akv_r_u64(&r);
+    uint8_t kl = akv_r_u8(&r);
+    if (kl >= sizeof s->kind || !akv_r_bytes(&r, s->kind, kl))
+        r.err = true;
+    else
+        s->kind[kl] = 0;
+    s->smallest = r.err ? NULL : take_key(&r, &s->smallest_len);
+    s->largest = r.err ? NULL : take_key(&r, &s->largest_len);
+    uint64_t fl = akv_r_u64(&r);
+    *env = r.err || fl != r.len - r.off ? NULL : akv_r_take(&r, (size_t)fl);
+    *env_len = (size_t)fl;
+    if (r.err || !*env) {
+        akvi_cat_run_free(desc);
+        return akvi_err(AKV_ECORRUPT, "filter file %s: truncated or inconsistent", name);
+    }
+    return AKV_OK;
+}
+
+static const char *binding_mismatch(const akvi_cat_run *d, const akvi_cat_run *r, size_t j)
+{
+    const akvi_cat_sst *a = &d->ssts[0], *b = &r->ssts[j];
+    if (d->id != r->id || a->id != b->id)
+        return "it belongs to another SST";
+    if (d->level != r->level || d->prefix_bits != r->prefix_bits || a->prefix != b->prefix)
+        return "its level or shard differs from the catalog's";
+    if (strcmp(a->kind, b->kind) != 0)
+        return "its kind differs from the catalog's";
+    if (a->keys != b->keys || a->bytes != b->bytes)
+        return "its key count or SST size differs from the catalog's";
+    if (a->digest != b->digest)
+        return "its key digest differs from the catalog's";
+    if (akv_bytes_cmp(a->smallest, a->smallest_len, b->smallest, b->smallest_len) != 0 ||
+        akv_bytes_cmp(a->largest, a->largest_len, b->largest, b->largest_len) != 0)
+        return "its key range differs from the catalog's";
+    return NULL;
+}
+
+int akvi_slot_describe(const char *path, akvi_cat_run *desc)
+{
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    uint8_t *buf;
+    size_t len;
+    int rc = akvi_file_read(path, &buf, &len);
+    if (rc != AKV_OK)
+        return rc;
+    const uint8_t *env;
+    size_t env_len;
+    rc = len >= 4 && memcmp(buf, ENV_MAGIC, 4) == 0
+             ? akvi_err(AKV_ENOTSUP, "filter file %s has no binding (format version 1)", name)
+             : parse_file(name, buf, len, desc, &env, &env_len);
+    free(buf);
+    return rc;
+}
+
+int akvi_slot_file_filter(const char *path, akv_filter **out)
+{
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    uint8_t *buf;
+    size_t len;
+    int rc = akvi_file_read(path, &buf, &len);
+    if (rc != AKV_OK)
+        return rc;
+    const uint8_t *env = buf;
+    size_t env_len = len;
+    akvi_cat_run desc = {0};
+    if (!(len >= 4 && memcmp(buf, ENV_MAGIC, 4) == 0)) {
+        rc = parse_file(name, buf, len, &desc, &env, &env_len);
+        akvi_cat_run_free(&desc);
+    }
+    if (rc == AKV_OK)
+        rc = akv_filter_deserialize(env, env_len, out);
+    free(buf);
+    return rc;
+}
+
+int akvi_slot_read_file(const char *fdir, const akvi_cat_run *r, size_t j, bool *unbound, akv_filter **out)
 {
     char name[64], path[4096];
-    akvi_filter_file_name(run, sst, name, sizeof name);
+    const akvi_cat_sst *s = &r->ssts[j];
+    akvi_filter_file_name(r->id, s->id, name, sizeof name);
     snprintf(path, sizeof path, "%s/%s", fdir, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return akvi_err(AKV_NOTFOUND, "filter file %s: %s", name, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size > (off_t)1 << 40) {
-        close(fd);
-        return akvi_err(AKV_ECORRUPT, "filter file %s: bad size", name);
-    }
-    size_t len = (size_t)st.st_size;
-    uint8_t *buf = malloc(len);
-    size_t got = 0;
-    while (buf && got < len) {
-        ssize_t r = read(fd, buf + got, len - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    int rc = (buf && got == len) ? akv_filter_deserialize(buf, len, out) : AKV_EIO;
-    free(buf);
+    uint8_t *buf;
+    size_t len;
+    int rc = akvi_file_read(path, &buf, &len);
     if (rc != AKV_OK)
-        return akvi_err(rc == AKV_ENOTSUP ? AKV_ENOTSUP : AKV_ECORRUPT, "filter file %s: %s", name,
-                        akv_strerror(rc));
-    return AKV_OK;
+        return akvi_err(rc == AKV_NOTFOUND ? AKV_NOTFOUND : AKV_ECORRUPT, "filter file %s: %s", name,
+                        rc == AKV_NOTFOUND ? "missing" : akv_errmsg());
+    const uint8_t *env = buf;
+    size_t env_len = len;
+    akvi_cat_run desc = {0};
+    *unbound = len >= 4 && memcmp(buf, ENV_MAGIC, 4) == 0;
+    if (!*unbound) {
+        rc = parse_file(name, buf, len, &desc, &env, &env_len);
+        const char *why = rc == AKV_OK ? binding_mismatch(&desc, r, j) : NULL;
+        if (why)
+            rc = akvi_err(
+                AKV_ECORRUPT,
+                "filter file %s is not the filter of run %llu SST %llu: %s (it names run %llu SST %llu, "
+                "%s, %llu keys)",
+                name, (unsigned long long)r->id, (unsigned long long)s->id, why, (unsigned long long)desc.id,
+                (unsigned long long)desc.ssts[0].id, desc.ssts[0].kind,
+                (unsigned long long)desc.ssts[0].keys);
+        akvi_cat_run_free(&desc);
+    }
+    akv_filter *f = NULL;
+    if (rc == AKV_OK) {
+        rc = akv_filter_deserialize(env, env_len, &f);
+        if (rc != AKV_OK)
+            rc = akvi_err(AKV_ECORRUPT, "filter file %s: %s", name, akv_strerror(rc));
+    }
+    if (rc == AKV_OK && strcmp(f->kind->name, s->kind) != 0) {
+        rc = akvi_err(AKV_ECORRUPT, "filter file %s holds a %s filter; the catalog records %s", name,
+                      f->kind->name, s->kind);
+        akv_filter_destroy(f);
+    }
+    free(buf);
+    if (rc == AKV_OK)
+        *out = f;
+    return rc;
 }

@@ -91,8 +91,9 @@ static bool has_cf(const char *dir, const char *name)
 }
 
 /* Open the bare RocksDB instance and add families an interrupted flush or
- * compaction could have left behind. */
-static void plant_leftovers(const char *dir)
+ * compaction could have left behind: run `id` (an id the catalog reserved
+ * but no run took) and a flushed memtable. */
+static void plant_leftovers(const char *dir, unsigned long long id)
 {
     char rdir[600];
     snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
@@ -107,7 +108,10 @@ static void plant_leftovers(const char *dir)
         cfo[i] = o;
     rocksdb_t *db = rocksdb_open_column_families(o, rdir, (int)n, (const char *const *)names, cfo, h, &err);
     cr_assert_null(err, "%s", err);
-    const char *extra[] = {"run.999", "rmap.999", "mem.1"};
+    char run[32], rmap[32];
+    snprintf(run, sizeof run, "run.%llu", id);
+    snprintf(rmap, sizeof rmap, "rmap.%llu", id);
+    const char *extra[] = {run, rmap, "mem.1"};
     for (size_t i = 0; i < 3; i++) {
         bool exists = false;
         for (size_t j = 0; j < n; j++)
@@ -126,19 +130,32 @@ static void plant_leftovers(const char *dir)
     free(h);
     rocksdb_options_destroy(o);
     char path[700];
-    snprintf(path, sizeof path, "%s/filters/999-0.akf", dir);
+    snprintf(path, sizeof path, "%s/filters/%llu-0.akf", dir, id);
     FILE *f = fopen(path, "w");
     fputs("junk", f);
     fclose(f);
-    snprintf(path, sizeof path, "%s/tmp/999-0.sst", dir);
+    snprintf(path, sizeof path, "%s/tmp/%llu-0.sst", dir, id);
     f = fopen(path, "w");
     fputs("junk", f);
     fclose(f);
 }
 
+static unsigned long long newest_run(akv_db *db)
+{
+    akv_slot_info *rows;
+    size_t n;
+    cr_assert_eq(akv_slots(db, &rows, &n), AKV_OK);
+    unsigned long long id = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].level >= 0 && rows[i].run > id)
+            id = rows[i].run;
+    akv_free(rows);
+    return id;
+}
+
 static void leftovers_test(akv_layout layout)
 {
-    char dir[512], path[700];
+    char dir[512], path[700], run[32], rmap[32];
     tmpdir(dir, sizeof dir);
     akv_options o;
     opts(&o, layout);
@@ -146,20 +163,28 @@ static void leftovers_test(akv_layout layout)
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     load(db, 3000);
     cr_assert_eq(akv_flush(db), AKV_OK);
+    /* A commit reserves the id after the next one (docs/format.md §6). */
+    unsigned long long id = newest_run(db) + 1;
     cr_assert_eq(akv_close(db), AKV_OK);
-    plant_leftovers(dir);
-    cr_assert(has_cf(dir, "run.999"));
+    snprintf(run, sizeof run, "run.%llu", id);
+    snprintf(rmap, sizeof rmap, "rmap.%llu", id);
+    plant_leftovers(dir, id);
+    cr_assert(has_cf(dir, run));
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     check_all(db, 3000);
     cr_assert_eq(akv_close(db), AKV_OK);
-    cr_assert_not(has_cf(dir, "run.999"), "unnamed run family survived");
-    cr_assert_not(has_cf(dir, "rmap.999"), "unnamed rmap family survived");
+    cr_assert_not(has_cf(dir, run), "unnamed run family survived");
+    cr_assert_not(has_cf(dir, rmap), "unnamed rmap family survived");
     cr_assert_not(has_cf(dir, "mem.1"), "flushed memtable family survived");
     struct stat st;
-    snprintf(path, sizeof path, "%s/filters/999-0.akf", dir);
+    snprintf(path, sizeof path, "%s/filters/%llu-0.akf", dir, id);
     cr_assert_neq(stat(path, &st), 0, "unnamed filter file survived");
-    snprintf(path, sizeof path, "%s/tmp/999-0.sst", dir);
+    snprintf(path, sizeof path, "%s/tmp/%llu-0.sst", dir, id);
     cr_assert_neq(stat(path, &st), 0, "temp file survived");
+    /* A family beyond the catalog's reserve is not a leftover: refused. */
+    plant_leftovers(dir, 999);
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT);
+    cr_assert(has_cf(dir, "run.999"), "a family newer than the catalog was deleted");
     rmrf(dir);
 }
 

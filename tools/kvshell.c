@@ -20,6 +20,7 @@ typedef struct shell_args {
     akv_options opt;
     bool layout_given;
     bool verbose;
+    bool repair; /* --repair DIR: akv_repair, print its report */
     const char *dir;
     char **cmd; /* command words from the command line, or NULL */
     int ncmd;
@@ -29,8 +30,10 @@ static void usage(FILE *f)
 {
     fputs("usage: kvshell [--layout hash|ordered] [--filters POLICY] [--bits-per-key B]\n"
           "               [--memtable-bytes N[K|M|G]] [--sync] [--verbose] DIR [COMMAND [ARG ...]]\n"
+          "       kvshell --repair DIR\n"
           "Opens (or creates) the adaptkv database in DIR. With COMMAND, runs it and exits;\n"
-          "otherwise reads commands from the terminal or, when piped, from stdin.\n\n",
+          "otherwise reads commands from the terminal or, when piped, from stdin.\n"
+          "--repair salvages a damaged database (akv_repair) and prints what was lost.\n\n",
           f);
     kvs_help(f, NULL);
 }
@@ -97,6 +100,10 @@ static int parse_option(shell_args *a, int argc, char **argv, int *i)
     const char *v;
     if (strcmp(argv[*i], "--sync") == 0) {
         a->opt.sync = 1;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--repair") == 0) {
+        a->repair = true;
         return 1;
     }
     if (strcmp(argv[*i], "-v") == 0 || strcmp(argv[*i], "--verbose") == 0) {
@@ -219,6 +226,27 @@ static int run_argv(kvs_ctx *c, char **argv, int n)
     return status;
 }
 
+/* --repair DIR: the report on stdout; the log (which repeats it) is quiet. */
+static int repair(shell_args *a)
+{
+    if (!a->layout_given)
+        a->opt.layout = AKV_LAYOUT_AUTO;
+    akv_repair_report r;
+    int rc = akv_repair(a->dir, &a->opt, &r);
+    if (r.text)
+        fputs(r.text, stdout);
+    akv_free(r.text);
+    if (rc != AKV_OK)
+        fprintf(stderr, "kvshell: cannot repair %s: %s\n", a->dir, kvs_engine_msg(rc));
+    return rc == AKV_OK ? KVS_OK : KVS_FAIL;
+}
+
+static void quiet_log(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+}
+
 int main(int argc, char **argv)
 {
     shell_args a = {0};
@@ -228,6 +256,12 @@ int main(int argc, char **argv)
         if (pr > 0)
             usage(stdout);
         return pr > 0 ? KVS_OK : KVS_USAGE;
+    }
+    if (a.repair) {
+        a.opt.log = a.verbose ? engine_log : quiet_log;
+        bool all = true;
+        a.opt.log_arg = &all;
+        return a.cmd ? (fputs("kvshell: --repair takes no command\n", stderr), KVS_USAGE) : repair(&a);
     }
     if (make_dirs(a.dir) != 0) {
         fprintf(stderr, "kvshell: cannot create %s: %s\n", a.dir, strerror(errno));

@@ -170,6 +170,59 @@ AKV_API int akv_flush(akv_db *db);
 /* Flush, then compact every level down into the last one, and wait. */
 AKV_API int akv_compact(akv_db *db);
 
+/* ---- repair ------------------------------------------------------------ */
+
+/* What akv_repair found and did. Counts are of entries (puts and
+ * tombstones) and files; `text` has one line per finding, each also sent
+ * to the log hook. */
+typedef struct akv_repair_report {
+    uint32_t runs_kept;       /* runs found whole and kept as they were */
+    uint32_t runs_rewritten;  /* runs rewritten from what could be read of them */
+    uint32_t runs_dropped;    /* leftovers the catalog accounts for, or runs with nothing readable */
+    uint32_t ssts_restored;   /* SST files RocksDB's MANIFEST had forgotten, ingested again */
+    uint32_t ssts_damaged;    /* SSTs some entries of which could not be read */
+    uint32_t files_set_aside; /* files not recognised, moved to DIR/lost/ (never deleted) */
+    uint32_t filters_rebuilt; /* filter files written from data */
+    uint32_t memtables_kept, memtables_dropped;
+    uint64_t entries_kept; /* entries in the repaired runs */
+    uint64_t entries_lost; /* entries recorded (catalog, filter files) that could not be read */
+    char *text;            /* malloc'd; release with akv_free */
+} akv_repair_report;
+
+/*
+ * Repair the database in `dir` after damage, as LevelDB's and RocksDB's
+ * repair do: salvage what the run families and SST files still hold,
+ * rebuild the catalog and every filter, and report exactly what was lost.
+ * Every refusal of akv_open that names akv_repair can be resolved by it.
+ * The database must not be open. `opt` may be NULL (defaults); its layout
+ * and seed, when given, must match the database's; its log hook receives
+ * the findings. `report` may be NULL; otherwise release report->text.
+ *
+ * What repair does, in order (docs/reliability.md, "Repair"):
+ *   - a missing rocksdb/CURRENT is restored, pointing to the newest
+ *     MANIFEST that opens;
+ *   - SST files RocksDB's MANIFEST no longer records are set aside before
+ *     RocksDB could delete them, identified by their keys against the
+ *     catalog and the filter files, and ingested again into their run;
+ *   - every run is read in full: a run whose every SST reads back as
+ *     recorded is kept; a damaged one is rewritten from what can be read
+ *     (reads step over unreadable blocks), its losses counted;
+ *   - runs newer than the catalog are kept in the order their levels and
+ *     ids give; leftovers the catalog accounts for are dropped;
+ *   - the catalog, the identity and every filter file are written anew.
+ * Keys whose newest version was lost may afterwards answer with an older
+ * version or as not found: repair cannot know what it never read.
+ *
+ * Returns AKV_OK (even when data was lost: see the report), or
+ *   AKV_EINVAL   bad arguments, or opt's layout/seed differ from the database's;
+ *   AKV_ECORRUPT nothing says what the database's hash seed is (no identity,
+ *                catalog or meta record survives), or RocksDB's own files are
+ *                beyond what repair restores (no MANIFEST opens);
+ *   AKV_EIO      a read or write failed;
+ *   AKV_ENOMEM   out of memory.
+ */
+int akv_repair(const char *dir, const akv_options *opt, akv_repair_report *report);
+
 /* ---- statistics -------------------------------------------------------- */
 
 #define AKV_MAX_LEVELS 8

@@ -1,0 +1,1352 @@
+/*
+ * repair.c — akv_repair: salvage what the run families and SST files still
+ * hold, rebuild the catalog and the filters, and say exactly what was lost
+ * (docs/reliability.md, "Repair").
+ *
+ * Sources, most trusted first: the catalog (if one loads), the filter
+ * files (each repeats its SST's catalog entry), RocksDB's record of its SST
+ * files, and the data itself, which every run is read back from in full.
+ * Repair sits beside recover.c at the top of the engine and uses its
+ * helpers for identities and families.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/internal.h"
+#include "util/order.h"
+
+/* ---- the report ---------------------------------------------------------- */
+
+typedef struct rep {
+    akv_db *db;
+    akv_repair_report r;
+    char *text;
+    size_t len, cap;
+} rep;
+
+static void note(rep *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(rep *R, const char *fmt, ...)
+{
+    char line[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    akvi_log(R->db, "repair: %s", line);
+    size_t n = strlen(line);
+    if (R->len + n + 2 > R->cap) {
+        size_t cap = R->cap ? 2 * R->cap : 1024;
+        while (cap < R->len + n + 2)
+            cap *= 2;
+        char *t = realloc(R->text, cap);
+        if (!t)
+            return;
+        R->text = t;
+        R->cap = cap;
+    }
+    memcpy(R->text + R->len, line, n);
+    R->len += n;
+    R->text[R->len++] = '\n';
+    R->text[R->len] = 0;
+}
+
+static char *path_join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+/* ---- RocksDB's own files ------------------------------------------------- */
+
+/* Close a RocksDB opened only to look (every handle destroyed first). */
+static void close_look(akv_db *db, akvi_cf_set *s)
+{
+    akvi_cf_set_free(db, s, false);
+    if (db->meta_cf)
+        rocksdb_column_family_handle_destroy(db->meta_cf);
+    if (db->default_cf)
+        rocksdb_column_family_handle_destroy(db->default_cf);
+    db->meta_cf = db->default_cf = NULL;
+    if (db->rdb)
+        rocksdb_close(db->rdb);
+    db->rdb = NULL;
+}
+
+static int cmp_desc_str(const void *a, const void *b)
+{
+    return -strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A missing CURRENT: point it at the newest MANIFEST that opens. */
+static int restore_current(akv_db *db, rep *R)
+{
+    char *cur = path_join(db->rdir, "CURRENT");
+    bool have = cur && akvi_path_exists(cur);
+    free(cur);
+    if (have)
+        return AKV_OK;
+    DIR *d = opendir(db->rdir);
+    if (!d)
+        return akvi_err(AKV_ECORRUPT, "cannot repair %s: it has no RocksDB directory", db->dir);
+    char *names[256];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < 256)
+        if (strncmp(e->d_name, "MANIFEST-", 9) == 0 && strchr(e->d_name, '.') == NULL)
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    /* Same width (six digits or more): the newest sorts last. */
+    qsort(names, n, sizeof *names, cmp_desc_str);
+    int rc =
+        akvi_err(AKV_ECORRUPT, "cannot repair %s: rocksdb/CURRENT is missing and no MANIFEST opens", db->dir);
+    for (size_t i = 0; i < n && rc != AKV_OK; i++) {
+        char line[300];
+        int k = snprintf(line, sizeof line, "%s\n", names[i]);
+        if (akvi_file_write_atomic(db->rdir, "CURRENT", (const uint8_t *)line, (size_t)k) != AKV_OK)
+            break;
+        akvi_cf_set probe = {0};
+        if (akvi_cf_set_open(db, true, false, &probe) == AKV_OK) {
+            note(R, "rocksdb/CURRENT was missing; restored, naming %s", names[i]);
+            rc = AKV_OK;
+        }
+        close_look(db, &probe);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    if (rc != AKV_OK) {
+        char *c = path_join(db->rdir, "CURRENT");
+        if (c)
+            unlink(c);
+        free(c);
+    }
+    return rc;
+}
+
+/* SST files RocksDB no longer records would be deleted by its next
+ * read-write open: move them to DIR/lost/ first. */
+static int set_aside_orphans(akv_db *db, rep *R, char ***out, size_t *n_out)
+{
+    akvi_cf_set s = {0};
+    int rc = akvi_cf_set_open(db, true, false, &s);
+    akvi_live_sst *l = NULL;
+    size_t nl = 0;
+    if (rc == AKV_OK)
+        rc = akvi_live_ssts(db->rdb, &l, &nl);
+    close_look(db, &s);
+    if (rc != AKV_OK)
+        return akvi_err(rc, "cannot repair %s: RocksDB does not open (%s)", db->dir, akv_errmsg());
+    char **orph = NULL;
+    size_t n = 0;
+    DIR *d = opendir(db->rdir);
+    struct dirent *e;
+    char *lost = path_join(db->dir, "lost");
+    while (rc == AKV_OK && d && lost && (e = readdir(d)) != NULL) {
+        size_t k = strlen(e->d_name);
+        if (k < 5 || strcmp(e->d_name + k - 4, ".sst") != 0)
+            continue;
+        bool live = false;
+        for (size_t i = 0; !live && i < nl; i++)
+            live = strcmp(l[i].name + (l[i].name[0] == '/'), e->d_name) == 0;
+        if (live)
+            continue;
+        if (mkdir(lost, 0755) != 0 && errno != EEXIST) {
+            rc = akvi_err(AKV_EIO, "creating %s: %s", lost, strerror(errno));
+            break;
+        }
+        char *from = path_join(db->rdir, e->d_name), *to = path_join(lost, e->d_name);
+        char **grown = realloc(orph, (n + 1) * sizeof *orph);
+        if (!from || !to || !grown)
+            rc = akvi_err(AKV_ENOMEM, "out of memory");
+        else if (rename(from, to) != 0)
+            rc = akvi_err(AKV_EIO, "moving %s to %s: %s", from, to, strerror(errno));
+        else {
+            orph = grown;
+            orph[n++] = to;
+            to = NULL;
+        }
+        if (grown && !orph)
+            orph = grown;
+        free(from);
+        free(to);
+    }
+    if (d)
+        closedir(d);
+    free(lost);
+    akvi_live_ssts_free(l, nl);
+    if (n)
+        note(R, "%zu SST files in rocksdb/ that RocksDB's MANIFEST does not record: moved to lost/", n);
+    *out = orph;
+    *n_out = n;
+    return rc;
+}
+
+/* ---- what is known about each run ----------------------------------------- */
+
+typedef struct rrun {
+    uint64_t id;
+    uint32_t level;
+    bool level_known, catalogued;
+    akvi_cat_run desc; /* SSTs known from the catalog or filter files (may be partial) */
+    bool complete;     /* desc covers every SST of the run */
+    rocksdb_column_family_handle_t *cf, *rmap;
+    size_t cf_index, rmap_index; /* in the family set; SIZE_MAX if none */
+} rrun;
+
+typedef struct runs {
+    rrun *v;
+    size_t n;
+} runs;
+
+static rrun *run_of(runs *rs, uint64_t id)
+{
+    for (size_t i = 0; i < rs->n; i++)
+        if (rs->v[i].id == id)
+            return &rs->v[i];
+    rrun *g = realloc(rs->v, (rs->n + 1) * sizeof *g);
+    if (!g)
+        return NULL;
+    rs->v = g;
+    rrun *r = &rs->v[rs->n++];
+    memset(r, 0, sizeof *r);
+    r->id = id;
+    r->cf_index = r->rmap_index = SIZE_MAX;
+    r->desc.id = id;
+    return r;
+}
+
+static int copy_sst(akvi_cat_sst *to, const akvi_cat_sst *from)
+{
+    *to = *from;
+    to->smallest = malloc(from->smallest_len ? from->smallest_len : 1);
+    to->largest = malloc(from->largest_len ? from->largest_len : 1);
+    if (!to->smallest || !to->largest) {
+        free(to->smallest);
+        free(to->largest);
+        to->smallest = to->largest = NULL;
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    memcpy(to->smallest, from->smallest, from->smallest_len);
+    memcpy(to->largest, from->largest, from->largest_len);
+    return AKV_OK;
+}
+
+static int add_sst(akvi_cat_run *d, const akvi_cat_sst *s)
+{
+    for (size_t j = 0; j < d->n_sst; j++)
+        if (d->ssts[j].id == s->id)
+            return AKV_OK;
+    akvi_cat_sst *g = realloc(d->ssts, (d->n_sst + 1) * sizeof *g);
+    if (!g)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    d->ssts = g;
+    int rc = copy_sst(&d->ssts[d->n_sst], s);
+    if (rc == AKV_OK)
+        d->n_sst++;
+    return rc;
+}
+
+static int cmp_sst_range(const void *a, const void *b)
+{
+    const akvi_cat_sst *x = a, *y = b;
+    return akv_bytes_cmp(x->smallest, x->smallest_len, y->smallest, y->smallest_len);
+}
+
+/* Filter files of version 2 describe their SST: gather them by run. */
+static int describe_from_filters(akv_db *db, runs *rs)
+{
+    DIR *d = opendir(db->fdir);
+    struct dirent *e;
+    int rc = AKV_OK;
+    while (rc == AKV_OK && d && (e = readdir(d)) != NULL) {
+        unsigned long long run, sst;
+        int used = 0;
+        if (sscanf(e->d_name, "%llu-%llu.akf%n", &run, &sst, &used) != 2 || e->d_name[used] != 0)
+            continue;
+        char *p = path_join(db->fdir, e->d_name);
+        akvi_cat_run desc = {0};
+        if (p && akvi_slot_describe(p, &desc) == AKV_OK && desc.id == run && desc.ssts[0].id == sst) {
+            rrun *r = run_of(rs, run);
+            if (!r)
+                rc = akvi_err(AKV_ENOMEM, "out of memory");
+            else if (!r->catalogued) {
+                r->level = desc.level;
+                r->level_known = true;
+                r->desc.level = desc.level;
+                r->desc.prefix_bits = desc.prefix_bits;
+                rc = add_sst(&r->desc, &desc.ssts[0]);
+            }
+        }
+        akvi_cat_run_free(&desc);
+        free(p);
+    }
+    if (d)
+        closedir(d);
+    return rc;
+}
+
+/* ---- reading a run back ---------------------------------------------------- */
+
+typedef int (*emit_fn)(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl);
+
+/* Keys as numbers for probing: the 8 bytes after the common prefix of the
+ * range's bounds. */
+static uint64_t coord(const uint8_t *k, size_t kl, size_t cp)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; i++)
+        v = (v << 8) | (cp + i < kl ? k[cp + i] : 0);
+    return v;
+}
+
+static size_t common_prefix(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+    size_t i = 0;
+    while (i < al && i < bl && a[i] == b[i])
+        i++;
+    return i;
+}
+
+typedef struct scanner {
+    akv_db *db;
+    rocksdb_column_family_handle_t *cf;
+    rocksdb_iterator_t *it;
+    const uint8_t *hi;
+    size_t hi_len;
+    uint8_t *last; /* last key emitted */
+    size_t last_len, last_cap;
+    bool have_last, have_best;
+    uint8_t target[AKV_MAX_KEY_BYTES + 16];
+    uint8_t best[AKV_MAX_KEY_BYTES + 16]; /* smallest key a probe reached */
+    size_t best_len;
+} scanner;
+
+/* Seek to the key whose coordinate is t; true if that lands on a readable
+ * entry after the last one emitted and within the range, which is then
+ * remembered in `best` if it is the smallest found so far. */
+/* After an unreadable block RocksDB's iterator can keep failing seeks that
+ * a new iterator answers: every probe starts afresh. */
+static void fresh_seek(scanner *sc, const uint8_t *k, size_t kl)
+{
+    rocksdb_iter_destroy(sc->it);
+    sc->it = rocksdb_create_iterator_cf(sc->db->rdb, sc->db->ro_scan, sc->cf);
+    rocksdb_iter_seek(sc->it, (const char *)k, kl);
+}
+
+static bool probe_at(scanner *sc, const uint8_t *pre, size_t cp, uint64_t t)
+{
+    memcpy(sc->target, pre, cp);
+    akvi_be64(sc->target + cp, t);
+    fresh_seek(sc, sc->target, cp + 8);
+    if (!rocksdb_iter_valid(sc->it))
+        return false;
+    size_t kl;
+    const uint8_t *k = (const uint8_t *)rocksdb_iter_key(sc->it, &kl);
+    if ((sc->have_last && akv_bytes_cmp(k, kl, sc->last, sc->last_len) <= 0) ||
+        akv_bytes_cmp(k, kl, sc->hi, sc->hi_len) > 0)
+        return false;
+    if (!sc->have_best || akv_bytes_cmp(k, kl, sc->best, sc->best_len) < 0) {
+        memcpy(sc->best, k, kl);
+        sc->best_len = kl;
+        sc->have_best = true;
+    }
+    return true;
+}
+
+/* After reading stopped short of the range's end: find the first readable
+ * entry beyond the gap (64 probes across the rest of the range, then
+ * bisection back towards the gap's end) and leave the iterator there;
+ * false if nothing more can be read. A seek just past the gap may still
+ * be sent into the damaged block by the SST's index, so the iterator ends
+ * on the smallest key any probe reached, sought exactly. */
+static bool step_over_gap(scanner *sc, const uint8_t *lo, size_t lo_len)
+{
+    const uint8_t *from = sc->have_last ? sc->last : lo;
+    size_t from_len = sc->have_last ? sc->last_len : lo_len;
+    size_t cp = common_prefix(from, from_len, sc->hi, sc->hi_len);
+    if (cp > AKV_MAX_KEY_BYTES + 8)
+        return false;
+    uint64_t a = coord(from, from_len, cp), b = coord(sc->hi, sc->hi_len, cp);
+    if (b <= a)
+        return false;
+    uint64_t bad = a, good = 0;
+    bool found = false;
+    sc->have_best = false;
+    for (unsigned i = 1; i <= 64 && !found; i++) {
+        uint64_t t = a + (uint64_t)(((unsigned __int128)(b - a) * i) / 64);
+        if (probe_at(sc, from, cp, t)) {
+            good = t;
+            found = true;
+        } else
+            bad = t;
+    }
+    if (!found)
+        return false;
+    while (good - bad > 1) {
+        uint64_t mid = bad + (good - bad) / 2;
+        if (probe_at(sc, from, cp, mid))
+            good = mid;
+        else
+            bad = mid;
+    }
+    fresh_seek(sc, sc->best, sc->best_len);
+    return rocksdb_iter_valid(sc->it);
+}
+
+/* Every readable entry of cf in [lo, hi], in key order, to emit. *whole:
+ * the entries came without a gap up to hi itself. */
+static int read_range(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t *lo, size_t lo_len,
+                      const uint8_t *hi, size_t hi_len, emit_fn emit, void *arg, uint64_t *count, bool *whole)
+{
+    *count = 0;
+    *whole = false;
+    scanner *sc = calloc(1, sizeof *sc);
+    if (!sc)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    sc->hi = hi;
+    sc->hi_len = hi_len;
+    sc->db = db;
+    sc->cf = cf;
+    sc->it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
+    bool gap = false, at_end = false;
+    int rc = AKV_OK;
+    rocksdb_iter_seek(sc->it, (const char *)lo, lo_len);
+    while (rc == AKV_OK && !at_end) {
+        while (rc == AKV_OK && rocksdb_iter_valid(sc->it)) {
+            size_t kl, vl;
+            const uint8_t *k = (const uint8_t *)rocksdb_iter_key(sc->it, &kl);
+            int c = akv_bytes_cmp(k, kl, hi, hi_len);
+            if (c > 0) {
+                at_end = true;
+                break;
+            }
+            const uint8_t *v = (const uint8_t *)rocksdb_iter_value(sc->it, &vl);
+            rc = emit(arg, k, kl, v, vl);
+            (*count)++;
+            if (rc == AKV_OK && kl > sc->last_cap) {
+                uint8_t *p = realloc(sc->last, kl);
+                if (!p)
+                    rc = akvi_err(AKV_ENOMEM, "out of memory");
+                else {
+                    sc->last = p;
+                    sc->last_cap = kl;
+                }
+            }
+            if (rc == AKV_OK) {
+                memcpy(sc->last, k, kl);
+                sc->last_len = kl;
+                sc->have_last = true;
+            }
+            if (c == 0) {
+                at_end = true;
+                *whole = !gap;
+                break;
+            }
+            rocksdb_iter_next(sc->it);
+        }
+        if (rc != AKV_OK || at_end)
+            break;
+        /* Stopped before hi: an unreadable block (or data missing). */
+        gap = true;
+        if (!step_over_gap(sc, lo, lo_len))
+            break;
+    }
+    rocksdb_iter_destroy(sc->it);
+    free(sc->last);
+    free(sc);
+    return rc;
+}
+
+/* Hashes of the entries read (for a filter and the key digest). */
+typedef struct hashes {
+    akv_db *db;
+    akv_hash *h;
+    size_t n, cap;
+    uint64_t raw;
+} hashes;
+
+static int collect(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
+{
+    hashes *hs = arg;
+    (void)v;
+    if (hs->n == hs->cap) {
+        size_t cap = hs->cap ? 2 * hs->cap : 1024;
+        akv_hash *g = realloc(hs->h, cap * sizeof *g);
+        if (!g)
+            return akvi_err(AKV_ENOMEM, "out of memory");
+        hs->h = g;
+        hs->cap = cap;
+    }
+    size_t ul;
+    const uint8_t *uk = akvi_ukey(hs->db, k, kl, &ul);
+    hs->h[hs->n++] = akv_hash_key(uk, ul, hs->db->seed);
+    hs->raw += kl + vl;
+    return AKV_OK;
+}
+
+static int to_writer(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
+{
+    return akvi_rw_add(arg, k, kl, v, vl);
+}
+
+/* ---- a run's fate ------------------------------------------------------------ */
+
+/* The final shape: kept runs (their info, filters written), rewritten ones
+ * (new runs from the run writer). `order` places a run as its original. */
+typedef struct fin {
+    akvi_cat_run info; /* owned unless `run` holds it */
+    akvi_run *run;     /* rewritten or merged: a run writer's output */
+    rocksdb_column_family_handle_t *cf;
+    size_t cf_index, rmap_index; /* kept runs: their families in the set */
+    bool own_cf;                 /* cf made here (for restored files): destroyed with the fin */
+    uint64_t order;
+    akv_filter **filters; /* kept runs: rebuilt, written at the end */
+} fin;
+
+typedef struct fins {
+    fin *v;
+    size_t n;
+} fins;
+
+static void fin_free(fin *f)
+{
+    if (f->own_cf && f->cf)
+        rocksdb_column_family_handle_destroy(f->cf);
+    if (f->run)
+        akvi_run_unref(f->run);
+    else
+        akvi_cat_run_free(&f->info);
+    for (size_t j = 0; f->filters && j < f->info.n_sst; j++)
+        akv_filter_destroy(f->filters[j]);
+    free(f->filters);
+}
+
+static const akvi_cat_run *fin_info(const fin *f)
+{
+    return f->run ? &f->run->info : &f->info;
+}
+
+static int fins_add(fins *F, fin f)
+{
+    fin *g = realloc(F->v, (F->n + 1) * sizeof *g);
+    if (!g)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    F->v = g;
+    F->v[F->n++] = f;
+    return AKV_OK;
+}
+
+/* The live files of a run's family, as SST descriptors without ids. */
+static int live_ranges(const akvi_live_sst *l, size_t nl, uint64_t id, akvi_cat_run *out)
+{
+    char name[64];
+    size_t first;
+    snprintf(name, sizeof name, "run.%llu", (unsigned long long)id);
+    size_t k = akvi_live_ssts_of(l, nl, name, &first);
+    memset(out, 0, sizeof *out);
+    out->ssts = calloc(k ? k : 1, sizeof *out->ssts);
+    if (!out->ssts)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    for (size_t j = 0; j < k; j++) {
+        akvi_cat_sst s = {.id = j,
+                          .bytes = l[first + j].size,
+                          .smallest = l[first + j].smallest,
+                          .smallest_len = l[first + j].smallest_len,
+                          .largest = l[first + j].largest,
+                          .largest_len = l[first + j].largest_len};
+        int rc = copy_sst(&out->ssts[j], &s);
+        if (rc != AKV_OK)
+            return rc;
+        out->n_sst = j + 1;
+    }
+    return AKV_OK;
+}
+
+/* Does RocksDB's record of the run's family match the descriptor? */
+static bool files_match(const akvi_cat_run *d, const akvi_cat_run *live)
+{
+    if (d->n_sst != live->n_sst)
+        return false;
+    for (size_t j = 0; j < d->n_sst; j++)
+        if (akv_bytes_cmp(d->ssts[j].smallest, d->ssts[j].smallest_len, live->ssts[j].smallest,
+                          live->ssts[j].smallest_len) != 0 ||
+            akv_bytes_cmp(d->ssts[j].largest, d->ssts[j].largest_len, live->ssts[j].largest,
+                          live->ssts[j].largest_len) != 0 ||
+            d->ssts[j].bytes != live->ssts[j].bytes)
+            return false;
+    return true;
+}
+
+/* Read a described run back in full: whole (every SST as recorded), with
+ * a fresh filter for each SST. */
+static int verify_run(akv_db *db, rrun *r, rocksdb_column_family_handle_t *cf, fin *out, bool *whole,
+                      uint64_t *lost, uint32_t *damaged)
+{
+    akvi_cat_run *d = &r->desc;
+    *whole = true;
+    *lost = 0;
+    akv_filter **filters = calloc(d->n_sst ? d->n_sst : 1, sizeof *filters);
+    if (!filters)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    int rc = AKV_OK;
+    uint64_t keys = 0, raw = 0;
+    for (size_t j = 0; rc == AKV_OK && j < d->n_sst; j++) {
+        akvi_cat_sst *s = &d->ssts[j];
+        hashes hs = {.db = db};
+        uint64_t n = 0;
+        bool w = false;
+        rc = read_range(db, cf, s->smallest, s->smallest_len, s->largest, s->largest_len, collect, &hs, &n,
+                        &w);
+        uint64_t digest = akvi_key_digest(hs.h, hs.n);
+        bool ok = rc == AKV_OK && w && n == s->keys && (s->digest == 0 || s->digest == digest);
+        if (rc == AKV_OK && !ok) {
+            *whole = false;
+            (*damaged)++;
+            *lost += s->keys > n ? s->keys - n : 0;
+        }
+        if (rc == AKV_OK && ok && *whole) {
+            s->digest = digest;
+            if (!akv_filter_kind_by_name(s->kind))
+                snprintf(s->kind, sizeof s->kind, "%s", db->policy.level[d->level]->name);
+            rc = akvi_build_filter(db, (int)d->level, d, s, hs.h, hs.n, hs.n, &filters[j]);
+            if (rc == AKV_OK)
+                snprintf(s->kind, sizeof s->kind, "%s", filters[j]->kind->name);
+        }
+        keys += n;
+        raw += hs.raw;
+        free(hs.h);
+    }
+    if (rc == AKV_OK && *whole && db->layout == AKV_LAYOUT_ORDERED) {
+        uint64_t rm = 0;
+        if (!r->rmap || akvi_cf_entries(db->rdb, r->rmap, &rm) != AKV_OK || rm != keys)
+            *whole = false; /* the reverse map is rebuilt by a rewrite */
+    }
+    if (rc != AKV_OK || !*whole) {
+        for (size_t j = 0; j < d->n_sst; j++)
+            akv_filter_destroy(filters[j]);
+        free(filters);
+        return rc;
+    }
+    out->filters = filters;
+    out->info = *d;
+    out->info.keys = keys;
+    if (!r->catalogued) {
+        uint64_t bytes = 0;
+        for (size_t j = 0; j < d->n_sst; j++)
+            bytes += d->ssts[j].bytes;
+        out->info.bytes = bytes;
+        out->info.raw_bytes = raw;
+    }
+    memset(d, 0, sizeof *d);
+    return AKV_OK;
+}
+
+/* Rewrite a run from whatever of it can be read. */
+static int rewrite_run(akv_db *db, const akvi_cat_run *ranges, rocksdb_column_family_handle_t *cf,
+                       uint32_t level, uint64_t est, akvi_run **out, uint64_t *read)
+{
+    akvi_runwriter *w = NULL;
+    *out = NULL;
+    *read = 0;
+    int rc = akvi_rw_begin(db, (int)level, est, &w);
+    for (size_t j = 0; rc == AKV_OK && j < ranges->n_sst; j++) {
+        const akvi_cat_sst *s = &ranges->ssts[j];
+        uint64_t n = 0;
+        bool whole;
+        rc = read_range(db, cf, s->smallest, s->smallest_len, s->largest, s->largest_len, to_writer, w, &n,
+                        &whole);
+        *read += n;
+    }
+    if (rc == AKV_OK)
+        return akvi_rw_finish(w, out);
+    akvi_rw_abort(w);
+    return rc;
+}
+
+/* ---- orphans: identified by their keys ----------------------------------- */
+
+/* Ingest a copy of the file into a scratch family to learn its key range,
+ * size and entries. */
+static int identify(akv_db *db, const char *path, akvi_live_sst *id)
+{
+    rocksdb_column_family_handle_t *cf;
+    memset(id, 0, sizeof *id);
+    int rc = akvi_cf_create(db, "salvage.scratch", 0, &cf);
+    if (rc != AKV_OK)
+        return rc;
+    rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
+    rocksdb_ingestexternalfileoptions_set_move_files(io, 0);
+    char *err = NULL;
+    const char *paths[1] = {path};
+    rocksdb_ingest_external_file_cf(db->rdb, cf, paths, 1, io, &err);
+    rocksdb_ingestexternalfileoptions_destroy(io);
+    if (err)
+        rc = akvi_rocks_err(err, "reading a set-aside SST");
+    akvi_live_sst *l = NULL;
+    size_t nl = 0, first;
+    if (rc == AKV_OK)
+        rc = akvi_live_ssts(db->rdb, &l, &nl);
+    if (rc == AKV_OK && akvi_live_ssts_of(l, nl, "salvage.scratch", &first) == 1) {
+        *id = l[first];
+        memset(&l[first], 0, sizeof l[first]);
+        rc = akvi_cf_entries(db->rdb, cf, &id->entries);
+    } else if (rc == AKV_OK)
+        rc = akvi_err(AKV_ECORRUPT, "a set-aside SST did not ingest as one file");
+    akvi_live_ssts_free(l, nl);
+    akvi_cf_drop(db, cf);
+    rocksdb_column_family_handle_destroy(cf);
+    return rc;
+}
+
+static void free_live(akvi_live_sst *x)
+{
+    free(x->cf);
+    free(x->name);
+    free(x->smallest);
+    free(x->largest);
+}
+
+/* An SST of a described run whose family lacks it, matching the file. */
+static rrun *owner_of(runs *rs, const akvi_live_sst *f, const akvi_live_sst *l, size_t nl, size_t *sst)
+{
+    for (size_t i = 0; i < rs->n; i++) {
+        const akvi_cat_run *d = &rs->v[i].desc;
+        for (size_t j = 0; j < d->n_sst; j++) {
+            const akvi_cat_sst *s = &d->ssts[j];
+            if (s->bytes != f->size || (f->entries && s->keys != f->entries) ||
+                akv_bytes_cmp(s->smallest, s->smallest_len, f->smallest, f->smallest_len) != 0 ||
+                akv_bytes_cmp(s->largest, s->largest_len, f->largest, f->largest_len) != 0)
+                continue;
+            char name[64];
+            size_t first;
+            snprintf(name, sizeof name, "run.%llu", (unsigned long long)rs->v[i].id);
+            size_t k = akvi_live_ssts_of(l, nl, name, &first);
+            for (size_t m = 0; m < k; m++)
+                if (akv_bytes_cmp(l[first + m].smallest, l[first + m].smallest_len, s->smallest,
+                                  s->smallest_len) == 0)
+                    return NULL; /* the family holds it already: a stale copy */
+            *sst = j;
+            return &rs->v[i];
+        }
+    }
+    return NULL;
+}
+
+static int ingest_into(akv_db *db, rrun *r, akvi_cf_set *cfs, const char *path)
+{
+    if (!r->cf) {
+        char name[64];
+        snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->id);
+        int rc = akvi_cf_create(db, name, (int)r->level, &r->cf);
+        if (rc != AKV_OK)
+            return rc;
+        r->cf_index = SIZE_MAX; /* owned here, not by the set */
+        (void)cfs;
+    }
+    rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
+    rocksdb_ingestexternalfileoptions_set_move_files(io, 0);
+    char *err = NULL;
+    const char *paths[1] = {path};
+    rocksdb_ingest_external_file_cf(db->rdb, r->cf, paths, 1, io, &err);
+    rocksdb_ingestexternalfileoptions_destroy(io);
+    return err ? akvi_rocks_err(err, "ingesting a set-aside SST again") : AKV_OK;
+}
+
+static int restore_orphans(akv_db *db, rep *R, runs *rs, akvi_cf_set *cfs, char **orph, size_t n)
+{
+    int rc = AKV_OK;
+    for (size_t i = 0; rc == AKV_OK && i < n; i++) {
+        akvi_live_sst f;
+        const char *base = strrchr(orph[i], '/') + 1;
+        if (identify(db, orph[i], &f) != AKV_OK) {
+            /* RocksDB's own files (a flush of the meta family) do not ingest. */
+            note(R, "lost/%s: not an SST adaptkv wrote (%s); left in lost/, not deleted", base, akv_errmsg());
+            R->r.files_set_aside++;
+            continue;
+        }
+        akvi_live_sst *l = NULL;
+        size_t nl = 0, j = 0;
+        rc = akvi_live_ssts(db->rdb, &l, &nl);
+        rrun *r = rc == AKV_OK ? owner_of(rs, &f, l, nl, &j) : NULL;
+        akvi_live_ssts_free(l, nl);
+        if (rc == AKV_OK && r) {
+            rc = ingest_into(db, r, cfs, orph[i]);
+            if (rc == AKV_OK) {
+                note(R, "run %llu SST %llu: RocksDB's MANIFEST had forgotten its file %s; ingested again",
+                     (unsigned long long)r->id, (unsigned long long)r->desc.ssts[j].id, base);
+                R->r.ssts_restored++;
+                unlink(orph[i]);
+            }
+        } else if (rc == AKV_OK) {
+            note(R, "lost/%s (%llu entries): not an SST any run lacks; left in lost/, not deleted", base,
+                 (unsigned long long)f.entries);
+            R->r.files_set_aside++;
+        }
+        free_live(&f);
+    }
+    return rc;
+}
+
+/* ---- putting it together ----------------------------------------------------- */
+
+static int cmp_fin(const void *a, const void *b)
+{
+    const fin *x = a, *y = b;
+    uint32_t lx = fin_info(x)->level, ly = fin_info(y)->level;
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    return (x->order < y->order) - (x->order > y->order); /* newest first */
+}
+
+typedef struct state {
+    akv_db *db;
+    rep *R;
+    akvi_cf_set cfs;
+    akvi_catalog cat;
+    bool have_cat, trust_cat;
+    runs rs;
+    fins F;
+    char **orph;
+    size_t n_orph;
+} state;
+
+/* Is the catalog the newest state (so that runs it does not name are
+ * leftovers)? Only when nothing is newer than it and nothing it names or
+ * keeps is missing: the rules open applies. */
+static bool catalog_is_newest(state *S)
+{
+    if (!S->have_cat)
+        return false;
+    const akvi_catalog *c = &S->cat;
+    uint64_t lo = 0, hi = 0;
+    size_t n_mem = 0;
+    for (size_t i = 0; i < S->cfs.n; i++) {
+        uint64_t id;
+        if ((id = akvi_parse_id(S->cfs.names[i], "run.")) || (id = akvi_parse_id(S->cfs.names[i], "rmap."))) {
+            if (id >= c->next_run_id)
+                return false;
+        } else if ((id = akvi_parse_id(S->cfs.names[i], "mem.")) && id > c->flushed_mem_gen) {
+            lo = n_mem == 0 || id < lo ? id : lo;
+            hi = id > hi ? id : hi;
+            n_mem++;
+        }
+    }
+    if (n_mem && (lo != c->flushed_mem_gen + 1 || hi - lo + 1 != n_mem))
+        return false;
+    for (size_t i = 0; i < S->rs.n; i++)
+        if (S->rs.v[i].catalogued && !S->rs.v[i].cf && S->rs.v[i].desc.n_sst)
+            return false;
+    return true;
+}
+
+static int gather(state *S)
+{
+    akv_db *db = S->db;
+    char why[700];
+    int rc = akvi_catalog_load(db->dir, &S->cat, why, sizeof why);
+    if (rc == AKV_OK && why[0])
+        note(S->R, "%s", why);
+    if (rc == AKV_NOTFOUND) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        if (akvi_meta_get(db, "catalog", &buf, &len) == AKV_OK)
+            rc = akvi_catalog_decode(buf, len, &S->cat);
+        free(buf);
+    }
+    if (rc == AKV_OK && (S->cat.layout != (uint32_t)db->layout || S->cat.seed != db->seed)) {
+        akvi_catalog_free(&S->cat);
+        rc = akvi_err(AKV_ECORRUPT, "its layout or seed differs from the identity's");
+    }
+    S->have_cat = rc == AKV_OK;
+    if (!S->have_cat) {
+        note(S->R, "catalog unusable (%s); rebuilt from the run families and the filter files", akv_errmsg());
+        memset(&S->cat, 0, sizeof S->cat);
+    }
+    for (size_t i = 0; i < S->cat.n_run; i++) {
+        rrun *r = run_of(&S->rs, S->cat.runs[i].id);
+        if (!r)
+            return akvi_err(AKV_ENOMEM, "out of memory");
+        r->catalogued = r->level_known = r->complete = true;
+        r->level = S->cat.runs[i].level;
+        r->desc = S->cat.runs[i];
+        memset(&S->cat.runs[i], 0, sizeof S->cat.runs[i]);
+    }
+    rc = describe_from_filters(db, &S->rs);
+    for (size_t i = 0; rc == AKV_OK && i < S->cfs.n; i++) {
+        uint64_t id = akvi_parse_id(S->cfs.names[i], "run.");
+        uint64_t rid = akvi_parse_id(S->cfs.names[i], "rmap.");
+        rrun *r = id ? run_of(&S->rs, id) : rid ? run_of(&S->rs, rid) : NULL;
+        if ((id || rid) && !r)
+            return akvi_err(AKV_ENOMEM, "out of memory");
+        if (id) {
+            r->cf = S->cfs.h[i];
+            r->cf_index = i;
+        } else if (rid) {
+            r->rmap = S->cfs.h[i];
+            r->rmap_index = i;
+        }
+    }
+    for (size_t i = 0; i < S->rs.n; i++)
+        qsort(S->rs.v[i].desc.ssts, S->rs.v[i].desc.n_sst, sizeof *S->rs.v[i].desc.ssts, cmp_sst_range);
+    return rc;
+}
+
+/* Decide and carry out each run's fate. */
+static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
+{
+    akv_db *db = S->db;
+    rep *R = S->R;
+    int rc = AKV_OK;
+    for (size_t i = 0; rc == AKV_OK && i < S->rs.n; i++) {
+        rrun *r = &S->rs.v[i];
+        if (!r->catalogued && S->trust_cat && r->id < S->cat.next_run_id) {
+            note(R, "run %llu: a leftover of a flush or compaction the catalog accounts for; dropped",
+                 (unsigned long long)r->id);
+            if (r->cf_index != SIZE_MAX)
+                S->cfs.state[r->cf_index] = AKVI_CF_LEFTOVER;
+            if (r->rmap_index != SIZE_MAX)
+                S->cfs.state[r->rmap_index] = AKVI_CF_LEFTOVER;
+            R->r.runs_dropped++;
+            continue;
+        }
+        akvi_cat_run live = {0};
+        rc = r->cf ? live_ranges(l, nl, r->id, &live) : AKV_OK;
+        if (rc != AKV_OK) {
+            akvi_cat_run_free(&live);
+            break;
+        }
+        uint64_t expected = 0;
+        for (size_t j = 0; j < r->desc.n_sst; j++)
+            expected += r->desc.ssts[j].keys;
+        /* Filter files alone may not describe every SST. */
+        bool described = r->cf && r->level_known && r->desc.n_sst && files_match(&r->desc, &live);
+        bool whole = false;
+        uint64_t lost = 0;
+        uint32_t damaged = 0;
+        fin f = {.order = r->id, .cf = r->cf, .cf_index = r->cf_index, .rmap_index = r->rmap_index};
+        if (described)
+            rc = verify_run(db, r, r->cf, &f, &whole, &lost, &damaged);
+        if (rc == AKV_OK && whole) {
+            note(R, "run %llu (level %u): whole, %llu entries in %zu SSTs; kept", (unsigned long long)r->id,
+                 f.info.level, (unsigned long long)f.info.keys, f.info.n_sst);
+            R->r.runs_kept++;
+            R->r.entries_kept += f.info.keys;
+            if (r->cf_index == SIZE_MAX) { /* made here for restored files: the fin owns it */
+                f.own_cf = true;
+                r->cf = NULL;
+            }
+            rc = fins_add(&S->F, f);
+            if (rc != AKV_OK)
+                fin_free(&f);
+            akvi_cat_run_free(&live);
+            continue;
+        }
+        /* Damaged, partly described, or newer than the catalog without a
+         * full description: rewrite from what can be read. */
+        uint32_t level = r->level_known ? r->level : 0;
+        const akvi_cat_run *ranges = described || !r->cf ? &r->desc : &live;
+        uint64_t read = 0;
+        akvi_run *out = NULL;
+        if (r->cf && ranges->n_sst)
+            rc = rewrite_run(db, ranges, r->cf, level, r->desc.raw_bytes ? r->desc.raw_bytes : r->desc.bytes,
+                             &out, &read);
+        if (rc == AKV_OK) {
+            uint64_t lost_all = expected > read ? expected - read : 0;
+            if (!described && expected == 0)
+                lost_all = 0;
+            char lostmsg[96];
+            if (expected || described)
+                snprintf(lostmsg, sizeof lostmsg, "%llu of %llu recorded entries lost",
+                         (unsigned long long)lost_all, (unsigned long long)expected);
+            else
+                snprintf(lostmsg, sizeof lostmsg, "no record of how many entries it held");
+            if (!r->level_known)
+                note(R,
+                     "run %llu: its level is unknown (no catalog entry or filter file); placed at level 0 by "
+                     "its id",
+                     (unsigned long long)r->id);
+            if (out)
+                note(R, "run %llu (level %u): %s; %llu entries read, rewritten as run %llu",
+                     (unsigned long long)r->id, level, lostmsg, (unsigned long long)read,
+                     (unsigned long long)out->info.id);
+            else
+                note(R, "run %llu (level %u): %s; nothing readable, dropped", (unsigned long long)r->id,
+                     level, lostmsg);
+            R->r.entries_lost += lost_all;
+            R->r.ssts_damaged += damaged ? damaged : (lost_all ? 1 : 0);
+            if (out) {
+                R->r.runs_rewritten++;
+                R->r.entries_kept += read;
+                fin g = {
+                    .run = out, .cf = out->cf, .order = r->id, .cf_index = SIZE_MAX, .rmap_index = SIZE_MAX};
+                rc = fins_add(&S->F, g);
+                if (rc != AKV_OK)
+                    akvi_run_unref(out);
+            } else
+                R->r.runs_dropped++;
+            if (r->cf_index != SIZE_MAX)
+                S->cfs.state[r->cf_index] = AKVI_CF_LEFTOVER;
+            else if (r->cf)
+                akvi_cf_drop(db, r->cf);
+            if (r->rmap_index != SIZE_MAX)
+                S->cfs.state[r->rmap_index] = AKVI_CF_LEFTOVER;
+        }
+        if (r->cf && r->cf_index == SIZE_MAX) {
+            rocksdb_column_family_handle_destroy(r->cf);
+            r->cf = NULL;
+        }
+        akvi_cat_run_free(&live);
+    }
+    return rc;
+}
+
+/* Runs of a level below 0 must not overlap: repair does not know which do
+ * (one newer than the catalog, say), so it merges each such level's runs,
+ * newest first, into one run. */
+static int merge_levels(state *S)
+{
+    qsort(S->F.v, S->F.n, sizeof *S->F.v, cmp_fin);
+    int rc = AKV_OK;
+    for (size_t i = 0; rc == AKV_OK && i < S->F.n;) {
+        uint32_t level = fin_info(&S->F.v[i])->level;
+        size_t k = 1;
+        while (i + k < S->F.n && fin_info(&S->F.v[i + k])->level == level)
+            k++;
+        if (level == 0 || k == 1) {
+            i += k;
+            continue;
+        }
+        rocksdb_column_family_handle_t **cfs = calloc(k, sizeof *cfs);
+        if (!cfs)
+            return akvi_err(AKV_ENOMEM, "out of memory");
+        uint64_t est = 0;
+        for (size_t m = 0; m < k; m++) {
+            cfs[m] = S->F.v[i + m].cf;
+            est += fin_info(&S->F.v[i + m])->raw_bytes;
+        }
+        akvi_run **outs = NULL, *out = NULL;
+        size_t n_out = 0;
+        /* One output run (no size cut): a level of one run is always valid. */
+        rc = akvi_rw_merge(S->db, cfs, k, (int)level, est, UINT64_MAX, false, &outs, &n_out);
+        if (rc == AKV_OK && n_out)
+            out = outs[0];
+        free(outs);
+        free(cfs);
+        if (rc != AKV_OK)
+            break;
+        note(S->R, "level %u held %zu runs; merged, newest first, into run %llu", level, k,
+             out ? (unsigned long long)out->info.id : 0ULL);
+        uint64_t order = S->F.v[i].order;
+        for (size_t m = 0; m < k; m++) {
+            fin *f = &S->F.v[i + m];
+            if (f->run)
+                atomic_store(&f->run->obsolete, true);
+            else {
+                if (f->cf_index != SIZE_MAX)
+                    S->cfs.state[f->cf_index] = AKVI_CF_LEFTOVER;
+                if (f->rmap_index != SIZE_MAX)
+                    S->cfs.state[f->rmap_index] = AKVI_CF_LEFTOVER;
+            }
+            fin_free(f);
+        }
+        fin g = {.run = out,
+                 .cf = out ? out->cf : NULL,
+                 .order = order,
+                 .cf_index = SIZE_MAX,
+                 .rmap_index = SIZE_MAX};
+        memmove(&S->F.v[i + 1], &S->F.v[i + k], (S->F.n - i - k) * sizeof *S->F.v);
+        S->F.n -= k - 1;
+        if (out)
+            S->F.v[i++] = g;
+        else {
+            memmove(&S->F.v[i], &S->F.v[i + 1], (S->F.n - i - 1) * sizeof *S->F.v);
+            S->F.n--;
+        }
+    }
+    return rc;
+}
+
+/* Memtables: those the catalog keeps (or, without a trusted catalog, the
+ * newest consecutive generations); older ones were flushed. */
+static uint64_t settle_mems(state *S)
+{
+    uint64_t flushed = S->have_cat ? S->cat.flushed_mem_gen : 0, hi = 0;
+    for (size_t i = 0; i < S->cfs.n; i++) {
+        uint64_t g = akvi_parse_id(S->cfs.names[i], "mem.");
+        hi = g > hi ? g : hi;
+    }
+    if (!S->trust_cat && hi) {
+        /* the newest consecutive block */
+        uint64_t lo = hi;
+        for (bool more = true; more && lo > 1;) {
+            more = false;
+            for (size_t i = 0; i < S->cfs.n; i++)
+                if (akvi_parse_id(S->cfs.names[i], "mem.") == lo - 1) {
+                    lo--;
+                    more = true;
+                    break;
+                }
+        }
+        if (lo - 1 > flushed)
+            flushed = lo - 1;
+    }
+    for (size_t i = 0; i < S->cfs.n; i++) {
+        uint64_t g = akvi_parse_id(S->cfs.names[i], "mem.");
+        if (!g)
+            continue;
+        if (g <= flushed) {
+            S->cfs.state[i] = AKVI_CF_LEFTOVER;
+            S->R->r.memtables_dropped++;
+        } else
+            S->R->r.memtables_kept++;
+    }
+    if (S->R->r.memtables_dropped)
+        note(S->R, "%u memtable families at or below generation %llu: already flushed; dropped",
+             S->R->r.memtables_dropped, (unsigned long long)flushed);
+    if (S->R->r.memtables_kept)
+        note(S->R, "%u memtable families kept (their writes come back from RocksDB's WAL)",
+             S->R->r.memtables_kept);
+    return flushed;
+}
+
+static int write_back(state *S, uint64_t flushed)
+{
+    akv_db *db = S->db;
+    uint64_t max_id = S->have_cat ? S->cat.next_run_id : 1;
+    for (size_t i = 0; i < S->rs.n; i++)
+        max_id = S->rs.v[i].id + 1 > max_id ? S->rs.v[i].id + 1 : max_id;
+    max_id = db->next_run_id > max_id ? db->next_run_id : max_id;
+    akvi_catalog c = {.layout = (uint32_t)db->layout,
+                      .seed = db->seed,
+                      .next_run_id = max_id + 1,
+                      .flushed_mem_gen = flushed,
+                      .n_run = S->F.n};
+    c.runs = calloc(S->F.n ? S->F.n : 1, sizeof *c.runs);
+    if (!c.runs)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    for (size_t i = 0; i < S->F.n; i++)
+        c.runs[i] = *fin_info(&S->F.v[i]);
+    int rc = AKV_OK;
+    /* Filters first, then the catalog that names them, then the identity. */
+    for (size_t i = 0; rc == AKV_OK && i < S->F.n; i++) {
+        fin *f = &S->F.v[i];
+        for (size_t j = 0; rc == AKV_OK && f->filters && j < f->info.n_sst; j++) {
+            rc = akvi_slot_write_file(db->fdir, &f->info, j, f->filters[j]);
+            S->R->r.filters_rebuilt++;
+        }
+        if (f->run)
+            S->R->r.filters_rebuilt += (uint32_t)f->run->info.n_sst;
+    }
+    db->run_id_bound = 0;
+    db->cat_seq = S->have_cat ? S->cat.seq : 0;
+    pthread_mutex_lock(&db->catmu);
+    if (rc == AKV_OK)
+        rc = akvi_catalog_store(db, &c);
+    if (rc == AKV_OK)
+        rc = akvi_catalog_store(db, &c);
+    pthread_mutex_unlock(&db->catmu);
+    free(c.runs);
+    if (rc == AKV_OK)
+        rc = akvi_identity_write(db);
+    if (rc != AKV_OK)
+        return rc;
+    /* Filter files of no run in the new catalog. */
+    DIR *d = opendir(db->fdir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        unsigned long long run, sst;
+        int used = 0;
+        if (sscanf(e->d_name, "%llu-%llu.akf%n", &run, &sst, &used) != 2)
+            continue;
+        bool keep = false;
+        for (size_t i = 0; !keep && e->d_name[used] == 0 && i < S->F.n; i++)
+            keep = fin_info(&S->F.v[i])->id == run && sst < fin_info(&S->F.v[i])->n_sst;
+        if (!keep) {
+            char *p = path_join(db->fdir, e->d_name);
+            if (p)
+                unlink(p);
+            free(p);
+        }
+    }
+    if (d)
+        closedir(d);
+    return AKV_OK;
+}
+
+static void summary(rep *R)
+{
+    akv_repair_report *r = &R->r;
+    note(R,
+         "summary: %u runs kept, %u rewritten, %u dropped; %u SST files restored, %u SSTs damaged, %u files "
+         "set "
+         "aside in lost/; %llu entries kept, %llu lost; %u filters written",
+         r->runs_kept, r->runs_rewritten, r->runs_dropped, r->ssts_restored, r->ssts_damaged,
+         r->files_set_aside, (unsigned long long)r->entries_kept, (unsigned long long)r->entries_lost,
+         r->filters_rebuilt);
+}
+
+/* The layout and seed: DIR/IDENTITY, else the catalog, else (after
+ * RocksDB opens) the meta family's copy. */
+static int find_identity(akv_db *db, rep *R, bool rocks_open)
+{
+    uint32_t layout;
+    uint64_t seed;
+    int rc = akvi_identity_read(db->dir, &layout, &seed);
+    if (rc != AKV_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", akv_errmsg());
+        akvi_catalog c;
+        char note_[700];
+        if (akvi_catalog_load(db->dir, &c, note_, sizeof note_) == AKV_OK) {
+            layout = c.layout;
+            seed = c.seed;
+            akvi_catalog_free(&c);
+            rc = AKV_OK;
+        } else if (rocks_open) {
+            uint8_t *buf = NULL;
+            size_t len = 0;
+            rc = akvi_meta_get(db, "identity", &buf, &len);
+            if (rc == AKV_OK)
+                rc = akvi_identity_decode(buf, len, &layout, &seed);
+            free(buf);
+        }
+        if (rc != AKV_OK)
+            return rocks_open
+                       ? akvi_err(AKV_ECORRUPT,
+                                  "cannot repair %s: no identity, catalog or meta record says what its "
+                                  "hash seed is (%s)",
+                                  db->dir, why)
+                       : AKV_NOTFOUND;
+        note(R, "identity unusable (%s); layout and seed taken from %s", why,
+             rocks_open ? "the meta family" : "the catalog");
+    }
+    if (layout != AKV_LAYOUT_HASH && layout != AKV_LAYOUT_ORDERED)
+        return akvi_err(AKV_ECORRUPT, "cannot repair %s: unknown layout %u", db->dir, layout);
+    if (db->opt.layout != AKV_LAYOUT_AUTO && (uint32_t)db->opt.layout != layout)
+        return akvi_err(AKV_EINVAL, "database %s has layout '%s'; repair was asked for another", db->dir,
+                        layout == AKV_LAYOUT_ORDERED ? "ordered" : "hash");
+    if (db->opt.seed && db->opt.seed != seed)
+        return akvi_err(AKV_EINVAL, "database %s has another hash seed than the one repair was given",
+                        db->dir);
+    db->layout = (akv_layout)layout;
+    db->seed = seed;
+    return AKV_OK;
+}
+
+static int repair(akv_db *db, rep *R)
+{
+    state S = {.db = db, .R = R};
+    int rc = find_identity(db, R, false);
+    bool identity_pending = rc == AKV_NOTFOUND;
+    if (rc != AKV_OK && !identity_pending)
+        return rc;
+    rc = restore_current(db, R);
+    if (rc == AKV_OK)
+        rc = set_aside_orphans(db, R, &S.orph, &S.n_orph);
+    if (rc == AKV_OK)
+        rc = akvi_cf_set_open(db, false, false, &S.cfs);
+    if (rc == AKV_OK && identity_pending)
+        rc = find_identity(db, R, true);
+    /* Repair allocates run ids itself; the catalog is written at the end. */
+    db->run_id_bound = UINT64_MAX;
+    db->cur = akvi_version_new(0, 0);
+    if (rc == AKV_OK && !db->cur)
+        rc = akvi_err(AKV_ENOMEM, "out of memory");
+    if (rc == AKV_OK)
+        rc = gather(&S);
+    if (rc == AKV_OK) {
+        uint64_t next = S.have_cat ? S.cat.next_run_id : 1;
+        for (size_t i = 0; i < S.rs.n; i++)
+            next = S.rs.v[i].id >= next ? S.rs.v[i].id + 1 : next;
+        db->next_run_id = next;
+        S.trust_cat = catalog_is_newest(&S);
+        if (S.have_cat && !S.trust_cat)
+            note(
+                R,
+                "the catalog is older than the data (families or memtables it does not account for); runs it "
+                "does not name are kept");
+    }
+    if (rc == AKV_OK)
+        rc = restore_orphans(db, R, &S.rs, &S.cfs, S.orph, S.n_orph);
+    akvi_live_sst *l = NULL;
+    size_t nl = 0;
+    if (rc == AKV_OK)
+        rc = akvi_live_ssts(db->rdb, &l, &nl);
+    if (rc == AKV_OK)
+        rc = settle_runs(&S, l, nl);
+    akvi_live_ssts_free(l, nl);
+    if (rc == AKV_OK)
+        rc = merge_levels(&S);
+    uint64_t flushed = rc == AKV_OK ? settle_mems(&S) : 0;
+    for (size_t i = 0; rc == AKV_OK && i < S.cfs.n; i++)
+        if (strncmp(S.cfs.names[i], "salvage.", 8) == 0)
+            S.cfs.state[i] = AKVI_CF_LEFTOVER;
+        else if (strcmp(S.cfs.names[i], "default") != 0 && strcmp(S.cfs.names[i], "meta") != 0 &&
+                 !akvi_parse_id(S.cfs.names[i], "run.") && !akvi_parse_id(S.cfs.names[i], "rmap.") &&
+                 !akvi_parse_id(S.cfs.names[i], "mem."))
+            note(R, "family '%s' is not adaptkv's; left alone (open refuses while it exists)",
+                 S.cfs.names[i]);
+    if (rc == AKV_OK)
+        rc = write_back(&S, flushed);
+    if (rc == AKV_OK)
+        summary(R);
+    for (size_t i = 0; i < S.F.n; i++)
+        fin_free(&S.F.v[i]);
+    free(S.F.v);
+    for (size_t i = 0; i < S.rs.n; i++)
+        akvi_cat_run_free(&S.rs.v[i].desc);
+    free(S.rs.v);
+    akvi_catalog_free(&S.cat);
+    for (size_t i = 0; i < S.n_orph; i++)
+        free(S.orph[i]);
+    free(S.orph);
+    if (db->rdb)
+        akvi_cf_set_free(db, &S.cfs, rc == AKV_OK);
+    else
+        akvi_cf_set_free(db, &S.cfs, false);
+    return rc;
+}
+
+int akv_repair(const char *dir, const akv_options *opt_in, akv_repair_report *report)
+{
+    if (report)
+        memset(report, 0, sizeof *report);
+    if (!dir || !*dir)
+        return akvi_err(AKV_EINVAL, "akv_repair: no directory given");
+    akv_options defaults;
+    akv_options_init(&defaults);
+    const akv_options *opt = opt_in ? opt_in : &defaults;
+    int rc = akvi_check_options(opt);
+    if (rc != AKV_OK)
+        return rc;
+    akv_options o = *opt;
+    if (!opt_in)
+        o.layout = AKV_LAYOUT_AUTO;
+    akv_db *db = akvi_db_new(dir, &o, &rc);
+    if (!db)
+        return rc;
+    rep R = {.db = db};
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        rc = akvi_err(AKV_EINVAL, "akv_repair: %s is not a directory", dir);
+    else
+        rc = repair(db, &R);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", akv_errmsg());
+    if (report) {
+        *report = R.r;
+        report->text = R.text;
+        R.text = NULL;
+    }
+    free(R.text);
+    akvi_db_free(db);
+    return rc == AKV_OK ? AKV_OK : akvi_err(rc, "%s", msg);
+}

@@ -1,0 +1,276 @@
+#include "damage.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <rocksdb/c.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+typedef struct digest_acc {
+    size_t root_len;
+    char **lines;
+    size_t n, cap;
+} digest_acc;
+
+static _Thread_local digest_acc *t_acc;
+
+static uint64_t file_hash(const char *path, uint64_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot read %s", path);
+    XXH64_state_t *st = XXH64_createState();
+    XXH64_reset(st, 0);
+    char buf[65536];
+    size_t r;
+    *size = 0;
+    while ((r = fread(buf, 1, sizeof buf, f)) > 0) {
+        XXH64_update(st, buf, r);
+        *size += r;
+    }
+    fclose(f);
+    uint64_t h = XXH64_digest(st);
+    XXH64_freeState(st);
+    return h;
+}
+
+static int digest_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    (void)st;
+    digest_acc *a = t_acc;
+    bool dir = flag == FTW_D || flag == FTW_DNR;
+    if (flag != FTW_F && !dir)
+        return 0;
+    if (dir && strlen(path) <= a->root_len)
+        return 0; /* the root itself */
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 64;
+        a->lines = realloc(a->lines, a->cap * sizeof *a->lines);
+        cr_assert_not_null(a->lines);
+    }
+    char line[1200];
+    if (dir) {
+        snprintf(line, sizeof line, "%s/ directory\n", path + a->root_len);
+    } else {
+        uint64_t size;
+        uint64_t h = file_hash(path, &size);
+        snprintf(line, sizeof line, "%s %llu %016llx\n", path + a->root_len, (unsigned long long)size,
+                 (unsigned long long)h);
+    }
+    a->lines[a->n++] = strdup(line);
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *akvt_dir_digest(const char *dir)
+{
+    digest_acc a = {strlen(dir), NULL, 0, 0};
+    t_acc = &a;
+    cr_assert_eq(nftw(dir, digest_one, 16, FTW_PHYS), 0, "cannot walk %s", dir);
+    t_acc = NULL;
+    qsort(a.lines, a.n, sizeof *a.lines, cmp_str);
+    size_t total = 1;
+    for (size_t i = 0; i < a.n; i++)
+        total += strlen(a.lines[i]);
+    char *out = malloc(total);
+    cr_assert_not_null(out);
+    out[0] = 0;
+    for (size_t i = 0; i < a.n; i++) {
+        strcat(out, a.lines[i]);
+        free(a.lines[i]);
+    }
+    free(a.lines);
+    return out;
+}
+
+/* Opens DIR/rocksdb read only with every family; calls fn with its live files. */
+static void with_live_files(const char *dir, void (*fn)(void *, const rocksdb_livefiles_t *), void *arg)
+{
+    char rdir[1100];
+    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+    rocksdb_options_t *o = rocksdb_options_create();
+    char *err = NULL;
+    size_t n = 0;
+    char **names = rocksdb_list_column_families(o, rdir, &n, &err);
+    cr_assert_null(err, "listing families of %s: %s", rdir, err);
+    const rocksdb_options_t **cfo = calloc(n, sizeof *cfo);
+    rocksdb_column_family_handle_t **h = calloc(n, sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        cfo[i] = o;
+    rocksdb_t *db = rocksdb_open_for_read_only_column_families(o, rdir, (int)n, (const char *const *)names,
+                                                               cfo, h, 0, &err);
+    cr_assert_null(err, "opening %s read only: %s", rdir, err);
+    const rocksdb_livefiles_t *lf = rocksdb_livefiles(db);
+    fn(arg, lf);
+    rocksdb_livefiles_destroy(lf);
+    for (size_t i = 0; i < n; i++)
+        rocksdb_column_family_handle_destroy(h[i]);
+    rocksdb_close(db);
+    rocksdb_list_column_families_destroy(names, n);
+    free(cfo);
+    free(h);
+    rocksdb_options_destroy(o);
+}
+
+typedef struct cf_query {
+    const char *dir, *cf;
+    char (*out)[1024];
+    size_t max, n;
+    const char *path;
+    uint64_t entries;
+} cf_query;
+
+static void collect_cf(void *arg, const rocksdb_livefiles_t *lf)
+{
+    cf_query *q = arg;
+    int n = rocksdb_livefiles_count(lf);
+    /* key order: by smallest key */
+    const char *keys[4096];
+    size_t lens[4096];
+    size_t k = 0;
+    for (int i = 0; i < n && k < q->max && k < 4096; i++) {
+        if (strcmp(rocksdb_livefiles_column_family_name(lf, i), q->cf) != 0)
+            continue;
+        size_t kl;
+        const char *key = rocksdb_livefiles_smallestkey(lf, i, &kl);
+        size_t pos = k;
+        while (pos > 0) {
+            size_t m = lens[pos - 1] < kl ? lens[pos - 1] : kl;
+            int c = memcmp(keys[pos - 1], key, m);
+            if (c < 0 || (c == 0 && lens[pos - 1] <= kl))
+                break;
+            keys[pos] = keys[pos - 1];
+            lens[pos] = lens[pos - 1];
+            memcpy(q->out[pos], q->out[pos - 1], 1024);
+            pos--;
+        }
+        keys[pos] = key;
+        lens[pos] = kl;
+        snprintf(q->out[pos], 1024, "%s/rocksdb%s", q->dir, rocksdb_livefiles_name(lf, i));
+        k++;
+    }
+    q->n = k;
+}
+
+size_t akvt_cf_ssts(const char *dir, const char *cf, char out[][1024], size_t max)
+{
+    cf_query q = {.dir = dir, .cf = cf, .out = out, .max = max};
+    with_live_files(dir, collect_cf, &q);
+    return q.n;
+}
+
+static void find_entries(void *arg, const rocksdb_livefiles_t *lf)
+{
+    cf_query *q = arg;
+    const char *base = strrchr(q->path, '/');
+    for (int i = 0; base && i < rocksdb_livefiles_count(lf); i++)
+        if (strcmp(rocksdb_livefiles_name(lf, i), base) == 0)
+            q->entries = rocksdb_livefiles_entries(lf, i);
+}
+
+uint64_t akvt_sst_entries(const char *dir, const char *path)
+{
+    cf_query q = {.dir = dir, .path = path};
+    with_live_files(dir, find_entries, &q);
+    return q.entries;
+}
+
+void akvt_copy_tree(const char *src, const char *dst)
+{
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", src, dst);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+}
+
+void akvt_copy_file(const char *src, const char *dst)
+{
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", src, dst);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+}
+
+uint64_t akvt_file_size(const char *path)
+{
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "stat %s", path);
+    return (uint64_t)st.st_size;
+}
+
+void akvt_truncate(const char *path, uint64_t size)
+{
+    cr_assert_eq(truncate(path, (off_t)size), 0, "truncate %s", path);
+}
+
+void akvt_smash(const char *path, uint64_t off, size_t len)
+{
+    int fd = open(path, O_WRONLY);
+    cr_assert_geq(fd, 0, "open %s", path);
+    char buf[4096];
+    memset(buf, 0xA5, sizeof buf);
+    while (len > 0) {
+        size_t k = len < sizeof buf ? len : sizeof buf;
+        cr_assert_eq(pwrite(fd, buf, k, (off_t)off), (ssize_t)k);
+        off += k;
+        len -= k;
+    }
+    close(fd);
+}
+
+int akvt_find_file(const char *dir, const char *prefix, const char *suffix, char *out, size_t cap)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "opendir %s", dir);
+    struct dirent *e;
+    uint64_t best = 0;
+    int found = 0;
+    size_t pl = strlen(prefix), sl = strlen(suffix);
+    while ((e = readdir(d)) != NULL) {
+        size_t nl = strlen(e->d_name);
+        if (strncmp(e->d_name, prefix, pl) != 0 || nl < sl || strcmp(e->d_name + nl - sl, suffix) != 0)
+            continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (!found || (uint64_t)st.st_size > best) {
+            best = (uint64_t)st.st_size;
+            snprintf(out, cap, "%s", path);
+            found = 1;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+uint64_t akvt_bytes_with_suffix(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "opendir %s", dir);
+    struct dirent *e;
+    uint64_t total = 0;
+    size_t sl = strlen(suffix);
+    while ((e = readdir(d)) != NULL) {
+        size_t nl = strlen(e->d_name);
+        if (nl < sl || strcmp(e->d_name + nl - sl, suffix) != 0)
+            continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            total += (uint64_t)st.st_size;
+    }
+    closedir(d);
+    return total;
+}

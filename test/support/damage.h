@@ -1,0 +1,34 @@
+/*
+ * damage.h — what the reliability and repair tests do to a database
+ * directory: fingerprint every file, find a column family's SST files, copy,
+ * truncate and overwrite files.
+ */
+#ifndef AKV_TEST_DAMAGE_H
+#define AKV_TEST_DAMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Every regular file under dir as "relative/path size xxh64\n", every
+ * directory as "relative/path/ directory\n", sorted (malloc'd). Two equal
+ * strings mean byte-for-byte equal trees. */
+char *akvt_dir_digest(const char *dir);
+/* The SST files RocksDB lists for column family `cf` of DIR/rocksdb (read
+ * only), in key order; returns the count, absolute paths in out[0..max). */
+size_t akvt_cf_ssts(const char *dir, const char *cf, char out[][1024], size_t max);
+/* The entries RocksDB records for SST file `path` (0 if unknown). */
+uint64_t akvt_sst_entries(const char *dir, const char *path);
+/* cp -a src dst (dst must not exist). */
+void akvt_copy_tree(const char *src, const char *dst);
+void akvt_copy_file(const char *src, const char *dst);
+uint64_t akvt_file_size(const char *path);
+void akvt_truncate(const char *path, uint64_t size);
+/* Overwrite len bytes at off with 0xA5. */
+void akvt_smash(const char *path, uint64_t off, size_t len);
+/* Path of the one file in dir whose name starts with prefix (and ends with
+ * suffix, "" for any); the largest if several. Returns 0 if none. */
+int akvt_find_file(const char *dir, const char *prefix, const char *suffix, char *out, size_t cap);
+/* Total size of the files in dir whose names end with suffix. */
+uint64_t akvt_bytes_with_suffix(const char *dir, const char *suffix);
+
+#endif

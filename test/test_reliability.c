@@ -1,0 +1,393 @@
+/*
+ * test_reliability.c — damage to a database directory ends in a clear
+ * refusal, a rebuild from data with a warning, or correct answers; never in
+ * a successful open followed by lost keys, stale values, resurrected
+ * deletes or false negatives (docs/reliability.md).
+ *
+ * Every database here holds two runs over the same 3000 keys: run 1 has
+ * "v1-<i>" for every akvt_key_name, run 2 (newer) has "v2-<i>", except every tenth
+ * akvt_key_name, which it deletes. Any answer from run 1 is therefore visible as a
+ * stale value or a resurrected delete.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adaptkv/adaptkv.h"
+#include "adaptkv/filter.h"
+#include "engine/internal.h" /* the create-step hook */
+#include "support/damage.h"
+#include "support/kvmodel.h"
+#include "support/tworuns.h"
+
+/* A refused open: a clear code, a message that names the way out, and the
+ * directory exactly as it was. */
+static void expect_refusal(const char *dir, const akv_options *o, const char *what)
+{
+    char *before = akvt_dir_digest(dir);
+    akv_db *db = NULL;
+    int rc = akv_open(dir, o, &db);
+    if (rc == AKV_OK) {
+        akvt_tally t = akvt_check_v2(db);
+        akv_close(db);
+        cr_assert_fail("%s: open succeeded (%u right, %u wrong, %u errors)", what, t.right, t.wrong, t.eio);
+    }
+    cr_assert_null(db);
+    cr_assert(rc == AKV_ECORRUPT || rc == AKV_EIO, "%s: open gave %s (%s)", what, akv_strerror(rc),
+              akv_errmsg());
+    cr_assert_not_null(strstr(akv_errmsg(), "akv_repair"), "%s: the message does not name akv_repair: %s",
+                       what, akv_errmsg());
+    char *after = akvt_dir_digest(dir);
+    cr_assert_str_eq(before, after, "%s: the refused open changed the directory", what);
+    free(before);
+    free(after);
+}
+
+/* Either refused (as above) or open with every answer right. */
+static bool refused_or_right(const char *dir, const akv_options *o, const char *what)
+{
+    char *before = akvt_dir_digest(dir);
+    akv_db *db = NULL;
+    int rc = akv_open(dir, o, &db);
+    if (rc == AKV_OK) {
+        free(before);
+        akvt_expect_all_right(db, what);
+        cr_assert_eq(akv_close(db), AKV_OK);
+        return false;
+    }
+    cr_assert(rc == AKV_ECORRUPT || rc == AKV_EIO, "%s: open gave %s (%s)", what, akv_strerror(rc),
+              akv_errmsg());
+    cr_assert_not_null(strstr(akv_errmsg(), "akv_repair"), "%s: the message does not name akv_repair: %s",
+                       what, akv_errmsg());
+    char *after = akvt_dir_digest(dir);
+    cr_assert_str_eq(before, after, "%s: the refused open changed the directory", what);
+    free(before);
+    free(after);
+    return true;
+}
+
+static void filter_path(const char *dir, uint64_t run, uint64_t sst, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/filters/%llu-%llu.akf", dir, (unsigned long long)run, (unsigned long long)sst);
+}
+
+static const char *slot_kind(akv_db *db, uint64_t run, uint64_t sst, char *out)
+{
+    akv_slot_info *rows;
+    size_t n;
+    cr_assert_eq(akv_slots(db, &rows, &n), AKV_OK);
+    out[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].level >= 0 && rows[i].run == run && rows[i].sst == sst)
+            snprintf(out, 16, "%s", rows[i].kind);
+    akv_free(rows);
+    return out;
+}
+
+/* 1. A filter file of another kind than the catalog records is a corrupt
+ * filter: rebuilt from data, with a warning. On main it was loaded as it
+ * was, silently. */
+Test(reliability, filter_of_another_kind_is_rebuilt)
+{
+    if (!akv_filter_kind_by_name("aqf") || !akv_filter_kind_by_name("blocked"))
+        cr_skip_test("needs aqf and blocked");
+    char dir[512], other[512], path[1100], opath[1100], kind[16];
+    akvt_tmpdir(dir, sizeof dir, "rel-kind");
+    akvt_tmpdir(other, sizeof other, "rel-kind-other");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o, oo;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, "l0=aqf,l1+=aqf");
+    akvt_opts(&oo, &lb, AKV_LAYOUT_HASH, "l0=blocked,l1+=blocked");
+    uint64_t run = akvt_two_runs(dir, &o);
+    cr_assert_eq(akvt_two_runs(other, &oo), run, "both databases number their runs alike");
+    /* The same SST's keys (same seed, same writes), another kind. */
+    filter_path(dir, run, 3, path, sizeof path);
+    filter_path(other, run, 3, opath, sizeof opath);
+    akvt_copy_file(opath, path);
+    akvt_log_reset(&lb);
+    akv_db *db = akvt_open_ok(dir, &o);
+    cr_assert_str_eq(slot_kind(db, run, 3, kind), "aqf", "slot %llu-3 runs a %s filter; the catalog says aqf",
+                     (unsigned long long)run, kind);
+    char name[64];
+    snprintf(name, sizeof name, "%llu-3.akf", (unsigned long long)run);
+    cr_assert_not_null(strstr(lb.text, name), "no warning names %s; log:\n%s", name, lb.text);
+    akvt_expect_all_right(db, "after a filter of another kind");
+    cr_assert_eq(akv_close(db), AKV_OK);
+    /* The rebuilt file is the catalog's kind: the next open is silent. */
+    akvt_log_reset(&lb);
+    db = akvt_open_ok(dir, &o);
+    cr_assert_null(strstr(lb.text, name), "the rebuilt filter was not written back; log:\n%s", lb.text);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+    akvt_rmrf(other);
+}
+
+/* 2. A valid filter file of one SST copied over another SST's file: on
+ * main it was accepted and most keys of that SST read as not found. */
+static void swapped_filter_test(akv_layout layout)
+{
+    char dir[512], from[1100], to[1100];
+    akvt_tmpdir(dir, sizeof dir, "rel-swap");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, layout, NULL);
+    uint64_t run = akvt_two_runs(dir, &o);
+    filter_path(dir, run, 0, from, sizeof from);
+    filter_path(dir, run, 2, to, sizeof to);
+    akvt_copy_file(from, to);
+    /* and one of the older run over a file of the newer */
+    filter_path(dir, run - 1, 4, from, sizeof from);
+    filter_path(dir, run, 4, to, sizeof to);
+    akvt_copy_file(from, to);
+    akvt_log_reset(&lb);
+    akv_db *db = akvt_open_ok(dir, &o);
+    akvt_expect_all_right(db, "after swapped filter files");
+    char name[64];
+    snprintf(name, sizeof name, "%llu-2.akf", (unsigned long long)run);
+    cr_assert_not_null(strstr(lb.text, name), "no warning names %s; log:\n%s", name, lb.text);
+    snprintf(name, sizeof name, "%llu-4.akf", (unsigned long long)run);
+    cr_assert_not_null(strstr(lb.text, name), "no warning names %s; log:\n%s", name, lb.text);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    db = akvt_open_ok(dir, &o);
+    akvt_expect_all_right(db, "reopened after the rebuild");
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}
+
+Test(reliability, filter_of_another_sst_is_rebuilt_hash)
+{
+    swapped_filter_test(AKV_LAYOUT_HASH);
+}
+
+Test(reliability, filter_of_another_sst_is_rebuilt_ordered)
+{
+    swapped_filter_test(AKV_LAYOUT_ORDERED);
+}
+
+/* 3. A corrupt data block in one SST of the newer run: lookups there fail
+ * with AKV_EIO, and a compaction must fail too, with its inputs intact. On
+ * main RocksDB's iterator ended at the damaged file with an OK status, the
+ * compaction succeeded without the rest of the run, and older values and
+ * deleted keys came back. */
+static void corrupt_sst_test(akv_layout layout)
+{
+    char dir[512], ssts[64][1024], cf[32];
+    akvt_tmpdir(dir, sizeof dir, "rel-sst");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, layout, NULL);
+    uint64_t run = akvt_two_runs(dir, &o);
+    snprintf(cf, sizeof cf, "run.%llu", (unsigned long long)run);
+    size_t n = akvt_cf_ssts(dir, cf, ssts, 64);
+    cr_assert_geq(n, 4, "run %llu has %zu SSTs", (unsigned long long)run, n);
+    akvt_smash(ssts[2], 20, 40); /* the first data block of the third SST */
+    akv_db *db = akvt_open_ok(dir, &o);
+    akvt_tally t = akvt_check_v2(db);
+    cr_assert_eq(t.wrong, 0, "before compaction: %u wrong answers", t.wrong);
+    cr_assert_gt(t.eio, 0, "the damaged block reads fine?");
+    akvt_log_reset(&lb);
+    int rc = akv_compact(db);
+    cr_assert(rc == AKV_ECORRUPT || rc == AKV_EIO, "compaction over a damaged SST gave %s", akv_strerror(rc));
+    char want[64];
+    snprintf(want, sizeof want, "run %llu", (unsigned long long)run);
+    cr_assert_not_null(strstr(lb.text, want), "the failure does not name %s; log:\n%s", want, lb.text);
+    cr_assert_not_null(strstr(lb.text, "SST"), "the failure does not name the SST; log:\n%s", lb.text);
+    t = akvt_check_v2(db);
+    cr_assert_eq(t.wrong, 0, "after the failed compaction: %u wrong answers (first akvt_key_name %d)",
+                 t.wrong, t.first_wrong);
+    akv_close(db);
+    db = akvt_open_ok(dir, &o);
+    t = akvt_check_v2(db);
+    cr_assert_eq(t.wrong, 0, "reopened: %u wrong answers (first akvt_key_name %d)", t.wrong, t.first_wrong);
+    cr_assert_gt(t.eio, 0);
+    akv_close(db);
+    akvt_rmrf(dir);
+}
+
+Test(reliability, compaction_fails_on_a_corrupt_sst_hash)
+{
+    corrupt_sst_test(AKV_LAYOUT_HASH);
+}
+
+Test(reliability, compaction_fails_on_a_corrupt_sst_ordered)
+{
+    corrupt_sst_test(AKV_LAYOUT_ORDERED);
+}
+
+/* 4. The WAL cut at 3/4 after two flushes. On main the catalog lived only
+ * in WAL records: it rolled back, and open deleted the newer run as a
+ * leftover without a word. */
+Test(reliability, truncated_wal_keeps_the_catalog)
+{
+    char dir[512], rdir[600], wal[1100];
+    akvt_tmpdir(dir, sizeof dir, "rel-wal");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_two_runs(dir, &o);
+    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+    if (akvt_find_file(rdir, "", ".log", wal, sizeof wal))
+        akvt_truncate(wal, akvt_file_size(wal) * 3 / 4);
+    refused_or_right(dir, &o, "after cutting the WAL");
+    akvt_rmrf(dir);
+}
+
+/* The WAL must not grow without bound: on main nothing ever flushed the
+ * meta family, so the first log file held every write ever made. */
+Test(reliability, wal_stays_bounded)
+{
+    char dir[512], rdir[600];
+    akvt_tmpdir(dir, sizeof dir, "rel-walsize");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    o.memtable_bytes = 64 << 10;
+    o.sst_target_bytes = 1 << 20; /* one SST per run: few fsyncs */
+    o.l0_compaction_trigger = 4;
+    akv_db *db = akvt_open_ok(dir, &o);
+    char k[32], v[200];
+    memset(v, 'x', sizeof v);
+    uint64_t written = 0;
+    for (unsigned i = 0; i < 6000; i++) {
+        size_t kl = akvt_key_name(k, i);
+        cr_assert_eq(akv_put(db, k, kl, v, sizeof v), AKV_OK, "%s", akv_errmsg());
+        written += kl + sizeof v;
+    }
+    cr_assert_eq(akv_flush(db), AKV_OK);
+    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+    uint64_t wal = akvt_bytes_with_suffix(rdir, ".log");
+    cr_assert_eq(akv_close(db), AKV_OK);
+    cr_log_info("%llu bytes written, %llu bytes of WAL", (unsigned long long)written,
+                (unsigned long long)wal);
+    /* What RocksDB keeps: up to a memtable's worth written since the meta
+     * family was last flushed, plus the live memtables (up to about three
+     * with the WAL's own framing). */
+    cr_assert_lt(wal, 6 * o.memtable_bytes, "%llu bytes of WAL after writing %llu bytes in 64 KiB memtables",
+                 (unsigned long long)wal, (unsigned long long)written);
+    akvt_rmrf(dir);
+}
+
+/* 5. The MANIFEST cut at its end: RocksDB forgets recent edits (the
+ * ingestion of the newer run's SSTs among them) while the catalog still
+ * lists them. On main open succeeded and every akvt_key_name read stale or
+ * resurrected. Every cut must end in a refusal or right answers. */
+Test(reliability, truncated_manifest_is_refused_or_harmless)
+{
+    char dir[512], work[600], rdir[700], man[1100];
+    akvt_tmpdir(dir, sizeof dir, "rel-manifest");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    char db_dir[600];
+    snprintf(db_dir, sizeof db_dir, "%s/db", dir);
+    akvt_two_runs(db_dir, &o);
+    snprintf(work, sizeof work, "%s/work", dir);
+    unsigned refused = 0, cuts = 0;
+    for (uint64_t cut = 50; cut <= 2000; cut += 100) {
+        akvt_copy_tree(db_dir, work);
+        snprintf(rdir, sizeof rdir, "%s/rocksdb", work);
+        cr_assert(akvt_find_file(rdir, "MANIFEST-", "", man, sizeof man));
+        uint64_t size = akvt_file_size(man);
+        if (cut >= size)
+            break;
+        akvt_truncate(man, size - cut);
+        char what[64];
+        snprintf(what, sizeof what, "MANIFEST cut by %llu bytes", (unsigned long long)cut);
+        refused += refused_or_right(work, &o, what);
+        cuts++;
+        akvt_rmrf(work);
+    }
+    cr_log_info("%u of %u MANIFEST cuts refused", refused, cuts);
+    cr_assert_gt(refused, 0, "no cut was refused: the catalog is not checked against RocksDB");
+    akvt_rmrf(dir);
+}
+
+/* 6. rocksdb/CURRENT deleted. On main the first open failed but left a new
+ * CURRENT and MANIFEST; the second created an empty database and deleted
+ * the old SSTs and filters. */
+Test(reliability, missing_current_is_refused_not_wiped)
+{
+    char dir[512], path[600];
+    akvt_tmpdir(dir, sizeof dir, "rel-current");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_two_runs(dir, &o);
+    snprintf(path, sizeof path, "%s/rocksdb/CURRENT", dir);
+    cr_assert_eq(unlink(path), 0);
+    expect_refusal(dir, &o, "first open without CURRENT");
+    cr_assert_not_null(strstr(akv_errmsg(), "CURRENT"), "the message does not name CURRENT: %s",
+                       akv_errmsg());
+    expect_refusal(dir, &o, "second open without CURRENT");
+    akvt_rmrf(dir);
+}
+
+/* docs/design.md: a refused open leaves the directory untouched. On main
+ * RocksDB had already replayed its log and written a new MANIFEST. */
+Test(reliability, refused_open_changes_nothing)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "rel-refused");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akv_db *db = akvt_open_ok(dir, &o);
+    akvt_write_v1(db);
+    char k[32];
+    cr_assert_eq(akv_put(db, k, akvt_key_name(k, 1), "unflushed", 9), AKV_OK); /* something in the WAL */
+    cr_assert_eq(akv_close(db), AKV_OK);
+    char *before = akvt_dir_digest(dir);
+    o.layout = AKV_LAYOUT_ORDERED;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_EINVAL);
+    o.layout = AKV_LAYOUT_HASH;
+    o.seed = 12345;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_EINVAL);
+    char *after = akvt_dir_digest(dir);
+    cr_assert_str_eq(before, after, "a refused open changed the directory");
+    free(before);
+    free(after);
+    akvt_rmrf(dir);
+}
+
+/* A failed open of a new directory leaves nothing behind: the directory
+ * itself if open made it, or only what was there before. */
+static const char *fail_step;
+static int fail_at(const char *step)
+{
+    return strcmp(step, fail_step) == 0 ? AKV_EIO : AKV_OK;
+}
+
+Test(reliability, failed_create_leaves_nothing)
+{
+    char dir[512], sub[600];
+    akvt_tmpdir(dir, sizeof dir, "rel-create");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    snprintf(sub, sizeof sub, "%s/db", dir);
+    const char *steps[] = {"rocksdb", "catalog", "identity"};
+    for (size_t i = 0; i < 3; i++) {
+        fail_step = steps[i];
+        atomic_store(&akvi_hook_create_step, fail_at);
+        akv_db *db = NULL;
+        cr_assert_neq(akv_open(sub, &o, &db), AKV_OK, "create did not fail at %s", steps[i]);
+        struct stat st;
+        cr_assert_neq(stat(sub, &st), 0, "a create that failed at %s left %s behind", steps[i], sub);
+        /* an existing empty directory stays empty */
+        cr_assert_neq(akv_open(dir, &o, &db), AKV_OK);
+        char *left = akvt_dir_digest(dir);
+        cr_assert_str_eq(left, "", "a create that failed at %s left files: %s", steps[i], left);
+        free(left);
+        cr_assert(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
+    }
+    atomic_store(&akvi_hook_create_step, NULL);
+    akv_db *db = akvt_open_ok(sub, &o);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    db = akvt_open_ok(sub, &o);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}

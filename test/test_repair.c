@@ -1,0 +1,335 @@
+/*
+ * test_repair.c — akv_repair after each kind of damage test_reliability.c
+ * reproduces: open refuses (or a compaction fails), repair salvages, and
+ * the database then answers with every key that survived on disk; the
+ * report counts exactly what was lost.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adaptkv/adaptkv.h"
+#include "support/damage.h"
+#include "support/kvmodel.h"
+#include "support/tworuns.h"
+
+static akv_repair_report repair_ok(const char *dir, const akv_options *o)
+{
+    akv_repair_report r;
+    int rc = akv_repair(dir, o, &r);
+    cr_assert_eq(rc, AKV_OK, "repair %s: %s (%s)", dir, akv_strerror(rc), akv_errmsg());
+    cr_assert_not_null(r.text);
+    cr_log_info("repair report:\n%s", r.text);
+    return r;
+}
+
+static void refused(const char *dir, const akv_options *o)
+{
+    akv_db *db = NULL;
+    int rc = akv_open(dir, o, &db);
+    cr_assert_neq(rc, AKV_OK, "open succeeded");
+    cr_assert_not_null(strstr(akv_errmsg(), "akv_repair"), "%s", akv_errmsg());
+}
+
+/* Repair, then every answer right, and a compaction over the result. */
+static akv_repair_report repaired_all_right(const char *dir, const akv_options *o, const char *what)
+{
+    akv_repair_report r = repair_ok(dir, o);
+    cr_assert_eq(r.entries_lost, 0, "%s: %llu entries reported lost\n%s", what,
+                 (unsigned long long)r.entries_lost, r.text);
+    akv_db *db = akvt_open_ok(dir, o);
+    akvt_expect_all_right(db, what);
+    cr_assert_eq(akv_compact(db), AKV_OK, "%s: compaction after repair: %s", what, akv_errmsg());
+    akvt_expect_all_right(db, what);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    return r;
+}
+
+static void healthy_test(akv_layout layout)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "rep-healthy");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, layout, NULL);
+    akvt_two_runs(dir, &o);
+    akv_repair_report r = repaired_all_right(dir, &o, "healthy");
+    cr_assert_eq(r.runs_kept, 2, "%s", r.text);
+    cr_assert_eq(r.runs_rewritten + r.runs_dropped + r.ssts_restored + r.ssts_damaged, 0, "%s", r.text);
+    cr_assert_eq(r.entries_kept, 2 * AKVT_NKEYS);
+    akv_free(r.text);
+    akvt_rmrf(dir);
+}
+
+Test(repair, healthy_database_is_kept_hash)
+{
+    healthy_test(AKV_LAYOUT_HASH);
+}
+
+Test(repair, healthy_database_is_kept_ordered)
+{
+    healthy_test(AKV_LAYOUT_ORDERED);
+}
+
+/* 2: filter files swapped between SSTs are rewritten. */
+Test(repair, swapped_filters_are_rewritten)
+{
+    char dir[512], from[1100], to[1100];
+    akvt_tmpdir(dir, sizeof dir, "rep-swap");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    uint64_t run = akvt_two_runs(dir, &o);
+    snprintf(from, sizeof from, "%s/filters/%llu-0.akf", dir, (unsigned long long)run);
+    snprintf(to, sizeof to, "%s/filters/%llu-2.akf", dir, (unsigned long long)run);
+    akvt_copy_file(from, to);
+    akv_repair_report r = repair_ok(dir, &o);
+    akv_free(r.text);
+    akvt_log_reset(&lb);
+    akv_db *db = akvt_open_ok(dir, &o);
+    cr_assert_null(strstr(lb.text, "unusable"), "after repair the filters still needed a rebuild:\n%s",
+                   lb.text);
+    akvt_expect_all_right(db, "swapped filters repaired");
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}
+
+/* 3: a corrupt data block. Repair rewrites the run from everything else
+ * it holds, and the entries it reports lost are exactly the ones lookups
+ * could not read. */
+static void corrupt_sst_test(akv_layout layout)
+{
+    char dir[512], ssts[64][1024], cf[32];
+    akvt_tmpdir(dir, sizeof dir, "rep-sst");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, layout, NULL);
+    uint64_t run = akvt_two_runs(dir, &o);
+    snprintf(cf, sizeof cf, "run.%llu", (unsigned long long)run);
+    size_t n = akvt_cf_ssts(dir, cf, ssts, 64);
+    cr_assert_geq(n, 4);
+    akvt_smash(ssts[2], 20, 40);
+    akv_db *db = akvt_open_ok(dir, &o);
+    bool unreadable[AKVT_NKEYS] = {0};
+    unsigned n_unreadable = 0;
+    char k[32], v[64];
+    for (unsigned i = 0; i < AKVT_NKEYS; i++) {
+        int rc = akv_get(db, k, akvt_key_name(k, i), NULL, NULL);
+        if (rc == AKV_EIO || rc == AKV_ECORRUPT) {
+            unreadable[i] = true;
+            n_unreadable++;
+        }
+    }
+    cr_assert_gt(n_unreadable, 0);
+    cr_assert_neq(akv_compact(db), AKV_OK, "compaction over a damaged SST succeeded");
+    akv_close(db);
+    akv_repair_report r = repair_ok(dir, &o);
+    cr_assert_eq(r.runs_rewritten, 1, "%s", r.text);
+    cr_assert_eq(r.ssts_damaged, 1, "%s", r.text);
+    cr_assert_eq(r.entries_lost, n_unreadable,
+                 "repair reports %llu entries lost; lookups could not read %u\n%s",
+                 (unsigned long long)r.entries_lost, n_unreadable, r.text);
+    akv_free(r.text);
+    db = akvt_open_ok(dir, &o);
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned i = 0; i < AKVT_NKEYS; i++) {
+            size_t kl = akvt_key_name(k, i);
+            void *got = NULL;
+            size_t gl = 0;
+            int rc = akv_get(db, k, kl, &got, &gl);
+            cr_assert(rc == AKV_OK || rc == AKV_NOTFOUND, "key %u: %s after repair", i, akv_strerror(rc));
+            if (!unreadable[i]) {
+                int vl = snprintf(v, sizeof v, "v2-%u", i);
+                bool ok = i % 10 == 0 ? rc == AKV_NOTFOUND
+                                      : rc == AKV_OK && gl == (size_t)vl && memcmp(got, v, gl) == 0;
+                cr_assert(ok, "key %u survived on disk but reads wrong after repair", i);
+            } else if (rc == AKV_OK) {
+                /* its newest version was lost: the older one shows */
+                int vl = snprintf(v, sizeof v, "v1-%u", i);
+                cr_assert(gl == (size_t)vl && memcmp(got, v, gl) == 0, "key %u reads a value never written",
+                          i);
+            }
+            akv_free(got);
+        }
+        if (pass == 0)
+            cr_assert_eq(akv_compact(db), AKV_OK, "compaction after repair: %s", akv_errmsg());
+    }
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}
+
+Test(repair, corrupt_sst_is_salvaged_hash)
+{
+    corrupt_sst_test(AKV_LAYOUT_HASH);
+}
+
+Test(repair, corrupt_sst_is_salvaged_ordered)
+{
+    corrupt_sst_test(AKV_LAYOUT_ORDERED);
+}
+
+/* 4: a catalog older than the data (here: the catalog files of an earlier
+ * state put back). Open refuses; repair keeps the run the catalog does not
+ * know, in its place. */
+Test(repair, rolled_back_catalog)
+{
+    char dir[512], save[600], from[700], to[700];
+    akvt_tmpdir(dir, sizeof dir, "rep-rollback");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akv_db *db = akvt_open_ok(dir, &o);
+    akvt_write_v1(db);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    snprintf(save, sizeof save, "%s/saved", dir);
+    cr_assert_eq(mkdir(save, 0755), 0);
+    for (int i = 0; i < 2; i++) {
+        snprintf(from, sizeof from, "%s/CATALOG.%d", dir, i);
+        snprintf(to, sizeof to, "%s/CATALOG.%d", save, i);
+        akvt_copy_file(from, to);
+    }
+    db = akvt_open_ok(dir, &o);
+    akvt_write_v2(db);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    for (int i = 0; i < 2; i++) {
+        snprintf(from, sizeof from, "%s/CATALOG.%d", save, i);
+        snprintf(to, sizeof to, "%s/CATALOG.%d", dir, i);
+        akvt_copy_file(from, to);
+    }
+    char *before = akvt_dir_digest(dir);
+    refused(dir, &o);
+    char *after = akvt_dir_digest(dir);
+    cr_assert_str_eq(before, after, "the refused open changed the directory");
+    free(before);
+    free(after);
+    akv_repair_report r = repaired_all_right(dir, &o, "rolled-back catalog repaired");
+    cr_assert_eq(r.runs_kept, 2, "%s", r.text);
+    akv_free(r.text);
+    akvt_rmrf(dir);
+}
+
+/* 5: RocksDB's MANIFEST cut: the SST files it forgot are set aside before
+ * RocksDB could delete them and ingested again. */
+Test(repair, truncated_manifest)
+{
+    char dir[512], db_dir[600], work[600], rdir[700], man[1100];
+    akvt_tmpdir(dir, sizeof dir, "rep-manifest");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    snprintf(db_dir, sizeof db_dir, "%s/db", dir);
+    akvt_two_runs(db_dir, &o);
+    snprintf(work, sizeof work, "%s/work", dir);
+    unsigned repaired = 0;
+    for (uint64_t cut = 50; cut <= 1050; cut += 500) {
+        akvt_copy_tree(db_dir, work);
+        snprintf(rdir, sizeof rdir, "%s/rocksdb", work);
+        cr_assert(akvt_find_file(rdir, "MANIFEST-", "", man, sizeof man));
+        uint64_t size = akvt_file_size(man);
+        if (cut >= size)
+            break;
+        akvt_truncate(man, size - cut);
+        akv_db *db = NULL;
+        if (akv_open(work, &o, &db) == AKV_OK) {
+            akv_close(db);
+        } else {
+            cr_assert_not_null(strstr(akv_errmsg(), "akv_repair"), "%s", akv_errmsg());
+            char what[64];
+            snprintf(what, sizeof what, "MANIFEST cut by %llu bytes, repaired", (unsigned long long)cut);
+            akv_repair_report r = repaired_all_right(work, &o, what);
+            akv_free(r.text);
+            repaired++;
+        }
+        akvt_rmrf(work);
+    }
+    cr_assert_gt(repaired, 0);
+    akvt_rmrf(dir);
+}
+
+/* 6: rocksdb/CURRENT deleted: refused twice, then restored by repair. */
+Test(repair, missing_current)
+{
+    char dir[512], path[600];
+    akvt_tmpdir(dir, sizeof dir, "rep-current");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_two_runs(dir, &o);
+    snprintf(path, sizeof path, "%s/rocksdb/CURRENT", dir);
+    cr_assert_eq(unlink(path), 0);
+    refused(dir, &o);
+    refused(dir, &o);
+    akv_repair_report r = repaired_all_right(dir, &o, "missing CURRENT repaired");
+    cr_assert_not_null(strstr(r.text, "CURRENT"), "%s", r.text);
+    akv_free(r.text);
+    akvt_rmrf(dir);
+}
+
+/* The catalog lost entirely: rebuilt from the filter files' bindings. */
+Test(repair, missing_catalog)
+{
+    char dir[512], path[600];
+    akvt_tmpdir(dir, sizeof dir, "rep-catalog");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_ORDERED, NULL);
+    akvt_two_runs(dir, &o);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/CATALOG.%d", dir, i);
+        cr_assert_eq(unlink(path), 0);
+    }
+    refused(dir, &o);
+    akv_repair_report r = repaired_all_right(dir, &o, "missing catalog repaired");
+    cr_assert_eq(r.runs_kept, 2, "%s", r.text);
+    akv_free(r.text);
+    akvt_rmrf(dir);
+}
+
+/* The catalog, the identity and every filter file lost: the runs' levels
+ * are unknown, so they are rewritten at level 0, newest (highest id) first. */
+Test(repair, only_the_data_left)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "rep-data");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_two_runs(dir, &o);
+    char cmd[1700];
+    snprintf(cmd, sizeof cmd, "rm -f '%s'/CATALOG.* '%s'/IDENTITY '%s'/filters/*", dir, dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    refused(dir, &o);
+    akv_repair_report r = repaired_all_right(dir, &o, "only data left, repaired");
+    cr_assert_eq(r.runs_rewritten, 2, "%s", r.text);
+    cr_assert_eq(r.entries_kept, 2 * AKVT_NKEYS, "%s", r.text);
+    akv_free(r.text);
+    akvt_rmrf(dir);
+}
+
+/* kvshell --repair DIR prints the report. */
+Test(repair, kvshell_repair_option)
+{
+    char dir[512], path[600], cmd[2400], bin[700];
+    akvt_tmpdir(dir, sizeof dir, "rep-shell");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_two_runs(dir, &o);
+    snprintf(path, sizeof path, "%s/rocksdb/CURRENT", dir);
+    cr_assert_eq(unlink(path), 0);
+    const char *b = getenv("AKV_BUILD");
+    snprintf(bin, sizeof bin, "%s/kvshell", b && *b ? b : "build");
+    if (access(bin, X_OK) != 0)
+        cr_skip_test("no kvshell binary at %s", bin);
+    snprintf(cmd, sizeof cmd, "'%s' --repair '%s' > '%s/report.txt' 2>&1", bin, dir, dir);
+    cr_assert_eq(system(cmd), 0, "kvshell --repair failed");
+    snprintf(cmd, sizeof cmd, "grep -q CURRENT '%s/report.txt' && grep -q summary '%s/report.txt'", dir, dir);
+    cr_assert_eq(system(cmd), 0, "the report does not tell of CURRENT");
+    akv_db *db = akvt_open_ok(dir, &o);
+    akvt_expect_all_right(db, "repaired by kvshell");
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}

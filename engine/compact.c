@@ -66,7 +66,7 @@ int akvi_compact_step(akv_db *db, bool full)
         rc = akvi_rw_merge(db, cfs, n, out_level, est, last, &run);
         if (rc == AKV_OK)
             rc = akvi_publish(db, v, NULL, in, n, run);
-        else if (run)
+        if (rc != AKV_OK && run) /* not published: still ours (a failed commit too) */
             akvi_run_unref(run);
         if (rc == AKV_OK)
             atomic_fetch_add(&db->st.compactions, 1);

@@ -13,7 +13,7 @@ int akvi_flush_one(akv_db *db, akvi_mem *m)
     int rc = akvi_rw_merge(db, &m->cf, 1, 0, atomic_load(&m->bytes), v->n_run == 0, &run);
     if (rc == AKV_OK)
         rc = akvi_publish(db, v, m, NULL, 0, run);
-    else if (run)
+    if (rc != AKV_OK && run) /* not published: still ours (a failed commit too) */
         akvi_run_unref(run);
     akvi_version_unref(v);
     if (rc == AKV_OK)

@@ -104,9 +104,11 @@ test-run: tests
 	@AKV_SANITIZER=$(SAN) AKV_BUILD=$(BUILD) TSAN_OPTIONS="suppressions=$(CURDIR)/test/tsan.supp die_after_fork=0 $(TSAN_OPTIONS)" \
 	  tools/run-tests.sh $(BUILD) $(TEST_BINS)
 
+# The kill-and-recover loop alone, ITER iterations split between the two
+# layouts (make test runs 20); prints what the kills hit.
 crashtest: check-deps
 	@$(MAKE) --no-print-directory tests
-	@AKV_CRASH_ITER=$(or $(ITER),200) $(BUILD)/test/test_crash --verbose=0
+	@AKV_CRASH_ITER=$(or $(ITER),200) $(BUILD)/test/test_crash --verbose --jobs 2
 
 demo: check-deps
 	@$(MAKE) --no-print-directory all

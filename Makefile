@@ -17,7 +17,8 @@ VERSION := 0.1.0
 
 CFLAGS_BASE := -std=c17 $(OPT) -g -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -pthread -I. -Iinclude -MMD -MP
 ifneq ($(SAN),)
-CFLAGS_BASE += -fsanitize=$(SAN) -fno-omit-frame-pointer
+# -fno-sanitize-recover: a UBSan finding ends the test (it would only print).
+CFLAGS_BASE += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDSAN := -fsanitize=$(SAN)
 endif
 CFLAGS  += $(CFLAGS_BASE)

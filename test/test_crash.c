@@ -183,11 +183,9 @@ static int do_op(akv_db *db, const rec *r)
 /* The child's own model: seq of each key's value, or ABSENT. */
 static int64_t g_child_cur[CK];
 
-static void child_check(int fd, bool ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void child_check(int fd, bool ok, const char *fmt, ...)
+static _Noreturn void child_die(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static _Noreturn void child_die(int fd, const char *fmt, ...)
 {
-    if (ok)
-        return;
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "crash child: ");
@@ -198,6 +196,12 @@ static void child_check(int fd, bool ok, const char *fmt, ...)
     send_rec(fd, &r);
     _exit(3);
 }
+
+#define child_check(fd, ok, ...)                                                                             \
+    do {                                                                                                     \
+        if (!(ok))                                                                                           \
+            child_die(fd, __VA_ARGS__);                                                                      \
+    } while (0)
 
 /* Lookups of keys never written (each false positive adapts a filter;
  * flushes then save the adapted filters) and of written keys, checked
@@ -247,10 +251,13 @@ static void do_scan(akv_db *db, int fd, uint64_t *rng)
         size_t kl, vl;
         const char *key = akv_iter_key(it, &kl);
         const char *val = akv_iter_value(it, &vl);
-        child_check(fd, k < CK && kl == key_of(k, kb) && memcmp(key, kb, kl) == 0,
-                    "scan from key %u: step %u shows '%.*s', the model key %u", from, n, (int)kl, key, k);
-        size_t wl = value_of(k, g_child_cur[k], want);
-        child_check(fd, vl == wl && memcmp(val, want, wl) == 0, "scan: key %u has a wrong value", k);
+        if (k >= CK || kl != key_of(k, kb) || memcmp(key, kb, kl) != 0) {
+            child_die(fd, "scan from key %u: step %u shows '%.*s', the model key %u", from, n, (int)kl, key,
+                      k);
+        } else {
+            size_t wl = value_of(k, g_child_cur[k], want);
+            child_check(fd, vl == wl && memcmp(val, want, wl) == 0, "scan: key %u has a wrong value", k);
+        }
     }
     if (!akv_iter_valid(it)) {
         while (k < CK && g_child_cur[k] == ABSENT)

@@ -992,14 +992,14 @@ static void sweep(akv_layout layout)
     free(o);
 }
 
-Test(faults, sweep_hash_layout, .timeout = 600)
+Test(faults, sweep_hash_layout)
 {
     if (getenv("AKV_SANITIZER") && strstr(getenv("AKV_SANITIZER"), "thread"))
         cr_skip_test("the shim is not preloaded under ThreadSanitizer");
     sweep(AKV_LAYOUT_HASH);
 }
 
-Test(faults, sweep_ordered_layout, .timeout = 600)
+Test(faults, sweep_ordered_layout)
 {
     if (getenv("AKV_SANITIZER") && strstr(getenv("AKV_SANITIZER"), "thread"))
         cr_skip_test("the shim is not preloaded under ThreadSanitizer");

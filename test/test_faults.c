@@ -770,8 +770,8 @@ enum {
     K_OTHER,
     K_COUNT
 };
-static const char *const kind_names[K_COUNT] = {"wal",    "manifest", "sst-written",      "sst-ingested",
-                                                "filter", "options",  "current/identity", "directory",
+static const char *const kind_names[K_COUNT] = {"wal",    "manifest", "sst-written",           "sst-ingested",
+                                                "filter", "options",  "current/identity/lock", "directory",
                                                 "other"};
 
 static int file_kind(const char *path)
@@ -790,7 +790,8 @@ static int file_kind(const char *path)
         return K_FILTER;
     if (strncmp(b, "OPTIONS-", 8) == 0)
         return K_OPTIONS;
-    if (strcmp(b, "CURRENT") == 0 || strcmp(b, "IDENTITY") == 0 || strstr(b, ".dbtmp"))
+    if (strcmp(b, "CURRENT") == 0 || strcmp(b, "IDENTITY") == 0 || strcmp(b, "LOCK") == 0 ||
+        strstr(b, ".dbtmp"))
         return K_CURRENT;
     if (!strchr(b, '.') && (strcmp(b, "rocksdb") == 0 || strcmp(b, "filters") == 0 || strcmp(b, "tmp") == 0 ||
                             strcmp(b, "db") == 0))

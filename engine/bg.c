@@ -20,16 +20,22 @@
  * at close), so no compaction removes a run meanwhile; the version pin keeps
  * its slots alive.
  */
-void akvi_save_adapted_slots(akv_db *db)
+int akvi_save_adapted_slots(akv_db *db)
 {
+    int first = AKV_OK;
     akvi_version *v = akvi_current(db);
     for (size_t i = 0; i < v->n_run; i++) {
         akvi_run *r = v->runs[i];
-        for (size_t j = 0; j < r->info.n_sst; j++)
-            if (akvi_slot_save(&r->slots[j], db->fdir, r->info.id, r->info.ssts[j].id) != AKV_OK)
+        for (size_t j = 0; j < r->info.n_sst; j++) {
+            int rc = akvi_slot_save(&r->slots[j], db->fdir, r->info.id, r->info.ssts[j].id);
+            if (rc != AKV_OK) {
                 akvi_log(db, "warning: could not save an adapted filter: %s", akv_errmsg());
+                first = first != AKV_OK ? first : rc;
+            }
+        }
     }
     akvi_version_unref(v);
+    return first; /* the slot stays dirty: saved again next time */
 }
 
 /* ---- the thread ---------------------------------------------------------- */

@@ -498,7 +498,7 @@ int akvi_bg_start(akv_db *db);
 void akvi_bg_stop(akv_db *db);
 void akvi_bg_wake(akv_db *db);
 /* Rewrite the files of slots adapted since they were written. */
-void akvi_save_adapted_slots(akv_db *db);
+int akvi_save_adapted_slots(akv_db *db);
 
 /* ---- write path (write.c) --------------------------------------------- */
 

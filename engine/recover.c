@@ -1191,7 +1191,9 @@ int akv_close(akv_db *db)
     if (!db)
         return AKV_OK;
     akvi_bg_stop(db);
-    akvi_save_adapted_slots(db);
+    /* A failed save loses only what the filters learned since the last
+     * save (the file on disk is still a complete filter), but is reported. */
+    int saved = akvi_save_adapted_slots(db);
     int rc = AKV_OK;
     uint8_t *buf = NULL;
     size_t len;
@@ -1199,6 +1201,8 @@ int akv_close(akv_db *db)
         rc = akvi_meta_put(db, "misslog", buf, len, true);
         free(buf);
     }
+    if (rc == AKV_OK && saved != AKV_OK)
+        rc = akvi_err(saved, "akv_close: could not save adapted filters; see the log");
     db_free(db);
     return rc;
 }

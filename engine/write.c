@@ -96,8 +96,16 @@ static int apply_locked(akv_db *db, const akvi_op *ops, size_t n, bool sync)
     if (rc == AKV_OK)
         rocksdb_write(db->rdb, sync ? db->wo_sync : db->wo, wb, &err);
     rocksdb_writebatch_destroy(wb);
-    if (err)
+    if (err) {
         rc = akvi_rocks_err(err, "writing to the memtable");
+        /* RocksDB has stopped on this error (its WAL failed): so does
+         * background work, which would otherwise ingest into a stopped
+         * RocksDB (7.8 aborts on an assertion there). Reopen to recover. */
+        pthread_mutex_lock(&db->bgmu);
+        if (!db->bg_error)
+            db->bg_error = rc;
+        pthread_mutex_unlock(&db->bgmu);
+    }
     if (rc == AKV_OK) {
         atomic_fetch_add(&m->bytes, bytes);
         atomic_fetch_add(&m->entries, n);
@@ -144,4 +152,3 @@ int akv_delete(akv_db *db, const void *key, size_t klen)
     akvi_op op = {AKVI_TAG_DEL, key, (const uint8_t *)"", klen, 0};
     return akvi_write_ops(db, &op, 1, db->opt.sync);
 }
-

@@ -98,7 +98,9 @@ typedef struct akv_db akv_db;
  * and akv_errmsg() says why. */
 AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
 
-/* Wait for background work, persist the miss log, close. NULL is a no-op. */
+/* Wait for background work, persist the miss log and adapted filters, close.
+ * The database is closed either way; an error says something could not be
+ * saved (acknowledged writes are safe in RocksDB's WAL). NULL is a no-op. */
 AKV_API int akv_close(akv_db *db);
 
 /* The layout the open database has (never AKV_LAYOUT_AUTO). */

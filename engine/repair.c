@@ -97,7 +97,7 @@ static int restore_current(akv_db *db, rep *R)
     DIR *d = opendir(db->rdir);
     if (!d)
         return akvi_err(AKV_ECORRUPT, "cannot repair %s: it has no RocksDB directory", db->dir);
-    char *names[256];
+    char *names[256] = {0};
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL && n < 256)

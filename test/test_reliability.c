@@ -196,6 +196,17 @@ static void corrupt_sst_test(akv_layout layout)
     snprintf(want, sizeof want, "run %llu", (unsigned long long)run);
     cr_assert_not_null(strstr(lb.text, want), "the failure does not name %s; log:\n%s", want, lb.text);
     cr_assert_not_null(strstr(lb.text, "SST"), "the failure does not name the SST; log:\n%s", lb.text);
+    if (layout == AKV_LAYOUT_ORDERED) {
+        /* A scan that reaches the damaged SST ends with an error, not early. */
+        akv_iter *it;
+        cr_assert_eq(akv_iter_create(db, &it), AKV_OK);
+        size_t seen = 0;
+        for (akv_iter_seek_first(it); akv_iter_valid(it); akv_iter_next(it))
+            seen++;
+        cr_assert_neq(akv_iter_status(it), AKV_OK, "a scan over a damaged SST ended with OK after %zu keys",
+                      seen);
+        akv_iter_destroy(it);
+    }
     t = akvt_check_v2(db);
     cr_assert_eq(t.wrong, 0, "after the failed compaction: %u wrong answers (first akvt_key_name %d)",
                  t.wrong, t.first_wrong);
@@ -388,6 +399,36 @@ Test(reliability, failed_create_leaves_nothing)
     akv_db *db = akvt_open_ok(sub, &o);
     cr_assert_eq(akv_close(db), AKV_OK);
     db = akvt_open_ok(sub, &o);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}
+
+/* IDENTITY lost while RocksDB is whole: written again from the meta
+ * family's copy, with a warning; a damaged IDENTITY is refused. */
+Test(reliability, lost_identity_is_written_again)
+{
+    char dir[512], path[600];
+    akvt_tmpdir(dir, sizeof dir, "rel-identity");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_two_runs(dir, &o);
+    snprintf(path, sizeof path, "%s/IDENTITY", dir);
+    cr_assert_eq(unlink(path), 0);
+    akvt_log_reset(&lb);
+    akv_db *db = akvt_open_ok(dir, &o);
+    cr_assert_not_null(strstr(lb.text, "IDENTITY"), "no warning; log:\n%s", lb.text);
+    akvt_expect_all_right(db, "after the identity was written again");
+    cr_assert_eq(akv_close(db), AKV_OK);
+    cr_assert(akvt_file_size(path) == 28);
+    akvt_smash(path, 12, 4);
+    expect_refusal(dir, &o, "damaged IDENTITY");
+    akv_repair_report r;
+    cr_assert_eq(akv_repair(dir, &o, &r), AKV_OK, "%s", akv_errmsg());
+    cr_assert_not_null(strstr(r.text, "identity"), "%s", r.text);
+    akv_free(r.text);
+    db = akvt_open_ok(dir, &o);
+    akvt_expect_all_right(db, "after repairing the identity");
     cr_assert_eq(akv_close(db), AKV_OK);
     akvt_rmrf(dir);
 }

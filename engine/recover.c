@@ -722,6 +722,8 @@ static int load_existing(akv_db *db, bool have_identity, loaded *L)
     rc = read_catalog(db, L->legacy, &c);
     if (rc != AKV_OK)
         return rc;
+    if (L->legacy && c.seq > 0)
+        akvi_log(db, "warning: %s/IDENTITY is missing; written again from the meta family's copy", db->dir);
     if (c.next_run_id == 0)
         c.next_run_id = 1;
     db->next_run_id = c.next_run_id;

@@ -97,7 +97,7 @@ static int restore_current(akv_db *db, rep *R)
     DIR *d = opendir(db->rdir);
     if (!d)
         return akvi_err(AKV_ECORRUPT, "cannot repair %s: it has no RocksDB directory", db->dir);
-    char *names[256];
+    char *names[256] = {0};
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL && n < 256)
@@ -196,7 +196,6 @@ typedef struct rrun {
     uint32_t level;
     bool level_known, catalogued;
     akvi_cat_run desc; /* SSTs known from the catalog or filter files (may be partial) */
-    bool complete;     /* desc covers every SST of the run */
     rocksdb_column_family_handle_t *cf, *rmap;
     size_t cf_index, rmap_index; /* in the family set; SIZE_MAX if none */
 } rrun;
@@ -874,7 +873,7 @@ static int gather(state *S)
         rrun *r = run_of(&S->rs, S->cat.runs[i].id);
         if (!r)
             return akvi_err(AKV_ENOMEM, "out of memory");
-        r->catalogued = r->level_known = r->complete = true;
+        r->catalogued = r->level_known = true;
         r->level = S->cat.runs[i].level;
         r->desc = S->cat.runs[i];
         memset(&S->cat.runs[i], 0, sizeof S->cat.runs[i]);
@@ -953,11 +952,12 @@ static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
          * full description: rewrite from what can be read. */
         uint32_t level = r->level_known ? r->level : 0;
         const akvi_cat_run *ranges = described || !r->cf ? &r->desc : &live;
-        uint64_t read = 0;
+        uint64_t read = 0, est = r->desc.raw_bytes;
+        for (size_t j = 0; est == 0 && j < live.n_sst; j++)
+            est += live.ssts[j].bytes; /* sizes on disk: at worst fewer shards than a flush would cut */
         akvi_run *out = NULL;
         if (r->cf && ranges->n_sst)
-            rc = rewrite_run(db, ranges, r->cf, level, r->desc.raw_bytes ? r->desc.raw_bytes : r->desc.bytes,
-                             &out, &read);
+            rc = rewrite_run(db, ranges, r->cf, level, est, &out, &read);
         if (rc == AKV_OK) {
             uint64_t lost_all = expected > read ? expected - read : 0;
             if (!described && expected == 0)

@@ -3,7 +3,7 @@
  * SIGMOD 2024) on the shared core (filters/qf_core.c), and the extra
  * operations of filters/aqf.h for both quotient-filter kinds.
  *
- * Concurrency (DESIGN §6, spec §3.12). Queries must stay cheap and may run
+ * Concurrency (docs/design.md, "Concurrency"; the AQF paper, §3.12). Queries must stay cheap and may run
  * while another thread adapts or inserts. Writers take a mutex and bump a
  * sequence counter to odd before touching the table and back to even after;
  * a query reads the counter, runs the lookup on relaxed atomic loads, and

@@ -5,7 +5,7 @@
  * Both kinds take the quotient from the top of h.hi right after
  * params->prefix_bits shard-prefix bits, so records sit in hash order and
  * every operation here is one sequential pass. The keys of a filter must
- * share their top prefix_bits bits (DESIGN §2, hash layout).
+ * share their top prefix_bits bits (docs/design.md, "Data layout": hash layout).
  *
  * `aqf` flags: AKV_FK_DYNAMIC | AKV_FK_ADAPTIVE | AKV_FK_SORTED |
  * AKV_FK_CONCURRENT. Queries are lock-free readers of a sequence lock;

@@ -13,7 +13,7 @@
  * rank/select over occupieds and runends it finds a run without walking
  * the cluster.
  *
- * Hash bits (DESIGN §2): the filter reads the 128-bit hash as one number x =
+ * Hash bits (docs/design.md, "Data layout"): the filter reads the 128-bit hash as one number x =
  * h.hi ‖ h.lo with the shard's `pbits` prefix bits dropped, and multiplies it
  * by N: the integer part of x·N/2^128 is the home slot (the quotient), the
  * fraction is the stream of fingerprint bits: the remainder is its first r

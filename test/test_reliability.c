@@ -16,13 +16,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "adaptkv/adaptkv.h"
 #include "adaptkv/filter.h"
-#include "engine/internal.h" /* the create-step hook */
+#include "engine/internal.h" /* the create-step hook, the catalog */
 #include "support/damage.h"
 #include "support/kvmodel.h"
 #include "support/tworuns.h"
+#include "util/codec.h"
 
 /* A refused open: a clear code, a message that names the way out, and the
  * directory exactly as it was. */
@@ -196,6 +198,17 @@ static void corrupt_sst_test(akv_layout layout)
     snprintf(want, sizeof want, "run %llu", (unsigned long long)run);
     cr_assert_not_null(strstr(lb.text, want), "the failure does not name %s; log:\n%s", want, lb.text);
     cr_assert_not_null(strstr(lb.text, "SST"), "the failure does not name the SST; log:\n%s", lb.text);
+    if (layout == AKV_LAYOUT_ORDERED) {
+        /* A scan that reaches the damaged SST ends with an error, not early. */
+        akv_iter *it;
+        cr_assert_eq(akv_iter_create(db, &it), AKV_OK);
+        size_t seen = 0;
+        for (akv_iter_seek_first(it); akv_iter_valid(it); akv_iter_next(it))
+            seen++;
+        cr_assert_neq(akv_iter_status(it), AKV_OK, "a scan over a damaged SST ended with OK after %zu keys",
+                      seen);
+        akv_iter_destroy(it);
+    }
     t = akvt_check_v2(db);
     cr_assert_eq(t.wrong, 0, "after the failed compaction: %u wrong answers (first akvt_key_name %d)",
                  t.wrong, t.first_wrong);
@@ -389,5 +402,170 @@ Test(reliability, failed_create_leaves_nothing)
     cr_assert_eq(akv_close(db), AKV_OK);
     db = akvt_open_ok(sub, &o);
     cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}
+
+/* IDENTITY lost while RocksDB is whole: written again from the meta
+ * family's copy, with a warning; a damaged IDENTITY is refused. */
+Test(reliability, lost_identity_is_written_again)
+{
+    char dir[512], path[600];
+    akvt_tmpdir(dir, sizeof dir, "rel-identity");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    akvt_two_runs(dir, &o);
+    snprintf(path, sizeof path, "%s/IDENTITY", dir);
+    cr_assert_eq(unlink(path), 0);
+    akvt_log_reset(&lb);
+    akv_db *db = akvt_open_ok(dir, &o);
+    cr_assert_not_null(strstr(lb.text, "IDENTITY"), "no warning; log:\n%s", lb.text);
+    akvt_expect_all_right(db, "after the identity was written again");
+    cr_assert_eq(akv_close(db), AKV_OK);
+    cr_assert(akvt_file_size(path) == 28);
+    akvt_smash(path, 12, 4);
+    expect_refusal(dir, &o, "damaged IDENTITY");
+    akv_repair_report r;
+    cr_assert_eq(akv_repair(dir, &o, &r), AKV_OK, "%s", akv_errmsg());
+    cr_assert_not_null(strstr(r.text, "identity"), "%s", r.text);
+    akv_free(r.text);
+    db = akvt_open_ok(dir, &o);
+    akvt_expect_all_right(db, "after repairing the identity");
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}
+
+/* ---- the catalog's formats and files ----------------------------------- */
+
+/* A version-1 record (format 1, kept in the meta family) still decodes:
+ * no sequence number, no key digests. */
+Test(reliability, catalog_version_1_still_decodes)
+{
+    uint8_t buf[512];
+    akv_wbuf w = {buf, 0};
+    akv_w_bytes(&w, "AKVC", 4);
+    akv_w_u32(&w, 1);                  /* version */
+    akv_w_u32(&w, AKV_LAYOUT_ORDERED); /* layout */
+    akv_w_u64(&w, 77);                 /* seed */
+    akv_w_u64(&w, 9);                  /* next_run_id */
+    akv_w_u64(&w, 4);                  /* flushed_mem_gen */
+    akv_w_u32(&w, 1);                  /* runs */
+    akv_w_u64(&w, 8);                  /* id */
+    akv_w_u32(&w, 0);                  /* level */
+    akv_w_u32(&w, 0);                  /* prefix_bits */
+    akv_w_u64(&w, 2);                  /* keys */
+    akv_w_u64(&w, 100);                /* bytes */
+    akv_w_u64(&w, 20);                 /* raw_bytes */
+    akv_w_u32(&w, 1);                  /* ssts */
+    akv_w_u64(&w, 0);                  /* sst id */
+    akv_w_u64(&w, 2);                  /* keys */
+    akv_w_u64(&w, 100);                /* bytes */
+    akv_w_u64(&w, 0);                  /* prefix */
+    akv_w_u8(&w, 3);
+    akv_w_bytes(&w, "aqf", 3);
+    akv_w_u32(&w, 1);
+    akv_w_bytes(&w, "a", 1);
+    akv_w_u32(&w, 1);
+    akv_w_bytes(&w, "b", 1);
+    akv_w_u64(&w, XXH64(buf, w.len, 0));
+    akvi_catalog c;
+    cr_assert_eq(akvi_catalog_decode(buf, w.len, &c), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(c.seq, 0);
+    cr_assert_eq(c.seed, 77);
+    cr_assert_eq(c.next_run_id, 9);
+    cr_assert_eq(c.flushed_mem_gen, 4);
+    cr_assert_eq(c.n_run, 1);
+    cr_assert_eq(c.runs[0].ssts[0].digest, 0, "version 1 records no digest");
+    cr_assert_str_eq(c.runs[0].ssts[0].kind, "aqf");
+    akvi_catalog_free(&c);
+}
+
+static void write_slot(const char *dir, int slot, uint64_t seq)
+{
+    akvi_catalog c = {.layout = 0, .seed = 5, .seq = seq, .next_run_id = seq + 10};
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akvi_catalog_encode(&c, &buf, &len), AKV_OK);
+    char path[600];
+    snprintf(path, sizeof path, "%s/CATALOG.%d", dir, slot);
+    cr_assert_eq(akvi_file_rewrite(path, buf, len), AKV_OK);
+    free(buf);
+}
+
+/* Two slots: the valid one with the higher sequence wins; a damaged slot
+ * is passed over with a note; a record in the wrong slot is not trusted. */
+Test(reliability, catalog_slots)
+{
+    char dir[512], path[600], note[700];
+    akvt_tmpdir(dir, sizeof dir, "rel-slots");
+    akvi_catalog c;
+    cr_assert_eq(akvi_catalog_load(dir, &c, note, sizeof note), AKV_NOTFOUND);
+    write_slot(dir, 1, 5);
+    write_slot(dir, 0, 6);
+    cr_assert_eq(akvi_catalog_load(dir, &c, note, sizeof note), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(c.seq, 6);
+    cr_assert_str_eq(note, "");
+    akvi_catalog_free(&c);
+    snprintf(path, sizeof path, "%s/CATALOG.0", dir);
+    akvt_smash(path, 30, 4); /* a torn write of the newer slot */
+    cr_assert_eq(akvi_catalog_load(dir, &c, note, sizeof note), AKV_OK);
+    cr_assert_eq(c.seq, 5, "the previous commit is used");
+    cr_assert_not_null(strstr(note, "CATALOG.0"), "%s", note);
+    akvi_catalog_free(&c);
+    write_slot(dir, 0, 7); /* odd sequence in slot 0 */
+    cr_assert_eq(akvi_catalog_load(dir, &c, note, sizeof note), AKV_OK);
+    cr_assert_eq(c.seq, 5, "a record in the wrong slot was trusted");
+    akvi_catalog_free(&c);
+    snprintf(path, sizeof path, "%s/CATALOG.1", dir);
+    akvt_smash(path, 30, 4);
+    cr_assert_eq(akvi_catalog_load(dir, &c, note, sizeof note), AKV_ECORRUPT);
+    akvt_rmrf(dir);
+}
+
+/* Format-1 filter files (a bare envelope, bound to nothing) are still
+ * read: kept when they hold every key of their SST, rewritten bound; one
+ * that came from another SST is rebuilt. */
+static void to_version_1(const char *from, const char *to)
+{
+    akv_filter *f = NULL;
+    cr_assert_eq(akvi_slot_file_filter(from, &f), AKV_OK);
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akv_filter_serialize(f, &buf, &len), AKV_OK);
+    akv_filter_destroy(f);
+    cr_assert_eq(akvi_file_rewrite(to, buf, len), AKV_OK);
+    akv_free(buf);
+}
+
+Test(reliability, version_1_filter_files_are_checked)
+{
+    char dir[512], own[1100], other[1100];
+    akvt_tmpdir(dir, sizeof dir, "rel-v1");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    uint64_t run = akvt_two_runs(dir, &o);
+    filter_path(dir, run, 1, own, sizeof own);
+    to_version_1(own, own);
+    filter_path(dir, run, 0, other, sizeof other);
+    filter_path(dir, run, 3, own, sizeof own);
+    to_version_1(other, own); /* SST 0's filter as SST 3's, unbound */
+    akvt_log_reset(&lb);
+    akv_db *db = akvt_open_ok(dir, &o);
+    akvt_expect_all_right(db, "after version-1 filter files");
+    char name[64];
+    snprintf(name, sizeof name, "%llu-1.akf", (unsigned long long)run);
+    cr_assert_null(strstr(lb.text, name), "a valid version-1 file was rebuilt; log:\n%s", lb.text);
+    snprintf(name, sizeof name, "%llu-3.akf", (unsigned long long)run);
+    cr_assert_not_null(strstr(lb.text, name), "another SST's version-1 filter was kept; log:\n%s", lb.text);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    for (int j = 1; j <= 3; j += 2) {
+        filter_path(dir, run, (uint64_t)j, own, sizeof own);
+        FILE *fp = fopen(own, "rb");
+        char magic[4] = {0};
+        cr_assert_eq(fread(magic, 1, 4, fp), 4);
+        fclose(fp);
+        cr_assert(memcmp(magic, "AKFS", 4) == 0, "filter file %d was not rewritten bound", j);
+    }
     akvt_rmrf(dir);
 }

@@ -268,14 +268,19 @@ typedef struct child {
     uint64_t rng;
     int64_t seq;
     fmodel model;
-    int warnings;
+    int warnings; /* messages logged that report a failed call */
     void (*phase)(const char *);
 } child;
 
+/* The engine's log reports a failed call with its error text (RocksDB's
+ * "IO error", or strerror's); other warnings (a filter build that falls
+ * back to another kind, say) are not reports of a fault. */
 static void child_log(void *arg, const char *msg)
 {
     child *c = arg;
-    c->warnings++;
+    if (strstr(msg, "IO error") || strstr(msg, "Input/output error") ||
+        strstr(msg, "No space left on device"))
+        c->warnings++;
     if (getenv("AKV_FAULT_VERBOSE"))
         fprintf(stderr, "fault child log: %s\n", msg);
 }
@@ -464,7 +469,7 @@ __attribute__((constructor)) static void fault_child_entry(void)
 typedef struct outcome {
     fmodel model;
     bool ended;               /* the child sent its last record */
-    int api_errors, warnings; /* calls that returned an error; messages logged */
+    int api_errors, warnings; /* calls that returned an error; failures logged */
     unsigned get_errors;      /* lookups that failed in the child after the fault */
     int64_t adaptations;
     bool open_failed;
@@ -888,7 +893,7 @@ static void sweep(akv_layout layout)
     /* The dry run: no fault, everything succeeds; a trace of the calls. */
     run_child(o, dir, report, layout, 0, 1, "EIO", true);
     cr_assert_eq(o->api_errors, 0, "the run without a fault had errors");
-    cr_assert_eq(o->warnings, 0, "the run without a fault logged warnings");
+    cr_assert_eq(o->warnings, 0, "the run without a fault logged I/O failures");
     cr_assert_gt(o->calls, 0, "the shim counted no calls: is it preloaded?");
     cr_assert_gt(o->adaptations, 0, "no adaptation happened: adapted filters are never saved");
     verify_after(o, dir, layout, 0);

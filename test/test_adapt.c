@@ -369,12 +369,12 @@ static void readers_not_blocked(akv_layout layout)
     rmrf(dir);
 }
 
-Test(adapt, readers_complete_while_the_reverse_map_blocks_hash, .timeout = 120)
+Test(adapt, readers_complete_while_the_reverse_map_blocks_hash)
 {
     readers_not_blocked(AKV_LAYOUT_HASH);
 }
 
-Test(adapt, readers_complete_while_the_reverse_map_blocks_ordered, .timeout = 120)
+Test(adapt, readers_complete_while_the_reverse_map_blocks_ordered)
 {
     readers_not_blocked(AKV_LAYOUT_ORDERED);
 }

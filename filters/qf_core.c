@@ -1072,8 +1072,10 @@ int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ve
      * the table must be exactly the rest of the payload. */
     if (r.err || ns < 64 || ns > (1ULL << 40) || rb < 1 || rb > 32 || pb > 32 || qbits_for(ns) + rb + pb > 64)
         return AKV_ECORRUPT;
-    uint64_t tb;
-    if (nb != akv_qf_blocks_for(ns) ||
+    /* The tail is 64 + 4·sqrt(N) slots; a filter converted from version 1
+     * keeps that version's longer tail (64 + 10·sqrt(N)). */
+    uint64_t tb, v1_blocks = (ns + (uint64_t)(10.0 * sqrt((double)ns)) + 64 + 63) / 64;
+    if (nb < akv_qf_blocks_for(ns) || nb > v1_blocks ||
         __builtin_mul_overflow(nb, 8ULL * (ext ? 3 : 2) + 1 + 8ULL * rb, &tb) || len - r.off != tb)
         return AKV_ECORRUPT;
     if (qf_alloc(f, ns, rb, pb, ext, nb) != AKV_OK)

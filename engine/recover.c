@@ -874,7 +874,7 @@ static int go_live(akv_db *db, loaded *L)
 /* ---- create -------------------------------------------------------------- */
 
 typedef struct created {
-    bool dir, rocksdb, filters, tmp, catalog;
+    bool dir, rocksdb, filters, tmp, catalog, identity;
 } created;
 
 static int hook(const char *step)
@@ -921,6 +921,12 @@ static void uncreate(akv_db *db, const created *m)
                 unlink(p);
             free(p);
         }
+    if (m->identity) { /* written, or half-written (a failed fsync after its rename) */
+        char *p = path_join(db->dir, "IDENTITY");
+        if (p)
+            unlink(p);
+        free(p);
+    }
     if (m->dir)
         rmdir(db->dir);
 }
@@ -973,8 +979,10 @@ static int create_db(akv_db *db, loaded *L, created *m)
         rc = add_active_mem(db, L->mems, &L->n_mem);
     if (rc == AKV_OK)
         rc = hook("identity");
-    if (rc == AKV_OK)
+    if (rc == AKV_OK) {
+        m->identity = true;
         rc = akvi_identity_write(db);
+    }
     return rc;
 }
 
@@ -1199,12 +1207,32 @@ int akv_close(akv_db *db)
     int rc = AKV_OK;
     uint8_t *buf = NULL;
     size_t len;
-    if (akvi_misslog_encode(db->ml, &buf, &len) == AKV_OK) {
+    /* After a failed write RocksDB has stopped (its log may be torn): a
+     * synced write now would trip its own assertions. The miss log is only
+     * a hint; the error that stopped the database is reported instead. */
+    pthread_mutex_lock(&db->bgmu);
+    int stopped = db->bg_error;
+    pthread_mutex_unlock(&db->bgmu);
+    if (stopped)
+        rc = akvi_err(stopped, "akv_close: the database stopped after a failed write; the miss log was not saved");
+    else if (akvi_misslog_encode(db->ml, &buf, &len) == AKV_OK) {
         rc = akvi_meta_put(db, "misslog", buf, len, true);
         free(buf);
+        /* A background flush of the meta family that failed is otherwise
+         * silent (RocksDB's close reports nothing): a waited flush reports
+         * it, through the log hook. */
+        if (rc == AKV_OK)
+            akvi_meta_flush(db, true);
     }
     if (rc == AKV_OK && saved != AKV_OK)
         rc = akvi_err(saved, "akv_close: could not save adapted filters; see the log");
+    /* RocksDB's own background work (a flush of the meta family, a new log
+     * file) reports its failures nowhere but here. */
+    uint64_t bg_errors = 0;
+    if (rc == AKV_OK && rocksdb_property_int(db->rdb, "rocksdb.background-errors", &bg_errors) == 0 &&
+        bg_errors > 0)
+        rc = akvi_err(AKV_EIO, "akv_close: RocksDB reported %llu background error(s); see its LOG",
+                      (unsigned long long)bg_errors);
     db_free(db);
     return rc;
 }

@@ -27,6 +27,13 @@ static int l0_slowdown(const akv_db *db)
  * are far behind (L0 at l0_stall_runs, or three memtables waiting). */
 static int stall(akv_db *db, uint64_t bytes)
 {
+    /* After a failed write or background job RocksDB has stopped: another
+     * write (a synced one above all) would trip its assertions. */
+    pthread_mutex_lock(&db->bgmu);
+    int stopped = db->bg_error;
+    pthread_mutex_unlock(&db->bgmu);
+    if (stopped)
+        return akvi_err(stopped, "an earlier write or background job failed; writes are stopped (reopen to recover)");
     bool counted = false;
     for (;;) {
         akvi_version *v = akvi_current(db);

@@ -786,7 +786,7 @@ static int file_kind(const char *path)
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     size_t len = strlen(b);
-    bool in_tmp = strstr(path, "/tmp/") != NULL;
+    bool in_tmp = strstr(path, "/db/tmp/") != NULL; /* the engine's DIR/tmp, not a system one */
     if (len > 4 && strcmp(b + len - 4, ".log") == 0)
         return K_WAL;
     if (strncmp(b, "MANIFEST-", 9) == 0)

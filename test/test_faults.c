@@ -27,7 +27,7 @@
  *     key holds its last acknowledged value, or the value of a write that
  *     failed after it (a failed write may or may not have reached the WAL);
  *     keys never written are absent; the ordered layout's scan agrees with
- *     the lookups; and the reopened database takes writes and compacts.
+ *     the lookups; and (every 4th N) the database takes a write and compacts.
  * And over the sweep: 90% of the faults were injected (the calls are not
  * numbered identically in every run: background threads), and every phase
  * that does I/O had a fault reported.
@@ -647,9 +647,9 @@ static void quiet(void *arg, const char *msg)
     (void)msg;
 }
 
-/* After the fault clears: reopen without the shim, check every key, and
- * check that the database takes writes, flushes and compacts again. */
-static void verify_after(const outcome *o, const char *dir, akv_layout layout, long n)
+/* After the fault clears: reopen without the shim and check every key;
+ * with `more`, also that the database takes a write and compacts again. */
+static void verify_after(const outcome *o, const char *dir, akv_layout layout, long n, bool more)
 {
     akv_options opt;
     fault_options(&opt, layout);
@@ -661,11 +661,13 @@ static void verify_after(const outcome *o, const char *dir, akv_layout layout, l
     char when[64];
     snprintf(when, sizeof when, "N=%ld after reopening", n);
     check_db(db, &o->model, layout, false, when);
-    cr_assert_eq(akv_put(db, AFTER_KEY, strlen(AFTER_KEY), "x", 1), AKV_OK, "N=%ld: put after recovery: %s",
-                 n, akv_errmsg());
-    cr_assert_eq(akv_compact(db), AKV_OK, "N=%ld: compaction after recovery: %s", n, akv_errmsg());
-    check_db(db, &o->model, layout, false, when);
-    cr_assert_eq(akv_get(db, AFTER_KEY, strlen(AFTER_KEY), NULL, NULL), AKV_OK);
+    if (more) {
+        cr_assert_eq(akv_put(db, AFTER_KEY, strlen(AFTER_KEY), "x", 1), AKV_OK,
+                     "N=%ld: put after recovery: %s", n, akv_errmsg());
+        cr_assert_eq(akv_compact(db), AKV_OK, "N=%ld: compaction after recovery: %s", n, akv_errmsg());
+        check_db(db, &o->model, layout, false, when);
+        cr_assert_eq(akv_get(db, AFTER_KEY, strlen(AFTER_KEY), NULL, NULL), AKV_OK);
+    }
     cr_assert_eq(akv_close(db), AKV_OK, "N=%ld: close after recovery: %s", n, akv_errmsg());
 }
 
@@ -784,7 +786,7 @@ static int file_kind(const char *path)
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     size_t len = strlen(b);
-    bool in_tmp = strstr(path, "/tmp/") != NULL;
+    bool in_tmp = strstr(path, "/db/tmp/") != NULL; /* the engine's DIR/tmp, not a system one */
     if (len > 4 && strcmp(b + len - 4, ".log") == 0)
         return K_WAL;
     if (strncmp(b, "MANIFEST-", 9) == 0)
@@ -896,7 +898,7 @@ static void sweep(akv_layout layout)
     cr_assert_eq(o->warnings, 0, "the run without a fault logged I/O failures");
     cr_assert_gt(o->calls, 0, "the shim counted no calls: is it preloaded?");
     cr_assert_gt(o->adaptations, 0, "no adaptation happened: adapted filters are never saved");
-    verify_after(o, dir, layout, 0);
+    verify_after(o, dir, layout, 0, true);
     static long cand[2048];
     size_t nc = pick_from_trace(report, dir, cand, sizeof cand / sizeof *cand);
     akvt_rmrf(base);
@@ -968,7 +970,8 @@ static void sweep(akv_layout layout)
                     err, times < 0 ? " (permanent)" : "", o->fired ? o->fault_op : "-", o->fault_path,
                     o->fired ? o->fault_phase : "-", o->api_errors, o->warnings, o->get_errors,
                     o->open_failed ? ", open refused" : "");
-        verify_after(o, dir, layout, n);
+        /* every 4th: the recovered database also takes a write and compacts */
+        verify_after(o, dir, layout, n, tried % 4 == 1);
         akvt_rmrf(base);
     }
     char summary[2048];

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "adaptkv/filter.h"
 #include "engine/internal.h"
@@ -103,6 +104,44 @@ static void put_raw(const char *name, const akv_filter *f)
     free(b);
 }
 
+/* Mode 4 input: the file the engine writes for the filter of SST 2 of run
+ * 7 (its binding, then the envelope), read back from a scratch directory. */
+static void put_bound(const char *name, const akv_filter *f, uint32_t prefix_bits)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/akv-seeds-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror(dir);
+        exit(1);
+    }
+    akvi_cat_sst ssts[3];
+    memset(ssts, 0, sizeof ssts);
+    for (size_t j = 0; j < 3; j++) {
+        ssts[j].id = j;
+        ssts[j].keys = 20;
+        ssts[j].bytes = 900;
+        ssts[j].prefix = j;
+        ssts[j].digest = 0x1234 + j;
+        snprintf(ssts[j].kind, sizeof ssts[j].kind, "%s", f->kind->name);
+        ssts[j].smallest = (uint8_t *)"a";
+        ssts[j].smallest_len = 1;
+        ssts[j].largest = (uint8_t *)"zz";
+        ssts[j].largest_len = 2;
+    }
+    akvi_cat_run run = {
+        .id = 7, .level = 1, .prefix_bits = prefix_bits, .keys = 60, .n_sst = 3, .ssts = ssts};
+    check(akvi_slot_write_file(dir, &run, 2, f), "bound filter file");
+    snprintf(path, sizeof path, "%s/7-2.akf", dir);
+    uint8_t *b;
+    size_t len;
+    check(akvi_file_read(path, &b, &len), "reading it back");
+    put("filter", name, 4, NULL, 0, b, len);
+    free(b);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void filter_seeds(void)
 {
     const akv_filter_kind *k;
@@ -146,6 +185,10 @@ static void filter_seeds(void)
     akv_filter_destroy(f);
     f = build("bloom", 0, 0, 20, 0);
     put_raw("bloom.akf", f);
+    put_bound("bloom-bound.akf", f, 0);
+    akv_filter_destroy(f);
+    f = build("sscf", 0, 0, 20, 20);
+    put_bound("sscf-bound.akf", f, 3);
     akv_filter_destroy(f);
     f = build("aqf", 0, 0, 20, 0);
     put_raw("aqf.akf", f);

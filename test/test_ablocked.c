@@ -140,14 +140,14 @@ typedef struct qarg {
     const akv_filter *f;
     const akv_hash *keys;
     size_t n;
-    volatile int *stop;
+    int *stop;
     size_t misses;
 } qarg;
 
 static void *reader(void *arg)
 {
     qarg *a = arg;
-    while (!*a->stop)
+    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE))
         for (size_t i = 0; i < a->n; i++)
             a->misses += !akv_filter_may_contain(a->f, a->keys[i]);
     return NULL;
@@ -159,7 +159,7 @@ Test(ablocked, concurrent_queries_never_false_negative)
     akv_memrevmap *rm;
     size_t n = 50000;
     akv_filter *f = build(9, n, 10, &keys, &rm);
-    volatile int stop = 0;
+    int stop = 0;
     qarg a[2] = {{f, keys, n, &stop, 0}, {f, keys, n, &stop, 0}};
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
@@ -170,7 +170,7 @@ Test(ablocked, concurrent_queries_never_false_negative)
         if (akv_filter_may_contain(f, y) && akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)) == AKV_OK)
             fixed++;
     }
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
     cr_assert_eq(a[0].misses + a[1].misses, 0);

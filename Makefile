@@ -35,7 +35,10 @@ TEST_INC :=
 # Criterion cannot run under ThreadSanitizer; TSan builds of the same test
 # sources use the small compatible runner in test/shim instead.
 ifneq ($(findstring thread,$(SAN)),)
-TESTLIBS := $(BUILD)/obj/test/shim/runner.o
+TESTLIBS := # costbench draws its keys with filterbench's dataset generators.
+$(BUILD)/costbench: tools/filterbench/datasets.c
+
+$(BUILD)/obj/test/shim/runner.o
 TEST_INC := -Itest/shim
 endif
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "util/grow.h"
 
 struct akv_batch {
     akvi_op *ops;
@@ -33,14 +34,10 @@ static int add(akv_batch *b, uint8_t tag, const void *key, size_t klen, const vo
         rc = akvi_check_value(vlen);
     if (rc != AKV_OK)
         return rc;
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 16;
-        akvi_op *p = realloc(b->ops, cap * sizeof *p);
-        if (!p)
-            return akvi_err(AKV_ENOMEM, "out of memory");
-        b->ops = p;
-        b->cap = cap;
-    }
+    akvi_op *ops = akv_grow(b->ops, &b->cap, b->n + 1, sizeof *ops, 16);
+    if (!ops)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    b->ops = ops;
     uint8_t *mem = malloc(klen + vlen + 1);
     if (!mem)
         return akvi_err(AKV_ENOMEM, "out of memory");

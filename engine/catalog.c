@@ -10,9 +10,11 @@
  * MANIFEST can be checked against it. Format in docs/format.md (version 1
  * lived in the meta family and is still read).
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "engine/internal.h"
@@ -30,9 +32,8 @@ void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap)
     snprintf(out, cap, "%llu-%llu.akf", (unsigned long long)run, (unsigned long long)sst);
 }
 
-static void encode_sst(akv_wbuf *w, const akvi_cat_sst *s)
+void akvi_cat_sst_put_fields(akv_wbuf *w, const akvi_cat_sst *s)
 {
-    akv_w_u64(w, s->id);
     akv_w_u64(w, s->keys);
     akv_w_u64(w, s->bytes);
     akv_w_u64(w, s->prefix);
@@ -44,6 +45,33 @@ static void encode_sst(akv_wbuf *w, const akvi_cat_sst *s)
     akv_w_bytes(w, s->smallest, s->smallest_len);
     akv_w_u32(w, (uint32_t)s->largest_len);
     akv_w_bytes(w, s->largest, s->largest_len);
+}
+
+void akvi_sweep_filter_files(const char *fdir, bool (*keep)(void *arg, uint64_t run, uint64_t sst), void *arg)
+{
+    DIR *d = opendir(fdir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        unsigned long long run, sst;
+        int used = 0;
+        if (sscanf(e->d_name, "%llu-%llu.akf%n", &run, &sst, &used) != 2 || used == 0)
+            continue;
+        const char *rest = e->d_name + used;
+        if (rest[0] == 0 ? keep(arg, run, sst) : strcmp(rest, ".tmp") != 0)
+            continue;
+        char *p = akvi_path_join(fdir, e->d_name);
+        if (p)
+            unlink(p);
+        free(p);
+    }
+    if (d)
+        closedir(d);
+}
+
+static void encode_sst(akv_wbuf *w, const akvi_cat_sst *s)
+{
+    akv_w_u64(w, s->id);
+    akvi_cat_sst_put_fields(w, s);
 }
 
 static void encode_into(const akvi_catalog *c, akv_wbuf *w)
@@ -103,13 +131,12 @@ static uint8_t *take_copy(akv_rbuf *r, size_t *len)
     return p;
 }
 
-static void decode_sst(akv_rbuf *r, akvi_cat_sst *s, uint32_t version)
+void akvi_cat_sst_get_fields(akv_rbuf *r, akvi_cat_sst *s, bool with_digest)
 {
-    s->id = akv_r_u64(r);
     s->keys = akv_r_u64(r);
     s->bytes = akv_r_u64(r);
     s->prefix = akv_r_u64(r);
-    s->digest = version >= 2 ? akv_r_u64(r) : 0; /* 0: not recorded */
+    s->digest = with_digest ? akv_r_u64(r) : 0; /* 0: not recorded */
     uint8_t kl = akv_r_u8(r);
     /* A kind name: 1..15 bytes, no NUL (the encoder writes strnlen bytes). */
     if (kl == 0 || kl >= sizeof s->kind || !akv_r_bytes(r, s->kind, kl) || memchr(s->kind, 0, kl)) {
@@ -119,6 +146,12 @@ static void decode_sst(akv_rbuf *r, akvi_cat_sst *s, uint32_t version)
     s->kind[kl] = 0;
     s->smallest = take_copy(r, &s->smallest_len);
     s->largest = take_copy(r, &s->largest_len);
+}
+
+static void decode_sst(akv_rbuf *r, akvi_cat_sst *s, uint32_t version)
+{
+    s->id = akv_r_u64(r);
+    akvi_cat_sst_get_fields(r, s, version >= 2);
 }
 
 /*

@@ -14,6 +14,15 @@
 
 #include "engine/internal.h"
 
+char *akvi_path_join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
     while (n > 0) {

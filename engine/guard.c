@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "engine/internal.h"
+#include "util/grow.h"
 
 /*
  * Keys the guard should hold: two live memtables (one filling, one being
@@ -83,14 +84,10 @@ static void guard_lock_mut(akv_db *db)
 
 static int remember(akvi_mem *m, akv_hash h)
 {
-    if (m->n_hashes == m->cap_hashes) {
-        size_t cap = m->cap_hashes ? m->cap_hashes * 2 : 1024;
-        akv_hash *p = realloc(m->hashes, cap * sizeof *p);
-        if (!p)
-            return AKV_ENOMEM;
-        m->hashes = p;
-        m->cap_hashes = cap;
-    }
+    akv_hash *p = akv_grow(m->hashes, &m->cap_hashes, m->n_hashes + 1, sizeof *p, 1024);
+    if (!p)
+        return AKV_ENOMEM;
+    m->hashes = p;
     m->hashes[m->n_hashes++] = h;
     return AKV_OK;
 }

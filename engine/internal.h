@@ -40,6 +40,9 @@ void akvi_log(const akv_db *db, const char *fmt, ...) __attribute__((format(prin
 
 /* ---- whole files (files.c) --------------------------------------------- */
 
+/* "a/b", malloc'd; NULL when out of memory. */
+char *akvi_path_join(const char *a, const char *b);
+
 /* AKV_NOTFOUND (with a message) when the file does not exist; *buf malloc'd. */
 int akvi_file_read(const char *path, uint8_t **buf, size_t *len);
 /* dir/name.tmp written, fsynced, renamed over dir/name, dir fsynced. */
@@ -121,6 +124,18 @@ int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c);
 void akvi_catalog_free(akvi_catalog *c);
 void akvi_cat_run_free(akvi_cat_run *r);
 void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap);
+/* Delete, in the filter directory fdir, each "<run>-<sst>.akf" for which
+ * keep(arg, run, sst) is false and each "<run>-<sst>.akf.tmp"; any other
+ * name is not adaptkv's to delete and stays. */
+void akvi_sweep_filter_files(const char *fdir, bool (*keep)(void *arg, uint64_t run, uint64_t sst), void *arg);
+/* An SST's recorded fields after its id (key count, bytes, prefix, digest,
+ * kind, key range), as the catalog and each filter file store them
+ * (docs/format.md). The decoder copies the range keys (freed with the run)
+ * and sets r->err on a short or malformed record. */
+struct akv_wbuf;
+struct akv_rbuf;
+void akvi_cat_sst_put_fields(struct akv_wbuf *w, const akvi_cat_sst *s);
+void akvi_cat_sst_get_fields(struct akv_rbuf *r, akvi_cat_sst *s, bool with_digest);
 /* The catalog files DIR/CATALOG.0 and .1 (docs/format.md). Under catmu:
  * write c with the next sequence number into its slot (next_run_id is
  * raised to the reserved bound) and keep it for reservations. */

@@ -23,6 +23,7 @@
 
 #include "engine/internal.h"
 #include "util/codec.h"
+#include "util/order.h"
 
 #define ENTRY_OVERHEAD 64 /* bytes charged per entry besides its key */
 #define SAMPLE         8
@@ -317,7 +318,7 @@ size_t akvi_misslog_collect(akvi_misslog *m, akvi_range_fn in_range, void *arg, 
         free(neg);
         return 0;
     }
-    qsort(neg, k, sizeof *neg, by_cost_desc);
+    akv_sort(neg, k, sizeof *neg, by_cost_desc);
     *out = neg;
     return k < max ? k : max;
 }

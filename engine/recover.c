@@ -59,15 +59,6 @@ static const char *layout_name(uint32_t l)
     return l == AKV_LAYOUT_ORDERED ? "ordered" : "hash";
 }
 
-static char *path_join(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", a, b);
-    return p;
-}
-
 /* ---- identity ------------------------------------------------------------ */
 
 size_t akvi_identity_encode(uint32_t layout, uint64_t seed, uint8_t *buf)
@@ -99,7 +90,7 @@ int akvi_identity_decode(const uint8_t *buf, size_t len, uint32_t *layout, uint6
 
 int akvi_identity_read(const char *dir, uint32_t *layout, uint64_t *seed)
 {
-    char *p = path_join(dir, "IDENTITY");
+    char *p = akvi_path_join(dir, "IDENTITY");
     uint8_t *buf = NULL;
     size_t len = 0;
     int rc = p ? akvi_file_read(p, &buf, &len) : akvi_err(AKV_ENOMEM, "out of memory");
@@ -165,7 +156,7 @@ int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s)
 {
     char *err = NULL;
     size_t n = 0;
-    char *cur = path_join(db->rdir, "CURRENT");
+    char *cur = akvi_path_join(db->rdir, "CURRENT");
     bool exists = cur && akvi_path_exists(cur);
     free(cur);
     char **listed = exists ? rocksdb_list_column_families(db->dbopt, db->rdir, &n, &err) : NULL;
@@ -521,36 +512,24 @@ static int load_run(akv_db *db, akvi_cat_run *cr, akvi_cf_set *cfs, bool *upgrad
 
 /* Delete filter files of runs the catalog no longer names (ids below its
  * reserve: checked in phase 1), stray temp files, and everything in tmp/. */
+static bool run_holds(void *arg, uint64_t run, uint64_t sst)
+{
+    const akvi_version *v = arg;
+    for (size_t i = 0; i < v->n_run; i++)
+        if (v->runs[i]->info.id == run && sst < v->runs[i]->info.n_sst)
+            return true;
+    return false;
+}
+
 static void clean_files(akv_db *db, const akvi_version *v)
 {
-    DIR *d = opendir(db->fdir);
+    akvi_sweep_filter_files(db->fdir, run_holds, (void *)v);
     struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        unsigned long long run, sst;
-        int used = 0;
-        if (sscanf(e->d_name, "%llu-%llu.akf%n", &run, &sst, &used) != 2 || used == 0)
-            continue; /* not an adaptkv file: not ours to delete */
-        const char *rest = e->d_name + used;
-        bool keep = false;
-        if (rest[0] == 0) /* "<run>-<sst>.akf": kept while a run of the catalog has it */
-            for (size_t i = 0; !keep && i < v->n_run; i++)
-                keep = v->runs[i]->info.id == run && sst < v->runs[i]->info.n_sst;
-        else if (strcmp(rest, ".tmp") != 0)
-            continue;
-        if (!keep) {
-            char *p = path_join(db->fdir, e->d_name);
-            if (p)
-                unlink(p);
-            free(p);
-        }
-    }
-    if (d)
-        closedir(d);
-    d = opendir(db->tdir);
+    DIR *d = opendir(db->tdir);
     while (d && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        char *p = path_join(db->tdir, e->d_name);
+        char *p = akvi_path_join(db->tdir, e->d_name);
         if (p)
             unlink(p);
         free(p);
@@ -589,7 +568,7 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
             maxgen = gen;
     }
     db->next_mem_gen = maxgen + 1;
-    qsort(mems, n, sizeof *mems, cmp_mem_desc);
+    akv_sort(mems, n, sizeof *mems, cmp_mem_desc);
     *out = mems;
     *n_out = n;
     return rc;
@@ -916,13 +895,13 @@ static void uncreate(akv_db *db, const created *m)
         for (int i = 0; i < 2; i++) {
             char name[32];
             snprintf(name, sizeof name, "CATALOG.%d", i);
-            char *p = path_join(db->dir, name);
+            char *p = akvi_path_join(db->dir, name);
             if (p)
                 unlink(p);
             free(p);
         }
     if (m->identity) { /* written, or half-written (a failed fsync after its rename) */
-        char *p = path_join(db->dir, "IDENTITY");
+        char *p = akvi_path_join(db->dir, "IDENTITY");
         if (p)
             unlink(p);
         free(p);
@@ -1028,9 +1007,9 @@ static int setup(akv_db *db, const char *dir, const akv_options *opt)
     if (rc != AKV_OK)
         return rc;
     db->dir = strdup(dir);
-    db->rdir = path_join(dir, "rocksdb");
-    db->fdir = path_join(dir, "filters");
-    db->tdir = path_join(dir, "tmp");
+    db->rdir = akvi_path_join(dir, "rocksdb");
+    db->fdir = akvi_path_join(dir, "filters");
+    db->tdir = akvi_path_join(dir, "tmp");
     db->ml = akvi_misslog_create(opt->miss_log_bytes);
     if (!db->dir || !db->rdir || !db->fdir || !db->tdir || !db->ml)
         return akvi_err(AKV_ENOMEM, "out of memory");
@@ -1091,7 +1070,7 @@ static int inspect(akv_db *db, open_mode *mode)
 {
     uint32_t layout;
     uint64_t seed;
-    char *cur = path_join(db->rdir, "CURRENT");
+    char *cur = akvi_path_join(db->rdir, "CURRENT");
     bool has_current = cur && akvi_path_exists(cur);
     free(cur);
     int rc = akvi_identity_read(db->dir, &layout, &seed);
@@ -1110,7 +1089,7 @@ static int inspect(akv_db *db, open_mode *mode)
         *mode = OPEN_LEGACY; /* format 1, or a create interrupted before its identity */
         return AKV_OK;
     }
-    char *c0 = path_join(db->dir, "CATALOG.0"), *c1 = path_join(db->dir, "CATALOG.1");
+    char *c0 = akvi_path_join(db->dir, "CATALOG.0"), *c1 = akvi_path_join(db->dir, "CATALOG.1");
     bool adaptkv_files = (c0 && akvi_path_exists(c0)) || (c1 && akvi_path_exists(c1)) ||
                          has_entries(db->rdir) || has_entries(db->fdir);
     free(c0);
@@ -1168,8 +1147,10 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
             rc = akvi_err(AKV_ENOMEM, "out of memory");
     }
     if (rc == AKV_OK) {
-        memcpy(db->cur->mems, L.mems, L.n_mem * sizeof *L.mems);
-        memcpy(db->cur->runs, L.runs, L.n_run * sizeof *L.runs);
+        if (L.n_mem)
+            memcpy(db->cur->mems, L.mems, L.n_mem * sizeof *L.mems);
+        if (L.n_run)
+            memcpy(db->cur->runs, L.runs, L.n_run * sizeof *L.runs);
         akvi_sort_runs(db->cur->runs, L.n_run);
         L.n_mem = L.n_run = 0;
         clean_files(db, db->cur);

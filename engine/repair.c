@@ -56,15 +56,6 @@ static void note(rep *R, const char *fmt, ...)
     R->text[R->len] = 0;
 }
 
-static char *path_join(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", a, b);
-    return p;
-}
-
 /* ---- RocksDB's own files ------------------------------------------------- */
 
 /* Close a RocksDB opened only to look (every handle destroyed first). */
@@ -89,7 +80,7 @@ static int cmp_desc_str(const void *a, const void *b)
 /* A missing CURRENT: point it at the newest MANIFEST that opens. */
 static int restore_current(akv_db *db, rep *R)
 {
-    char *cur = path_join(db->rdir, "CURRENT");
+    char *cur = akvi_path_join(db->rdir, "CURRENT");
     bool have = cur && akvi_path_exists(cur);
     free(cur);
     if (have)
@@ -105,7 +96,7 @@ static int restore_current(akv_db *db, rep *R)
             names[n++] = strdup(e->d_name);
     closedir(d);
     /* Same width (six digits or more): the newest sorts last. */
-    qsort(names, n, sizeof *names, cmp_desc_str);
+    akv_sort(names, n, sizeof *names, cmp_desc_str);
     int rc =
         akvi_err(AKV_ECORRUPT, "cannot repair %s: rocksdb/CURRENT is missing and no MANIFEST opens", db->dir);
     for (size_t i = 0; i < n && rc != AKV_OK; i++) {
@@ -123,7 +114,7 @@ static int restore_current(akv_db *db, rep *R)
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     if (rc != AKV_OK) {
-        char *c = path_join(db->rdir, "CURRENT");
+        char *c = akvi_path_join(db->rdir, "CURRENT");
         if (c)
             unlink(c);
         free(c);
@@ -148,7 +139,7 @@ static int set_aside_orphans(akv_db *db, rep *R, char ***out, size_t *n_out)
     size_t n = 0;
     DIR *d = opendir(db->rdir);
     struct dirent *e;
-    char *lost = path_join(db->dir, "lost");
+    char *lost = akvi_path_join(db->dir, "lost");
     while (rc == AKV_OK && d && lost && (e = readdir(d)) != NULL) {
         size_t k = strlen(e->d_name);
         if (k < 5 || strcmp(e->d_name + k - 4, ".sst") != 0)
@@ -162,7 +153,7 @@ static int set_aside_orphans(akv_db *db, rep *R, char ***out, size_t *n_out)
             rc = akvi_err(AKV_EIO, "creating %s: %s", lost, strerror(errno));
             break;
         }
-        char *from = path_join(db->rdir, e->d_name), *to = path_join(lost, e->d_name);
+        char *from = akvi_path_join(db->rdir, e->d_name), *to = akvi_path_join(lost, e->d_name);
         char **grown = realloc(orph, (n + 1) * sizeof *orph);
         if (!from || !to || !grown)
             rc = akvi_err(AKV_ENOMEM, "out of memory");
@@ -270,7 +261,7 @@ static int describe_from_filters(akv_db *db, runs *rs)
         int used = 0;
         if (sscanf(e->d_name, "%llu-%llu.akf%n", &run, &sst, &used) != 2 || e->d_name[used] != 0)
             continue;
-        char *p = path_join(db->fdir, e->d_name);
+        char *p = akvi_path_join(db->fdir, e->d_name);
         akvi_cat_run desc = {0};
         if (p && akvi_slot_describe(p, &desc) == AKV_OK && desc.id == run && desc.ssts[0].id == sst) {
             rrun *r = run_of(rs, run);
@@ -531,6 +522,15 @@ static void fin_free(fin *f)
 static const akvi_cat_run *fin_info(const fin *f)
 {
     return f->run ? &f->run->info : &f->info;
+}
+
+static bool final_holds(void *arg, uint64_t run, uint64_t sst)
+{
+    const fins *F = arg;
+    for (size_t i = 0; i < F->n; i++)
+        if (fin_info(&F->v[i])->id == run && sst < fin_info(&F->v[i])->n_sst)
+            return true;
+    return false;
 }
 
 static int fins_add(fins *F, fin f)
@@ -894,7 +894,7 @@ static int gather(state *S)
         }
     }
     for (size_t i = 0; i < S->rs.n; i++)
-        qsort(S->rs.v[i].desc.ssts, S->rs.v[i].desc.n_sst, sizeof *S->rs.v[i].desc.ssts, cmp_sst_range);
+        akv_sort(S->rs.v[i].desc.ssts, S->rs.v[i].desc.n_sst, sizeof *S->rs.v[i].desc.ssts, cmp_sst_range);
     return rc;
 }
 
@@ -1013,7 +1013,7 @@ static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
  * newest first, into one run. */
 static int merge_levels(state *S)
 {
-    qsort(S->F.v, S->F.n, sizeof *S->F.v, cmp_fin);
+    akv_sort(S->F.v, S->F.n, sizeof *S->F.v, cmp_fin);
     int rc = AKV_OK;
     for (size_t i = 0; rc == AKV_OK && i < S->F.n;) {
         uint32_t level = fin_info(&S->F.v[i])->level;
@@ -1159,25 +1159,7 @@ static int write_back(state *S, uint64_t flushed)
     if (rc != AKV_OK)
         return rc;
     /* Filter files of no run in the new catalog. */
-    DIR *d = opendir(db->fdir);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        unsigned long long run, sst;
-        int used = 0;
-        if (sscanf(e->d_name, "%llu-%llu.akf%n", &run, &sst, &used) != 2)
-            continue;
-        bool keep = false;
-        for (size_t i = 0; !keep && e->d_name[used] == 0 && i < S->F.n; i++)
-            keep = fin_info(&S->F.v[i])->id == run && sst < fin_info(&S->F.v[i])->n_sst;
-        if (!keep) {
-            char *p = path_join(db->fdir, e->d_name);
-            if (p)
-                unlink(p);
-            free(p);
-        }
-    }
-    if (d)
-        closedir(d);
+    akvi_sweep_filter_files(db->fdir, final_holds, &S->F);
     return AKV_OK;
 }
 

@@ -214,7 +214,7 @@ int akvi_live_ssts(rocksdb_t *rdb, akvi_live_sst **out, size_t *n_out)
         akvi_live_ssts_free(l, l ? (size_t)n : 0);
         return rc;
     }
-    qsort(l, (size_t)n, sizeof *l, cmp_live);
+    akv_sort(l, (size_t)n, sizeof *l, cmp_live);
     *out = l;
     *n_out = (size_t)n;
     return AKV_OK;

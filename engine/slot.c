@@ -140,17 +140,7 @@ static void encode_file(akv_wbuf *w, const akvi_cat_run *r, const akvi_cat_sst *
     akv_w_u64(w, s->id);
     akv_w_u32(w, r->level);
     akv_w_u32(w, r->prefix_bits);
-    akv_w_u64(w, s->keys);
-    akv_w_u64(w, s->bytes);
-    akv_w_u64(w, s->prefix);
-    akv_w_u64(w, s->digest);
-    size_t kl = strnlen(s->kind, sizeof s->kind);
-    akv_w_u8(w, (uint8_t)kl);
-    akv_w_bytes(w, s->kind, kl);
-    akv_w_u32(w, (uint32_t)s->smallest_len);
-    akv_w_bytes(w, s->smallest, s->smallest_len);
-    akv_w_u32(w, (uint32_t)s->largest_len);
-    akv_w_bytes(w, s->largest, s->largest_len);
+    akvi_cat_sst_put_fields(w, s);
     akv_w_u64(w, flen);
     akv_w_bytes(w, filter, flen);
 }
@@ -223,20 +213,6 @@ int akvi_slot_save(akvi_slot *s, const char *fdir, uint64_t run, uint64_t sst)
     return rc;
 }
 
-static uint8_t *take_key(akv_rbuf *r, size_t *len)
-{
-    uint32_t n = akv_r_u32(r);
-    const uint8_t *p = n <= AKV_MAX_KEY_BYTES + 8 ? akv_r_take(r, n) : NULL;
-    uint8_t *q = p ? malloc(n ? n : 1) : NULL;
-    if (!q) {
-        r->err = true;
-        return NULL;
-    }
-    memcpy(q, p, n);
-    *len = n;
-    return q;
-}
-
 /* Parse a version-2 file: its binding into desc (one SST), the envelope's
  * place in *env. */
 static int parse_file(const char *name, const uint8_t *buf, size_t len, akvi_cat_run *desc,
@@ -261,17 +237,7 @@ static int parse_file(const char *name, const uint8_t *buf, size_t len, akvi_cat
     s->id = akv_r_u64(&r);
     desc->level = akv_r_u32(&r);
     desc->prefix_bits = akv_r_u32(&r);
-    s->keys = akv_r_u64(&r);
-    s->bytes = akv_r_u64(&r);
-    s->prefix = akv_r_u64(&r);
-    s->digest = akv_r_u64(&r);
-    uint8_t kl = akv_r_u8(&r);
-    if (kl >= sizeof s->kind || !akv_r_bytes(&r, s->kind, kl))
-        r.err = true;
-    else
-        s->kind[kl] = 0;
-    s->smallest = r.err ? NULL : take_key(&r, &s->smallest_len);
-    s->largest = r.err ? NULL : take_key(&r, &s->largest_len);
+    akvi_cat_sst_get_fields(&r, s, true);
     uint64_t fl = akv_r_u64(&r);
     *env = r.err || fl != r.len - r.off ? NULL : akv_r_take(&r, (size_t)fl);
     *env_len = (size_t)fl;

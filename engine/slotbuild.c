@@ -18,7 +18,7 @@ static void sort_hashes(akv_hash *h, size_t n)
 {
     for (size_t i = 1; i < n; i++)
         if (akv_hash_cmp(h[i - 1], h[i]) > 0) {
-            qsort(h, n, sizeof *h, akv_hash_cmp_ptr);
+            akv_sort(h, n, sizeof *h, akv_hash_cmp_ptr);
             return;
         }
 }
@@ -56,18 +56,24 @@ static int build_with_fallback(akv_db *db, const akv_filter_kind *k, akv_filter_
     if (rc == AKV_OK)
         return rc;
     int first = rc;
-    if (n_neg)
+    const char *how = "no fallback worked";
+    if (n_neg) {
         rc = akv_filter_build(k, p, hashes, n, NULL, 0, out);
+        how = "built it without pre-adapted negatives";
+    }
     if (rc != AKV_OK) {
         p->expected_keys = 2 * n + 64;
         rc = akv_filter_build(k, p, hashes, n, NULL, 0, out);
         p->expected_keys = n;
+        how = "built it at twice the capacity";
     }
     const akv_filter_kind *bloom = akv_filter_kind_by_name("bloom");
-    if (rc != AKV_OK && bloom && bloom != k)
+    if (rc != AKV_OK && bloom && bloom != k) {
         rc = akv_filter_build(bloom, p, hashes, n, NULL, 0, out);
+        how = "built a bloom filter instead";
+    }
     akvi_log(db, "warning: building a %s filter over %zu keys failed (%s); %s", k->name, n,
-             akv_strerror(first), rc == AKV_OK ? (*out)->kind->name : "no fallback worked");
+             akv_strerror(first), rc == AKV_OK ? how : "no fallback worked");
     return rc;
 }
 

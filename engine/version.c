@@ -169,7 +169,7 @@ static int run_order(const void *pa, const void *pb)
 
 void akvi_sort_runs(akvi_run **runs, size_t n)
 {
-    qsort(runs, n, sizeof *runs, run_order);
+    akv_sort(runs, n, sizeof *runs, run_order);
 }
 
 /* Fill out[] (room for v->n_run + n_add) with the runs after the edit. */

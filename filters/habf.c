@@ -33,6 +33,7 @@
 #include "filters/hash_expressor.h"
 #include "util/bits.h"
 #include "util/codec.h"
+#include "util/order.h"
 
 #define NIL            UINT32_MAX
 #define HABF_K_MIN     3 /* default k range with negatives (see habf_default_k) */
@@ -228,7 +229,7 @@ static int sort_cq(build *b)
         return AKV_ENOMEM;
     for (size_t i = 0; i < b->cqn; i++)
         t[i] = (costed_id){b->f->neg[b->cq[i]].cost, b->cq[i]};
-    qsort(t, b->cqn, sizeof *t, cmp_cost_desc);
+    akv_sort(t, b->cqn, sizeof *t, cmp_cost_desc);
     for (size_t i = 0; i < b->cqn; i++)
         b->cq[i] = t[i].id;
     free(t);

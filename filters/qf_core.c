@@ -186,6 +186,7 @@ size_t akv_qf_memory(const akv_qf *f)
 #define QF_FN(name) name##_hw
 #define QF_HW       1
 #include "filters/qf_nav.h"
+#include "util/grow.h"
 #undef QF_HW
 #undef QF_FN
 #if defined(__clang__)
@@ -1088,14 +1089,10 @@ int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ve
 
 int akv_qf_build_push(akv_qf_build *b, akv_hash h)
 {
-    if (b->n == b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 1024;
-        akv_hash *nv = realloc(b->v, nc * sizeof *nv);
-        if (!nv)
-            return AKV_ENOMEM;
-        b->v = nv;
-        b->cap = nc;
-    }
+    akv_hash *nv = akv_grow(b->v, &b->cap, b->n + 1, sizeof *nv, 1024);
+    if (!nv)
+        return AKV_ENOMEM;
+    b->v = nv;
     b->v[b->n++] = h;
     return AKV_OK;
 }

@@ -11,6 +11,8 @@
 #include "filters/qf_int.h"
 #include "filters/qf_rewrite.h"
 #include "revmap/revmap.h"
+#include "util/order.h"
+#include "util/grow.h"
 
 /* Shortest extension counts that keep record i apart from every other owner
  * and from the deleted key, never longer than it was. */
@@ -96,7 +98,7 @@ static void canon_no_owners(const akv_qf *out, akv_qf_fp *v, size_t n, const akv
                 best = v[j];
         v[i] = best;
     }
-    qsort(v, n, sizeof *v, cmp_fp);
+    akv_sort(v, n, sizeof *v, cmp_fp);
 }
 
 static int emit_all(akv_qf *out, const akv_qf_fp *v, size_t n)
@@ -172,14 +174,10 @@ static int collect_fp(void *arg, uint64_t home, akv_qf_fp fp)
 {
     (void)home;
     collect *c = arg;
-    if (c->n == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 1024;
-        akv_qf_fp *nv = realloc(c->v, nc * sizeof *nv);
-        if (!nv)
-            return AKV_ENOMEM;
-        c->v = nv;
-        c->cap = nc;
-    }
+    akv_qf_fp *nv = akv_grow(c->v, &c->cap, c->n + 1, sizeof *nv, 1024);
+    if (!nv)
+        return AKV_ENOMEM;
+    c->v = nv;
     c->v[c->n++] = fp;
     return AKV_OK;
 }

@@ -17,6 +17,7 @@
 #include "shbf.h"
 #include "util/bits.h"
 #include "util/codec.h"
+#include "util/order.h"
 
 #define WBAR    57u
 #define HALF    ((WBAR - 1) / 2)
@@ -66,7 +67,7 @@ static size_t sorted_unique(const akv_hash *v, size_t n, akv_hash **out)
         return SIZE_MAX;
     if (n)
         memcpy(c, v, n * sizeof *c);
-    qsort(c, n, sizeof *c, cmp_hash);
+    akv_sort(c, n, sizeof *c, cmp_hash);
     size_t u = 0;
     for (size_t i = 0; i < n; i++)
         if (u == 0 || !hash_eq(c[u - 1], c[i]))

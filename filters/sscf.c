@@ -53,6 +53,7 @@
 #include "filters/sscf.h"
 #include "util/bits.h"
 #include "util/codec.h"
+#include "util/order.h"
 
 #define SSCF_MAX_K      16
 #define SSCF_KHAT       2  /* backup functions (η2 = 1 bit) */
@@ -482,7 +483,7 @@ static int encode_vulnerable(sscf *s, const akv_negative *neg, size_t n_neg, uin
     size_t top = n < limit ? n : (size_t)limit;
     select_top(r, n, top);
     if (seal_cap)
-        qsort(r, top, sizeof *r, cmp_rank);
+        akv_sort(r, top, sizeof *r, cmp_rank);
     uint64_t sealed = 0;
     size_t i = 0;
     for (; i < top && (!seal_cap || sealed < seal_cap); i++)

@@ -100,7 +100,7 @@ int akv_memrevmap_create(const akv_hash *keys, size_t n, akv_memrevmap **out)
     if (n)
         memcpy(m->v, keys, n * sizeof *keys);
     m->n = n;
-    qsort(m->v, n, sizeof *m->v, akv_hash_cmp_ptr);
+    akv_sort(m->v, n, sizeof *m->v, akv_hash_cmp_ptr);
     m->partial = false;
     m->rm.scan = mem_scan;
     m->rm.ctx = m;

@@ -13,6 +13,7 @@
 #include "revmap/revmap.h"
 #include "util/order.h"
 #include "util/shard.h"
+#include "util/grow.h"
 
 static uint64_t be64(const uint8_t *p)
 {
@@ -30,14 +31,10 @@ static void put_be64(uint8_t *p, uint64_t v)
 
 static int push(akv_hash **v, size_t *n, size_t *cap, akv_hash h)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 8;
-        akv_hash *p = realloc(*v, c * sizeof *p);
-        if (!p)
-            return AKV_ENOMEM;
-        *v = p;
-        *cap = c;
-    }
+    akv_hash *p = akv_grow(*v, cap, *n + 1, sizeof *p, 8);
+    if (!p)
+        return AKV_ENOMEM;
+    *v = p;
     (*v)[(*n)++] = h;
     return AKV_OK;
 }
@@ -82,7 +79,7 @@ static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, v
         rc = AKV_EIO;
     }
     if (rc == AKV_OK) {
-        qsort(v, n, sizeof *v, akv_hash_cmp_ptr);
+        akv_sort(v, n, sizeof *v, akv_hash_cmp_ptr);
         for (size_t i = 0; i < n && rc == AKV_OK; i++)
             rc = fn(arg, v[i]);
     }

@@ -22,6 +22,7 @@
 #include "adaptkv/adaptkv.h"
 #include "support/filter_props.h"
 #include "support/kvmodel.h"
+#include "util/order.h"
 
 #define NKEYS  1500u
 #define KEYBUF 4096
@@ -646,7 +647,7 @@ static size_t list_filters(const char *dir, char paths[][1024], size_t max)
             snprintf(paths[n++], 1024, "%s/%s", fdir, e->d_name);
     }
     closedir(d);
-    qsort(paths, n, sizeof paths[0], cmp_path);
+    akv_sort(paths, n, sizeof paths[0], cmp_path);
     return n;
 }
 

@@ -52,6 +52,7 @@
 #include "support/childproc.h"
 #include "support/filter_props.h"
 #include "support/kvmodel.h"
+#include "util/order.h"
 
 #define FK            400u /* keys */
 #define MAX_ITEMS     8u   /* per batch */
@@ -760,7 +761,7 @@ static size_t pick_from_trace(const char *trace, const char *dir, long *out, siz
         if (sigs[i].last != sigs[i].first)
             out[k++] = sigs[i].last;
     }
-    qsort(out, k, sizeof *out, cmp_long);
+    akv_sort(out, k, sizeof *out, cmp_long);
     return k;
 }
 

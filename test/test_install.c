@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "util/order.h"
 
 #define SMOKE_OK "smoke: ok; error -1 is \"invalid argument\"\n"
 
@@ -166,8 +167,8 @@ static void check_exports(void)
     }
     free(dump);
 
-    qsort(declared, nd, sizeof *declared, cmp_name);
-    qsort(exported, ne, sizeof *exported, cmp_name);
+    akv_sort(declared, nd, sizeof *declared, cmp_name);
+    akv_sort(exported, ne, sizeof *exported, cmp_name);
     for (size_t i = 0, j = 0; i < nd || j < ne;) {
         int c = i == nd ? 1 : j == ne ? -1 : strcmp(declared[i], exported[j]);
         cr_assert(c >= 0, "%s is declared AKV_API but libadaptkv.so does not export it", declared[i]);

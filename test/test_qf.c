@@ -12,6 +12,7 @@
 #include "filters/qf_core.h"
 #include "revmap/revmap.h"
 #include "support/filter_props.h"
+#include "util/order.h"
 
 static const size_t sizes[] = {1, 100, 10000, 200000};
 
@@ -411,7 +412,7 @@ Test(qf, clustered_hashes_bulk_build_no_false_negatives)
             x = x * 6364136223846793005ULL + 1442695040888963407ULL;
             h[i] = (akv_hash){start + (x >> 1) % width, x * 0x9e3779b97f4a7c15ULL};
         }
-        qsort(h, n, sizeof *h, cmp_hi);
+        akv_sort(h, n, sizeof *h, cmp_hi);
         akv_filter_params p;
         akv_filter_params_init(&p);
         p.expected_keys = n;

@@ -185,28 +185,17 @@ Test(rbf, load_validates_fields)
 {
     akv_filter_params p = params(10);
     akv_filter *f = akvt_build("rbf", &p, 6, 3000);
+    const size_t offs[] = {0, 5, 7, 8, 11, 35};
+    const uint8_t vals[] = {0x13, 0x01, 0x80, 65, 0x01, 0xff};
+    akvt_check_edits_rejected(f, offs, vals, sizeof offs / sizeof *offs, false);
+    /* Zero k with zero threshold: no probes at all. */
     uint8_t *buf;
     size_t len;
     cr_assert_eq(akv_filter_serialize(f, &buf, &len), AKV_OK);
-    const size_t pl = AKV_FILTER_HEADER_BYTES;
-    const size_t offs[] = {pl + 0, pl + 5, pl + 7, pl + 8, pl + 11, pl + 35};
-    const uint8_t vals[] = {0x13, 0x01, 0x80, 65, 0x01, 0xff};
-    uint8_t *c = malloc(len);
-    for (size_t e = 0; e < sizeof offs / sizeof *offs; e++) {
-        memcpy(c, buf, len);
-        c[offs[e]] = vals[e];
-        akvt_reseal(c, len);
-        akv_filter *g = NULL;
-        cr_assert_eq(akv_filter_deserialize(c, len, &g), AKV_ECORRUPT, "edit %zu accepted", e);
-        cr_assert_null(g);
-    }
-    /* Zero k with zero threshold: no probes at all. */
-    memcpy(c, buf, len);
-    memset(c + pl + 8, 0, 12);
-    akvt_reseal(c, len);
+    memset(buf + AKV_FILTER_HEADER_BYTES + 8, 0, 12);
+    akvt_reseal(buf, len);
     akv_filter *g = NULL;
-    cr_assert_eq(akv_filter_deserialize(c, len, &g), AKV_ECORRUPT);
-    free(c);
+    cr_assert_eq(akv_filter_deserialize(buf, len, &g), AKV_ECORRUPT);
     free(buf);
     akv_filter_destroy(f);
 }

@@ -29,8 +29,8 @@
  * fewer than 10% of its counters are sealed) and the static experiment's
  * "vulnerable" split is the set the filter reports as encoded. The ada
  * experiment absorbs --ratio × |positives| negatives (default 0.05).
- * The dataset generators are filterbench's (tools/costbench/datasets.c is a
- * link to them, so the build links them into this tool too).
+ * The dataset generators are filterbench's (the Makefile links
+ * tools/filterbench/datasets.c into this tool too).
  * Costs are assigned as filterbench does (Zipf weights of ranks 1..M over a
  * seeded shuffle), so the two tools agree on a dataset and seed. Output: one
  * JSON object per round on stdout.
@@ -44,6 +44,7 @@
 #include "adaptkv/filter.h"
 #include "filters/sscf.h"
 #include "tools/filterbench/datasets.h"
+#include "util/order.h"
 
 typedef struct opts {
     const char *dataset, *filter, *experiment;
@@ -284,7 +285,7 @@ static int run(const opts *o)
         neg[i].h = negh[i];
     free(negh);
     assign_costs(o, neg, nn);
-    qsort(neg, nn, sizeof *neg, by_cost_desc); /* the costliest come first */
+    akv_sort(neg, nn, sizeof *neg, by_cost_desc); /* the costliest come first */
     size_t top = (size_t)ceil((o->ratio > 0 ? o->ratio : 0.05) * (double)np);
     top = top > nn ? nn : top;
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "util/order.h"
 
 typedef struct digest_acc {
     size_t root_len;
@@ -79,7 +80,7 @@ char *akvt_dir_digest(const char *dir)
     t_acc = &a;
     cr_assert_eq(nftw(dir, digest_one, 16, FTW_PHYS), 0, "cannot walk %s", dir);
     t_acc = NULL;
-    qsort(a.lines, a.n, sizeof *a.lines, cmp_str);
+    akv_sort(a.lines, a.n, sizeof *a.lines, cmp_str);
     size_t total = 1;
     for (size_t i = 0; i < a.n; i++)
         total += strlen(a.lines[i]);

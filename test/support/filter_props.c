@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <xxhash.h>
 
 uint64_t akvt_rand(uint64_t *s)
@@ -141,4 +142,25 @@ void akvt_reseal(uint8_t *buf, size_t len)
     uint64_t x = XXH64(buf, len - 8, 0);
     for (int i = 0; i < 8; i++)
         buf[len - 8 + i] = (uint8_t)(x >> (8 * i));
+}
+
+void akvt_check_edits_rejected(const akv_filter *f, const size_t *off, const uint8_t *val, size_t n, bool xor)
+{
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akv_filter_serialize(f, &buf, &len), AKV_OK);
+    uint8_t *c = malloc(len);
+    cr_assert_not_null(c);
+    for (size_t e = 0; e < n; e++) {
+        size_t at = AKV_FILTER_HEADER_BYTES + off[e];
+        cr_assert_lt(at, len - 8, "edit %zu lies outside the payload", e);
+        memcpy(c, buf, len);
+        c[at] = xor ? (uint8_t)(c[at] ^ val[e]) : val[e];
+        akvt_reseal(c, len);
+        akv_filter *g = NULL;
+        cr_assert_eq(akv_filter_deserialize(c, len, &g), AKV_ECORRUPT, "edit %zu (byte %zu) accepted", e, off[e]);
+        cr_assert_null(g);
+    }
+    free(c);
+    free(buf);
 }

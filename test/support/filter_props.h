@@ -6,6 +6,7 @@
 #ifndef AKV_TEST_FILTER_PROPS_H
 #define AKV_TEST_FILTER_PROPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,11 @@ void akvt_check_serialization(const akv_filter *f, uint64_t seed, size_t n, size
 /* Rewrite the trailing xxh64 checksum of a serialized filter after a test
  * altered its bytes on purpose, so that only the altered field is wrong. */
 void akvt_reseal(uint8_t *buf, size_t len);
+
+/* Asserts: each one-byte edit of f's serialized payload (byte off[e] of
+ * the payload set to val[e], or xor'ed with it when xor is true), under a
+ * resealed checksum, is refused with AKV_ECORRUPT and no filter. */
+void akvt_check_edits_rejected(const akv_filter *f, const size_t *off, const uint8_t *val, size_t n, bool xor);
 
 /* kind->load on randomly damaged payloads (the envelope checksum bypassed,
  * as if a checksum collided): asserts it answers AKV_OK or AKV_ECORRUPT and

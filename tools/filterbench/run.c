@@ -10,6 +10,7 @@
 
 #if __has_include("tools/filterbench/datasets.h")
 #include "tools/filterbench/datasets.h"
+#include "util/order.h"
 #define FB_HAVE_DATASETS 1
 #endif
 
@@ -341,7 +342,7 @@ static int cmp_double(const void *a, const void *b)
 
 static double median(double *v, uint64_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    akv_sort(v, n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

@@ -4,6 +4,7 @@
  * compile this file alone.
  */
 #include "tools/kvshell/kvshell.h"
+#include "util/grow.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,14 +20,10 @@ typedef struct bytes {
 
 static int bytes_put(bytes *b, char c)
 {
-    if (b->n + 2 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 32;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return -1;
-        b->p = p;
-        b->cap = cap;
-    }
+    char *p = akv_grow(b->p, &b->cap, b->n + 2, 1, 32);
+    if (!p)
+        return -1;
+    b->p = p;
     b->p[b->n++] = c;
     b->p[b->n] = '\0';
     return 0;
@@ -99,14 +96,10 @@ static int decode_escape(const char *s, size_t len, size_t *i, char *out, char *
 
 int kvs_words_push(kvs_words *w, kvs_word word)
 {
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 8;
-        kvs_word *v = realloc(w->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        w->v = v;
-        w->cap = cap;
-    }
+    kvs_word *v = akv_grow(w->v, &w->cap, w->n + 1, sizeof *v, 8);
+    if (!v)
+        return -1;
+    w->v = v;
     w->v[w->n++] = word;
     return 0;
 }

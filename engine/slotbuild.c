@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "engine/internal.h"
+#include "util/grow.h"
 #include "util/order.h"
 
 /* At most this many miss-log negatives per build. */
@@ -128,7 +129,10 @@ uint64_t akvi_key_digest(const akv_hash *h, size_t n)
  * smallest/largest. */
 int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n)
 {
-    size_t cap = s->keys ? s->keys : 16, k = 0;
+    /* Sized from the catalog's count but capped, so that a count that
+     * passed the catalog's checks yet is wrong cannot allocate more than
+     * the data itself needs; the array grows as keys arrive. */
+    size_t cap = s->keys ? (s->keys < 65536 ? (size_t)s->keys : 65536) : 16, k = 0;
     bool oom = false;
     akv_hash *h = malloc(cap * sizeof *h);
     if (!h)
@@ -141,15 +145,12 @@ int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_ha
         if (akv_bytes_cmp(key, kl, s->largest, s->largest_len) > 0)
             break;
         const uint8_t *uk = akvi_ukey(db, key, kl, &ul);
-        if (k == cap) {
-            akv_hash *p = realloc(h, 2 * cap * sizeof *h);
-            if (!p) { /* a partial key set would be a filter with false negatives */
-                oom = true;
-                break;
-            }
-            h = p;
-            cap *= 2;
+        akv_hash *p = akv_grow(h, &cap, k + 1, sizeof *h, 16);
+        if (!p) { /* a partial key set would be a filter with false negatives */
+            oom = true;
+            break;
         }
+        h = p;
         h[k++] = akv_hash_key(uk, ul, db->seed);
     }
     char *err = NULL;

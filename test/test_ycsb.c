@@ -395,6 +395,9 @@ Test(ycsb, counts_ycsb_refuses)
                    "insertstart + insertcount (100 + 401) must be between 1 and recordcount (500)");
     expect_refused("recordcount=500\ninsertstart=500\n", "insertstart (500) must be below recordcount (500)");
     expect_refused("recordcount=500\ninsertcount=0\n", "insertstart + insertcount (0 + 0)");
+    /* A sum that would wrap past 2^64 to 1 is refused, not accepted. */
+    expect_refused("recordcount=1000\ninsertstart=18446744073709551615\ninsertcount=2\n",
+                   "insertstart + insertcount (18446744073709551615 + 2) must be between 1 and recordcount");
     expect_refused("recordcount=500\nrequestdistribution=hotspot\nhotspotdatafraction=0.001\n",
                    "makes 0 hot keys, but hotspotopnfraction=0.8 sends operations to the hot ones");
     expect_refused("recordcount=500\nrequestdistribution=hotspot\nhotspotdatafraction=1\n",

@@ -90,7 +90,9 @@ static int load_counts(akv_kb_workload *w, akv_kb_props *p)
         akv_kb_props_u64(p, "negativekeycount", w->recordcount, &w->negative_keys) ||
         akv_kb_props_u64(p, "adversarypoolsize", 1024, &w->adv_pool))
         return -1;
-    if (w->insertcount == 0 || w->insertstart + w->insertcount > w->recordcount) {
+    /* Written so that no sum can wrap (insertstart near 2^64, say). */
+    if (w->insertcount == 0 || w->insertstart > w->recordcount ||
+        w->insertcount > w->recordcount - w->insertstart) {
         snprintf(p->err, sizeof p->err,
                  "insertstart + insertcount (%llu + %llu) must be between 1 and recordcount (%llu), "
                  "as YCSB requires",
@@ -99,7 +101,7 @@ static int load_counts(akv_kb_workload *w, akv_kb_props *p)
         return -1;
     }
     w->loadcount = given ? w->insertcount : w->recordcount;
-    if (w->insertstart + w->loadcount >= AKV_KB_NEG_BASE) {
+    if (w->insertstart >= AKV_KB_NEG_BASE || w->loadcount >= AKV_KB_NEG_BASE - w->insertstart) {
         snprintf(p->err, sizeof p->err, "insertstart + recordcount must stay below 2^48");
         return -1;
     }

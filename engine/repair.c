@@ -510,13 +510,15 @@ static void fin_free(fin *f)
 {
     if (f->own_cf && f->cf)
         rocksdb_column_family_handle_destroy(f->cf);
+    /* The filters first: freeing the info forgets how many there are. */
+    for (size_t j = 0; f->filters && j < f->info.n_sst; j++)
+        akv_filter_destroy(f->filters[j]);
+    free(f->filters);
+    f->filters = NULL;
     if (f->run)
         akvi_run_unref(f->run);
     else
         akvi_cat_run_free(&f->info);
-    for (size_t j = 0; f->filters && j < f->info.n_sst; j++)
-        akv_filter_destroy(f->filters[j]);
-    free(f->filters);
 }
 
 static const akvi_cat_run *fin_info(const fin *f)

@@ -1,9 +1,18 @@
 /*
  * test_ycsb_trace.c — kvbench --trace reads what `bin/ycsb load|run basic`
- * prints. The samples in test/data/ycsb/ are in the exact format of YCSB's
- * BasicDB (properties block, "name"="value" lines, operation lines with
+ * prints.
+ *
+ * test/data/ycsb/real/ holds traces recorded from real YCSB (the release
+ * 0.17.0 and a master commit; its README says how each was made): every
+ * operation line in them must be parsed, and every other line skipped and
+ * counted — checked against counts this test makes itself from the files.
+ *
+ * The samples in test/data/ycsb/ were written by hand in the exact format of
+ * YCSB's BasicDB (properties block, "name"="value" lines, operation lines with
  * field lists in HashMap order and values of printable ASCII up to DEL) and
- * Client (command lines, banner, status lines, the exported summary):
+ * Client (command lines, banner, status lines, the exported summary), for what
+ * the real traces lack (DELETE lines, scans of 0 records, values holding
+ * " fieldN=" or " ]"):
  *
  *   basic-load.txt        bin/ycsb load basic -P workloads/workloada -p recordcount=8
  *                         -p fieldcount=3 -p fieldlength=12 > basic-load.txt
@@ -20,9 +29,9 @@
 #include <unistd.h>
 
 #include "tools/kvbench/generators.c"
-#include "tools/kvbench/rng.c"
 #include "tools/kvbench/lenhist.c"
 #include "tools/kvbench/props.c"
+#include "tools/kvbench/rng.c"
 #include "tools/kvbench/trace.c"
 #include "tools/kvbench/workload.c"
 
@@ -101,6 +110,150 @@ Test(ycsb_trace, field_lists_of_varying_lengths)
      * at the blanks, '=' or ']' inside the values. */
     cr_expect_eq(t.ops[1].vlen, 6 + 12 + 9, "%u", t.ops[1].vlen);
     cr_expect_eq(t.ops[3].vlen, 4 + 12 + 7, "%u", t.ops[3].vlen);
+    akv_kb_trace_free(&t);
+}
+
+/* ---- traces recorded from real YCSB ---------------------------------------------------- */
+
+#define REAL DATA "real/"
+
+/* What a real trace's lines say, counted here without kvbench's parser. */
+typedef struct expected {
+    size_t ops[AKV_KB_NOPS]; /* by kind; none is AKV_KB_RMW */
+    size_t n, lines, props, commands;
+} expected;
+
+static const char *const kinds[AKV_KB_NOPS] = {
+    [AKV_KB_READ] = "READ ", [AKV_KB_UPDATE] = "UPDATE ", [AKV_KB_INSERT] = "INSERT ",
+    [AKV_KB_SCAN] = "SCAN ", [AKV_KB_DELETE] = "DELETE ",
+};
+
+static int kind_of(const char *line)
+{
+    for (int k = 0; k < AKV_KB_NOPS; k++)
+        if (kinds[k] && strncmp(line, kinds[k], strlen(kinds[k])) == 0)
+            return k;
+    return -1;
+}
+
+/* Checks every operation kvbench parsed from `path` against its line: kind,
+ * key, scan length and (for writes) the bytes of values, which are the line's
+ * length less "OP usertable KEY [ " and "]" and, for each of its `wfields`
+ * fields (YCSB's fieldN names, N < 10), "fieldN=" and a blank. `fixed`: each
+ * value has fieldlength (100) bytes. */
+static expected check_real(const char *path, const akv_kb_trace *t, int wfields_update, bool fixed)
+{
+    expected e = {0};
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        e.lines++;
+        if (len > 0 && line[len - 1] == '\n')
+            line[--len] = '\0';
+        if (line[0] == '"' && strstr(line, "\"=\""))
+            e.props++;
+        if (strncmp(line, "java ", 5) == 0 || strncmp(line, "Command line: ", 14) == 0)
+            e.commands++;
+        int k = kind_of(line);
+        if (k < 0)
+            continue;
+        e.ops[k]++;
+        size_t i = e.n++;
+        if (i >= t->n)
+            continue;
+        const akv_kb_trace_op *op = &t->ops[i];
+        char key[128];
+        long scan = -1;
+        if (sscanf(line + strlen(kinds[k]), "usertable %127s %ld", key, &scan) < 1) {
+            cr_expect(false, "%s, operation %zu: no key in '%s'", path, i, line);
+            continue;
+        }
+        cr_expect_eq(op->op, k, "%s, operation %zu: %s", path, i, line);
+        cr_expect_str_eq(op->key, key, "%s, operation %zu", path, i);
+        if (k == AKV_KB_SCAN)
+            cr_expect_eq(op->count, scan, "%s, operation %zu", path, i);
+        if (k == AKV_KB_INSERT || k == AKV_KB_UPDATE) {
+            size_t fields = k == AKV_KB_INSERT ? 10 : (size_t)wfields_update;
+            size_t overhead = strlen(kinds[k]) + strlen("usertable ") + strlen(key) + 3 + 1 + fields * 8;
+            cr_expect_eq(op->vlen, (size_t)len - overhead, "%s, operation %zu: %u bytes of values", path, i,
+                         op->vlen);
+            if (fixed)
+                cr_expect_eq(op->vlen, fields * 100, "%s, operation %zu", path, i);
+        }
+    }
+    free(line);
+    fclose(f);
+    return e;
+}
+
+static void replays_real(const char *name, int wfields_update, bool fixed)
+{
+    char path[256];
+    snprintf(path, sizeof path, REAL "%s", name);
+    akv_kb_trace t = {0};
+    if (akv_kb_trace_load(&t, path) != 0) {
+        cr_expect(false, "%s", t.err);
+        akv_kb_trace_free(&t);
+        return;
+    }
+    expected e = check_real(path, &t, wfields_update, fixed);
+    cr_expect_gt(e.n, 0, "%s", path);
+    cr_expect_eq(t.n, e.n, "%s: %zu operations parsed, %zu in the file", path, t.n, e.n);
+    for (int k = 0; k < AKV_KB_NOPS; k++)
+        cr_expect_eq((size_t)count_op(&t, 0, t.n, k), e.ops[k], "%s: %s", path, kinds[k]);
+    cr_expect_eq(t.skipped_props, e.props, "%s", path);
+    cr_expect_eq(t.skipped_commands, e.commands, "%s", path);
+    /* Every line is an operation or counted as skipped. */
+    cr_expect_eq(t.n + t.skipped_props + t.skipped_commands + t.skipped_banner, e.lines,
+                 "%s: %zu lines, %zu operations, %llu + %llu + %llu skipped", path, e.lines, t.n,
+                 (unsigned long long)t.skipped_props, (unsigned long long)t.skipped_commands,
+                 (unsigned long long)t.skipped_banner);
+    akv_kb_trace_free(&t);
+}
+
+Test(ycsb_trace, real_workloada)
+{
+    replays_real("0.17.0/workloada-load.txt", 1, true);
+    replays_real("0.17.0/workloada-run.txt", 1, true);
+    replays_real("0.17.0/workloada-run-stderr.txt", 1, true); /* 2>&1 and -s */
+    replays_real("master/workloada-load.txt", 1, true);
+    replays_real("master/workloada-run.txt", 1, true);
+}
+
+Test(ycsb_trace, real_workloadf_read_modify_write)
+{
+    replays_real("0.17.0/workloadf-load.txt", 1, true);
+    replays_real("0.17.0/workloadf-run.txt", 1, true);
+}
+
+Test(ycsb_trace, real_workloade_scans_and_inserts)
+{
+    replays_real("0.17.0/workloade-load.txt", 1, true);
+    replays_real("0.17.0/workloade-run.txt", 1, true); /* two threads, 2>&1 and -s */
+}
+
+Test(ycsb_trace, real_field_subsets_of_zipfian_lengths)
+{
+    replays_real("0.17.0/fields-load.txt", 10, false);
+    replays_real("0.17.0/fields-run.txt", 10, false); /* writeallfields=true */
+}
+
+Test(ycsb_trace, real_json_exporter_summaries)
+{
+    replays_real("0.17.0/workloadb-run-json.txt", 1, true);
+    replays_real("0.17.0/workloadc-run-json.txt", 1, true);
+}
+
+Test(ycsb_trace, real_run_that_failed_is_refused)
+{
+    akv_kb_trace t = {0};
+    cr_expect_neq(akv_kb_trace_load(&t, REAL "master/workloade-run-crash.txt"), 0);
+    cr_expect(strstr(t.err, "workloade-run-crash.txt:25: YCSB failed here with a Java exception: "
+                            "'java.lang.ArithmeticException: / by zero'") != NULL,
+              "%s", t.err);
     akv_kb_trace_free(&t);
 }
 

@@ -23,8 +23,9 @@
  * error naming the file and line.
  *
  * Everything else YCSB and bin/ycsb print — the properties blocks, the
- * command lines, the banner, status lines, the [OVERALL] summary — is skipped
- * and counted; any other line is an error.
+ * command lines, the banner, status lines, the [OVERALL] summary or the JSON
+ * exporters' summary — is skipped and counted. A Java exception (YCSB failed
+ * and stopped) is an error that says so; any other line is an error.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -104,6 +105,47 @@ static bool is_banner(const char *s, size_t n)
         return true;
     /* status lines: "[label]2024-01-01 12:00:00:000 10 sec: 1000 operations; ..." */
     return find(s, n, " sec: ") && find(s, n, " operations;");
+}
+
+/* The summary of YCSB's JSON exporters (-p exporter=...JSONMeasurementsExporter
+ * or JSONArrayMeasurementsExporter without exportfile) on stdout: records
+ *
+ *     [ {                             (the array's; "{" for the other)
+ *       "metric" : "OVERALL",
+ *       "measurement" : "RunTime(ms)",
+ *       "value" : 98
+ *     }, {                            ("} {" for the other)
+ *     ...
+ *     } ]                             ("}" for the other, with no end of line)
+ */
+static bool is_json_summary(const char *s, size_t n)
+{
+    static const char *const frames[] = {"{", "[ {", "}", "}, {", "} {", "} ]", NULL};
+    for (int i = 0; frames[i]; i++)
+        if (n == strlen(frames[i]) && memcmp(s, frames[i], n) == 0)
+            return true;
+    static const char *const members[] = {"  \"metric\" : ", "  \"measurement\" : ", "  \"value\" : ", NULL};
+    for (int i = 0; members[i]; i++)
+        if (starts(s, n, members[i]) && n > strlen(members[i]))
+            return true;
+    return false;
+}
+
+/* What the JVM prints when YCSB fails: "java.lang.ArithmeticException: / by
+ * zero" (a dotted class name ending in Exception or Error, and its message),
+ * "Exception in thread ...", the stack frames "\tat ..." and "Caused by: ...".
+ * YCSB's client thread prints the exception and exits: the run did not finish. */
+static bool is_java_exception(const char *s, size_t n)
+{
+    if (starts(s, n, "Exception in thread ") || starts(s, n, "Caused by: ") || starts(s, n, "\tat "))
+        return true;
+    size_t i = 0, dots = 0;
+    while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '$' || s[i] == '.'))
+        dots += s[i++] == '.';
+    if (dots == 0 || (i < n && s[i] != ':'))
+        return false;
+    return (i >= 9 && memcmp(s + i - 9, "Exception", 9) == 0) ||
+           (i >= 5 && memcmp(s + i - 5, "Error", 5) == 0);
 }
 
 /* "Command line: -db site.ycsb.BasicDB ..." (Client) and the java command
@@ -369,8 +411,13 @@ int akv_kb_trace_parse_line(akv_kb_trace *t, const char *file, int line, const c
         t->skipped_banner++;
     } else if (is_command(s, n)) {
         t->skipped_commands++;
-    } else if (is_banner(s, n)) {
+    } else if (is_banner(s, n) || is_json_summary(s, n)) {
         t->skipped_banner++;
+    } else if (is_java_exception(s, n)) {
+        return trace_fail(t, file, line,
+                          "YCSB failed here with a Java exception: '%.*s' (its client stopped: the "
+                          "trace lacks the rest of the run)",
+                          (int)(n > 80 ? 80 : n), s);
     } else {
         return trace_fail(
             t, file, line,

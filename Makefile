@@ -35,10 +35,7 @@ TEST_INC :=
 # Criterion cannot run under ThreadSanitizer; TSan builds of the same test
 # sources use the small compatible runner in test/shim instead.
 ifneq ($(findstring thread,$(SAN)),)
-TESTLIBS := # costbench draws its keys with filterbench's dataset generators.
-$(BUILD)/costbench: tools/filterbench/datasets.c
-
-$(BUILD)/obj/test/shim/runner.o
+TESTLIBS := $(BUILD)/obj/test/shim/runner.o
 TEST_INC := -Itest/shim
 endif
 
@@ -81,6 +78,9 @@ $(BUILD)/$(SONAME) $(BUILD)/libadaptkv.so: $(BUILD)/libadaptkv.so.$(VERSION)
 $(BUILD)/%: tools/%.c $$(wildcard tools/%/*.c) $(COMMON_SRC) $(BUILD)/libadaptkv.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(BUILD)/libadaptkv.a $(LIBS) $(if $(filter kvshell,$*),-ledit) $(LDSAN)
+
+# costbench draws its keys with filterbench's dataset generators.
+$(BUILD)/costbench: tools/filterbench/datasets.c
 
 $(BUILD)/obj/test/shim/runner.o: test/shim/runner.c
 	@mkdir -p $(dir $@)

@@ -23,7 +23,7 @@ typedef struct args {
     akv_kb_props props;
     akv_kb_clientopts opts;
     akv_kb_cfg cfg;
-    const char *json, *csv, *timeline, *phase, *workload_name;
+    const char *json, *csv, *timeline, *load_timeline, *phase, *workload_name;
     const char *traces[16];
     int ntraces;
     unsigned threads, interval_ms;
@@ -42,7 +42,8 @@ typedef struct worker {
     size_t vbuf_len;
     akv_kb_hist hist[AKV_KB_NOPS], ihist[AKV_KB_NOPS];
     uint64_t ret[AKV_KB_NOPS][AKV_KB_NRET];
-    _Atomic uint64_t ops, negatives, neg_wasted, block_reads, adv_reads, adv_wasted;
+    _Atomic uint64_t ops, negatives, neg_wasted, neg_filters, block_reads, adv_reads, adv_wasted;
+    _Atomic uint64_t max_ns; /* slowest call since the timeline's last row */
     uint64_t reads_found, probes, wasted, intended, errors, unsupported, retries;
 } worker;
 
@@ -90,6 +91,7 @@ static void usage(FILE *out)
                  "  --json FILE          write the results as JSON ('-' = stdout)\n"
                  "  --csv FILE           append a CSV row (header when the file is new)\n"
                  "  --timeline FILE      CSV samples of the run phase, one per interval\n"
+                 "  --load-timeline FILE the same for the load phase\n"
                  "  --interval MS        timeline interval (default 1000)\n"
                  "  --quiet              no text report on stdout\n");
 }
@@ -165,6 +167,8 @@ static void measure(worker *w, int op, uint64_t start, uint64_t end, uint64_t in
 {
     int mode = w->b->a->opts.interval;
     uint64_t from = intended ? intended : start;
+    if (end - start > atomic_load_explicit(&w->max_ns, memory_order_relaxed))
+        atomic_store_explicit(&w->max_ns, end - start, memory_order_relaxed);
     akv_kb_hist_add(&w->hist[op], end - (mode == AKV_KB_MEASURE_INTENDED ? from : start));
     if (mode == AKV_KB_MEASURE_BOTH)
         akv_kb_hist_add(&w->ihist[op], end - from);
@@ -206,6 +210,7 @@ static void account(worker *w, const akv_kb_req *r, int rc, const akv_kb_cost *c
         if (rc == AKV_KB_NOTFOUND) {
             BUMP(w->negatives, 1);
             BUMP(w->neg_wasted, c->wasted);
+            BUMP(w->neg_filters, c->filters);
         }
     }
     w->intended += r->kind == AKV_KB_REQ_NEGATIVE;
@@ -324,6 +329,7 @@ static void *worker_main(void *arg)
 typedef struct sample {
     double t;
     uint64_t ops, neg, neg_wasted, block_reads, adv, adv_wasted, adaptations;
+    uint64_t max_ns; /* slowest call since the previous sample */
 } sample;
 
 static void take_sample(bench *b, sample *s)
@@ -338,6 +344,8 @@ static void take_sample(bench *b, sample *s)
         s->block_reads += LOAD(w->block_reads);
         s->adv += LOAD(w->adv_reads);
         s->adv_wasted += LOAD(w->adv_wasted);
+        uint64_t m = atomic_exchange_explicit(&w->max_ns, 0, memory_order_relaxed);
+        s->max_ns = m > s->max_ns ? m : s->max_ns;
     }
     akv_kb_estats es;
     if (b->timeline && b->e->stats(b->e, &es) == 0)
@@ -354,12 +362,13 @@ static void timeline_row(bench *b, const sample *p, const sample *s)
     double dt = s->t - p->t;
     char label[128];
     akv_kb_csv_label(label, sizeof label, b->e->label);
-    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu\n", label,
+    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu,%s,%.1f\n", label,
             b->w ? b->w->name : "trace", s->t, (unsigned long long)s->ops,
             dt > 0 ? (double)(s->ops - p->ops) / dt : 0, (unsigned long long)s->neg,
             ratio(s->neg_wasted - p->neg_wasted, s->neg - p->neg), ratio(s->neg_wasted, s->neg),
             ratio(s->block_reads - p->block_reads, s->ops - p->ops), (unsigned long long)s->adv,
-            ratio(s->adv_wasted - p->adv_wasted, s->adv - p->adv), (unsigned long long)s->adaptations);
+            ratio(s->adv_wasted - p->adv_wasted, s->adv - p->adv), (unsigned long long)s->adaptations,
+            b->load ? "load" : "run", (double)s->max_ns / 1000.0);
     fflush(b->timeline);
 }
 
@@ -437,6 +446,7 @@ static void collect(bench *b, akv_kb_result *r)
         r->ops += LOAD(w->ops);
         r->negative_lookups += LOAD(w->negatives);
         r->negative_wasted += LOAD(w->neg_wasted);
+        r->negative_filters += LOAD(w->neg_filters);
         r->block_reads += LOAD(w->block_reads);
         r->adversary_reads += LOAD(w->adv_reads);
         r->adversary_wasted += LOAD(w->adv_wasted);
@@ -542,6 +552,7 @@ enum {
     O_JSON,
     O_CSV,
     O_TIMELINE,
+    O_LOAD_TIMELINE,
     O_INTERVAL,
     O_QUIET,
     O_MEMBLOOM,
@@ -557,6 +568,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},     {"db",
                                           {"sync", 0, 0, O_SYNC},         {"no-flush", 0, 0, O_NOFLUSH},
                                           {"seed", 1, 0, O_SEED},         {"json", 1, 0, O_JSON},
                                           {"csv", 1, 0, O_CSV},           {"timeline", 1, 0, O_TIMELINE},
+                                          {"load-timeline", 1, 0, O_LOAD_TIMELINE},
                                           {"interval", 1, 0, O_INTERVAL}, {"quiet", 0, 0, O_QUIET},
                                           {"rocksdb-memtable-bloom", 1, 0, O_MEMBLOOM},
                                           {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
@@ -672,6 +684,9 @@ static int other_opt(args *a, int c, const char *v)
         break;
     case O_TIMELINE:
         a->timeline = v;
+        break;
+    case O_LOAD_TIMELINE:
+        a->load_timeline = v;
         break;
     case O_QUIET:
         a->quiet = true;
@@ -807,6 +822,17 @@ static int do_phase(bench *b, akv_kb_result *r, bool load)
     return 0;
 }
 
+static FILE *open_timeline(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f)
+        fputs("engine,workload,seconds,ops,ops_per_sec,negative_lookups,wasted_per_negative,"
+              "wasted_per_negative_cumulative,block_reads_per_op,adversary_reads,adversary_wasted_per_read,"
+              "adaptations,phase,max_latency_us\n",
+              f);
+    return f;
+}
+
 static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, const akv_kb_trace *t)
 {
     bench b = {.a = a, .e = e, .w = t->n ? NULL : w, .trace = t->n ? t : NULL};
@@ -814,15 +840,15 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     akv_kb_estats before = {0};
     bool do_load = strcmp(a->phase, "run") && !b.trace, do_run = strcmp(a->phase, "load") || b.trace;
     int rc = 0;
+    if (do_load && a->load_timeline && !(b.timeline = open_timeline(a->load_timeline)))
+        return die("cannot write --load-timeline %s", a->load_timeline);
     if (do_load && (rc = do_phase(&b, &load, true)) == 0 && a->flush_after_load && e->flush(e))
         fprintf(stderr, "kvbench: flush after load failed: %s\n", e->errmsg(e, -1));
-    if (rc == 0 && do_run && a->timeline && !(b.timeline = fopen(a->timeline, "w")))
+    if (b.timeline && fclose(b.timeline) != 0 && rc == 0)
+        rc = die("cannot write --load-timeline %s", a->load_timeline);
+    b.timeline = NULL;
+    if (rc == 0 && do_run && a->timeline && !(b.timeline = open_timeline(a->timeline)))
         return die("cannot write --timeline %s", a->timeline);
-    if (b.timeline)
-        fputs("engine,workload,seconds,ops,ops_per_sec,negative_lookups,wasted_per_negative,"
-              "wasted_per_negative_cumulative,block_reads_per_op,adversary_reads,adversary_wasted_per_read,"
-              "adaptations\n",
-              b.timeline);
     e->stats(e, &before);
     if (rc == 0 && do_run)
         rc = do_phase(&b, &run, false);

@@ -58,6 +58,7 @@ static int a_read(akv_kb_engine *e, void *t, const char *k, size_t kn, akv_kb_co
     akv_free(v);
     c->probes = info.probes;
     c->wasted = info.wasted_probes;
+    c->filters = info.slots_checked;
     c->block_reads = info.block_reads;
     return rc == AKV_OK ? AKV_KB_FOUND : rc == AKV_NOTFOUND ? AKV_KB_NOTFOUND : rc;
 }

@@ -124,10 +124,15 @@ static void r_thread_end(akv_kb_engine *e, void *t)
         rocksdb_perfcontext_destroy(t);
 }
 
-/* A filter "maybe" that the SST then did not confirm is a wasted probe. */
+/* A filter "maybe" that the SST then did not confirm is a wasted probe.
+ * Filters consulted: every SST filter and memtable Bloom filter checked,
+ * whatever it answered. */
 static void cost_of(void *t, akv_kb_cost *c, bool found)
 {
     uint64_t hits = rocksdb_perfcontext_metric(t, rocksdb_bloom_sst_hit_count);
+    c->filters = (uint32_t)(hits + rocksdb_perfcontext_metric(t, rocksdb_bloom_sst_miss_count) +
+                            rocksdb_perfcontext_metric(t, rocksdb_bloom_memtable_hit_count) +
+                            rocksdb_perfcontext_metric(t, rocksdb_bloom_memtable_miss_count));
     c->block_reads = rocksdb_perfcontext_metric(t, rocksdb_block_read_count);
     c->probes = (uint32_t)hits;
     c->wasted = (uint32_t)(found && hits ? hits - 1 : hits);

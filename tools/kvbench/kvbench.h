@@ -214,6 +214,7 @@ typedef struct akv_kb_cfg {
  * did not hold the key (the attacker's side channel). */
 typedef struct akv_kb_cost {
     uint32_t probes, wasted;
+    uint32_t filters; /* filters consulted, memtable filters included */
     uint64_t block_reads;
 } akv_kb_cost;
 
@@ -387,6 +388,7 @@ typedef struct akv_kb_result {
     double seconds, load_seconds;
     uint64_t load_ops;
     uint64_t reads_found, negative_lookups, wasted_probes, negative_wasted, probes, block_reads;
+    uint64_t negative_filters; /* filters consulted by lookups that found nothing */
     uint64_t intended_negatives, adversary_reads, adversary_wasted, adversary_pool;
     uint64_t scans_unsupported;
     akv_kb_estats es;

@@ -34,9 +34,11 @@ int akvi_rocks_setup(akv_db *db)
     rocksdb_options_set_use_direct_reads(db->dbopt, db->opt.direct_reads ? 1 : 0);
     rocksdb_options_set_block_based_table_factory(db->dbopt, db->bbto);
     rocksdb_options_set_info_log_level(db->dbopt, 2 /* warn */);
-    /* Every run is its own family with its own files: bound the table cache
-     * so a large database does not run out of file descriptors. */
-    rocksdb_options_set_max_open_files(db->dbopt, 512);
+    /* RocksDB's default: every SST stays open, its index loaded when its
+     * run is ingested or opened rather than by the first lookup that
+     * reaches it (with a bounded table cache, the first lookups after a
+     * flush or compaction each paid an index read: docs/design.md). */
+    rocksdb_options_set_max_open_files(db->dbopt, -1);
 
     db->metaopt = cf_options(db, true, rocksdb_no_compression);
     db->memopt = cf_options(db, false, rocksdb_no_compression);

@@ -8,9 +8,10 @@
  * the previous one. Open takes the valid slot with the higher sequence. The
  * catalog therefore survives whatever happens to RocksDB's WAL, and RocksDB's
  * MANIFEST can be checked against it. Format in docs/format.md (version 1
- * lived in the meta family and is still read).
+ * lived in the meta family and is still read; version 2 had no slot policy).
  */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,8 @@
 #include "util/order.h"
 
 #define CAT_MAGIC   "AKVC"
-#define CAT_VERSION 2
-/* Fixed offsets in a version-2 record (a reservation patches them). */
+#define CAT_VERSION 3
+/* Fixed offsets in a version-2 or -3 record (a reservation patches them). */
 #define CAT_OFF_SEQ  20
 #define CAT_OFF_NEXT 28
 
@@ -83,6 +84,10 @@ static void encode_into(const akvi_catalog *c, akv_wbuf *w)
     akv_w_u64(w, c->seq);
     akv_w_u64(w, c->next_run_id);
     akv_w_u64(w, c->flushed_mem_gen);
+    size_t pl = strnlen(c->policy, sizeof c->policy);
+    akv_w_f64(w, pl ? c->bits_per_key : 0);
+    akv_w_u16(w, (uint16_t)pl);
+    akv_w_bytes(w, c->policy, pl);
     akv_w_u32(w, (uint32_t)c->n_run);
     for (size_t i = 0; i < c->n_run; i++) {
         const akvi_cat_run *r = &c->runs[i];
@@ -204,6 +209,26 @@ static void decode_run(akv_rbuf *r, akvi_cat_run *run, uint32_t version)
         r->err = true;
 }
 
+/* Version 3: the slot policy and bits per key, both or neither (zero
+ * length: not recorded). The text is printable ASCII without blanks; whether
+ * it parses is for open to say (docs/format.md §6). */
+static void decode_policy(akv_rbuf *r, akvi_catalog *c)
+{
+    c->bits_per_key = akv_r_f64(r);
+    uint16_t n = akv_r_u16(r);
+    if (r->err || n >= sizeof c->policy || !akv_r_bytes(r, c->policy, n)) {
+        r->err = true;
+        return;
+    }
+    c->policy[n] = 0;
+    bool bits_ok = n ? c->bits_per_key > 0 && c->bits_per_key <= 64 : c->bits_per_key == 0;
+    for (uint16_t i = 0; i < n && bits_ok; i++)
+        bits_ok = c->policy[i] > ' ' && c->policy[i] < 0x7f;
+    /* -0.0 compares equal to 0 but would not re-encode to the same bytes. */
+    if (!bits_ok || (n == 0 && signbit(c->bits_per_key)))
+        r->err = true;
+}
+
 int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c)
 {
     memset(c, 0, sizeof *c);
@@ -221,6 +246,10 @@ int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c)
     c->seq = version >= 2 ? akv_r_u64(&r) : 0;
     c->next_run_id = akv_r_u64(&r);
     c->flushed_mem_gen = akv_r_u64(&r);
+    if (version >= 3)
+        decode_policy(&r, c);
+    if (version >= 3 && r.err)
+        return akvi_err(AKV_ECORRUPT, "catalog record: bad slot policy or bits per key");
     uint32_t n = akv_r_u32(&r);
     if (r.err || (c->layout != AKV_LAYOUT_HASH && c->layout != AKV_LAYOUT_ORDERED))
         return akvi_err(AKV_ECORRUPT, "catalog record: bad layout");
@@ -296,6 +325,8 @@ static int write_slot(akv_db *db, uint8_t *buf, size_t len, uint64_t seq)
 int akvi_catalog_store(akv_db *db, akvi_catalog *c)
 {
     c->seq = db->cat_seq + 1;
+    snprintf(c->policy, sizeof c->policy, "%s", db->policy_text);
+    c->bits_per_key = db->opt.bits_per_key;
     if (c->next_run_id < db->run_id_bound)
         c->next_run_id = db->run_id_bound;
     uint8_t *buf;

@@ -25,10 +25,14 @@ void akv_free(void *p)
 
 int akvi_err(int rc, const char *fmt, ...)
 {
+    /* Through a copy: callers pass the previous message as an argument
+     * ("%s; ...", akv_errmsg()), and vsnprintf may clear its output first. */
+    char msg[sizeof t_errmsg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(t_errmsg, sizeof t_errmsg, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(t_errmsg, msg, sizeof msg);
     return rc;
 }
 

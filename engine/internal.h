@@ -59,10 +59,17 @@ typedef struct akvi_policy {
     const akv_filter_kind *level[AKV_MAX_LEVELS]; /* kind per run level */
 } akvi_policy;
 
+/* Longest canonical policy text, with its NUL (docs/format.md §6). */
+#define AKVI_POLICY_MAX 1024
+
 /* Parse "mem=sscf,l0=aqf,l1+=aqf". NULL or "" selects the default (with
  * fallbacks). On error returns AKV_EINVAL with a message. `note` (may be
  * NULL) receives a one-line description of what was chosen. */
 int akvi_policy_parse(const char *s, akvi_policy *out, char *note, size_t note_cap);
+/* The canonical text of p ("mem=sscf,l0=aqf,l1+=blocked"): every part
+ * named, each level run written once; parsing it gives p again. AKV_EINVAL
+ * if it does not fit in cap bytes. */
+int akvi_policy_format(const akvi_policy *p, char *out, size_t cap);
 
 /* ---- miss log (misslog.c) ---------------------------------------------- */
 
@@ -111,6 +118,11 @@ typedef struct akvi_cat_run {
 typedef struct akvi_catalog {
     uint32_t layout;
     uint64_t seed;
+    /* The database's slot policy (canonical text) and bits per key; ""
+     * and 0: not recorded (catalog v1 and v2). akvi_catalog_store writes
+     * the open database's own. */
+    char policy[AKVI_POLICY_MAX];
+    double bits_per_key;
     uint64_t seq;             /* commit sequence: the newer of the two catalog files wins */
     uint64_t next_run_id;     /* run ids below this are allocated or reserved */
     uint64_t flushed_mem_gen; /* memtables with gen <= this are in runs */
@@ -267,8 +279,10 @@ typedef struct compact_cursor {
 
 struct akv_db {
     char *dir, *rdir, *fdir, *tdir; /* DIR, DIR/rocksdb, DIR/filters, DIR/tmp */
-    akv_options opt;
-    akvi_policy policy;
+    akv_options opt;      /* opt.bits_per_key: the one in effect (stored, given or default) */
+    akvi_policy policy;   /* in effect for slots built from now on */
+    char policy_text[AKVI_POLICY_MAX]; /* its canonical text, recorded in the catalog */
+    bool policy_given, bits_given; /* set in the options (else the stored ones apply) */
     akv_layout layout;
     uint64_t seed;
 
@@ -328,6 +342,9 @@ struct akv_db {
 };
 
 /* ---- options (options.c) ---------------------------------------------- */
+
+/* bits_per_key when neither the options nor the database give one. */
+#define AKVI_DEFAULT_BITS_PER_KEY 10.0
 
 int akvi_check_options(const akv_options *o);
 

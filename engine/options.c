@@ -1,5 +1,9 @@
 /*
  * options.c — akv_options: defaults and validation.
+ *
+ * slot_policy (NULL) and bits_per_key (0) default to "not set": an open
+ * database keeps the ones it stores, a new one takes the default policy and
+ * AKVI_DEFAULT_BITS_PER_KEY (docs/design.md, "Slot policy").
  */
 #include <string.h>
 
@@ -9,7 +13,6 @@ void akv_options_init(akv_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->layout = AKV_LAYOUT_HASH;
-    opt->bits_per_key = 10;
     opt->memtable_bytes = 64u << 20;
     opt->block_cache_bytes = 64u << 20;
     opt->sst_target_bytes = 64u << 20;
@@ -24,8 +27,9 @@ int akvi_check_options(const akv_options *o)
 {
     if (o->layout != AKV_LAYOUT_HASH && o->layout != AKV_LAYOUT_ORDERED && o->layout != AKV_LAYOUT_AUTO)
         return akvi_err(AKV_EINVAL, "unknown layout %d", (int)o->layout);
-    if (!(o->bits_per_key > 0 && o->bits_per_key <= 64))
-        return akvi_err(AKV_EINVAL, "bits_per_key %g is outside (0, 64]", o->bits_per_key);
+    if (o->bits_per_key != 0 && !(o->bits_per_key > 0 && o->bits_per_key <= 64))
+        return akvi_err(AKV_EINVAL, "bits_per_key %g is outside (0, 64] (0: the database's own)",
+                        o->bits_per_key);
     if (o->memtable_bytes < 4096)
         return akvi_err(AKV_EINVAL, "memtable_bytes %llu is below 4096",
                         (unsigned long long)o->memtable_bytes);

@@ -65,16 +65,25 @@ static int lookup_kind(const char *s, size_t n, const akv_filter_kind **out)
     return AKV_OK;
 }
 
-static void describe(const akvi_policy *p, char *note, size_t cap)
+int akvi_policy_format(const akvi_policy *p, char *out, size_t cap)
 {
-    if (!note || cap == 0)
-        return;
-    int off = snprintf(note, cap, "slot policy: mem=%s", p->mem ? p->mem->name : "none (always probe)");
-    for (int l = 0; l < AKV_MAX_LEVELS && off > 0 && (size_t)off < cap; l++)
+    int off = snprintf(out, cap, "mem=%s", p->mem ? p->mem->name : "none");
+    for (int l = 0; l < AKV_MAX_LEVELS && off >= 0 && (size_t)off < cap; l++)
         if (l == 0 || p->level[l] != p->level[l - 1])
-            off += snprintf(note + off, cap - (size_t)off, ",l%d%s=%s", l,
+            off += snprintf(out + off, cap - (size_t)off, ",l%d%s=%s", l,
                             (l + 1 < AKV_MAX_LEVELS && p->level[l + 1] == p->level[l]) ? "+" : "",
                             p->level[l]->name);
+    if (off < 0 || (size_t)off >= cap)
+        return akvi_err(AKV_EINVAL, "slot policy: its text is longer than %zu bytes", cap ? cap - 1 : 0);
+    return AKV_OK;
+}
+
+static void describe(const akvi_policy *p, char *note, size_t cap)
+{
+    char text[AKVI_POLICY_MAX];
+    if (note && cap)
+        snprintf(note, cap, "slot policy: %s",
+                 akvi_policy_format(p, text, sizeof text) == AKV_OK ? text : "(too long to show)");
 }
 
 /* One "name=kind" item. */

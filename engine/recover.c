@@ -604,6 +604,8 @@ typedef struct loaded {
     bool legacy;   /* identity and catalog came from the meta family (format 1) */
     bool upgraded; /* key digests computed: the catalog is rewritten */
     bool created;
+    bool policy_store;    /* the catalog stores another slot policy, or none: rewritten */
+    char policy_note[2 * AKVI_POLICY_MAX + 200]; /* the policy changed: said once it is stored */
 } loaded;
 
 static void loaded_free(akv_db *db, loaded *L, bool drop)
@@ -663,6 +665,43 @@ static int read_catalog(akv_db *db, bool legacy, akvi_catalog *c)
     return rc;
 }
 
+/* The slot policy and bits per key the catalog stores, against the options
+ * (docs/design.md, "Slot policy"): what the options leave unset comes from
+ * the catalog. A change, or a catalog that stores none (versions 1 and 2),
+ * is recorded by go_live; a change is also said through the log. */
+static int adopt_policy(akv_db *db, const akvi_catalog *c, loaded *L)
+{
+    if (!c->policy[0]) {
+        L->policy_store = true;
+        return AKV_OK;
+    }
+    akvi_policy stored;
+    char text[AKVI_POLICY_MAX];
+    int rc = akvi_policy_parse(c->policy, &stored, NULL, 0);
+    if (rc == AKV_OK)
+        rc = akvi_policy_format(&stored, text, sizeof text);
+    if (rc != AKV_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", akv_errmsg());
+        return akvi_err(AKV_ECORRUPT, "%s/CATALOG.%u: the stored slot policy '%s' is unusable (%s)" REPAIR_HINT,
+                        db->dir, (unsigned)(c->seq & 1), c->policy, why);
+    }
+    if (!db->policy_given) {
+        db->policy = stored;
+        memcpy(db->policy_text, text, sizeof text);
+    }
+    if (!db->bits_given)
+        db->opt.bits_per_key = c->bits_per_key;
+    bool same = memcmp(&stored, &db->policy, sizeof stored) == 0 && c->bits_per_key == db->opt.bits_per_key;
+    if (!same)
+        snprintf(L->policy_note, sizeof L->policy_note,
+                 "slot policy changed from '%s' (%g bits/key) to '%s' (%g bits/key): it applies to SSTs "
+                 "built from now on; existing slots keep their kinds",
+                 text, c->bits_per_key, db->policy_text, db->opt.bits_per_key);
+    L->policy_store = !same || strcmp(c->policy, db->policy_text) != 0;
+    return AKV_OK;
+}
+
 /* Phase 1, read only: everything checked and loaded. AKV_NOTFOUND: the
  * directory holds an interrupted create (RocksDB, but no identity and no
  * data), to be created again. */
@@ -701,6 +740,11 @@ static int load_existing(akv_db *db, bool have_identity, loaded *L)
     rc = read_catalog(db, L->legacy, &c);
     if (rc != AKV_OK)
         return rc;
+    rc = adopt_policy(db, &c, L);
+    if (rc != AKV_OK) {
+        akvi_catalog_free(&c);
+        return rc;
+    }
     if (L->legacy && c.seq > 0)
         akvi_log(db, "warning: %s/IDENTITY is missing; written again from the meta family's copy", db->dir);
     if (c.next_run_id == 0)
@@ -788,7 +832,7 @@ static int reopen_rw(akv_db *db, loaded *L)
 }
 
 /* The catalog of the loaded runs, encoded for later reservations; written
- * when `store` (a format upgrade). */
+ * when `store` (a format upgrade, or a slot policy to record). */
 static int adopt_catalog(akv_db *db, const loaded *L, bool store)
 {
     akvi_catalog c = {.layout = (uint32_t)db->layout,
@@ -796,7 +840,9 @@ static int adopt_catalog(akv_db *db, const loaded *L, bool store)
                       .seq = db->cat_seq,
                       .next_run_id = db->run_id_bound,
                       .flushed_mem_gen = db->flushed_mem_gen,
+                      .bits_per_key = db->opt.bits_per_key,
                       .n_run = L->n_run};
+    snprintf(c.policy, sizeof c.policy, "%s", db->policy_text);
     c.runs = calloc(L->n_run ? L->n_run : 1, sizeof *c.runs);
     if (!c.runs)
         return akvi_err(AKV_ENOMEM, "out of memory");
@@ -830,10 +876,10 @@ static int go_live(akv_db *db, loaded *L)
         rc = make_dir(db->tdir, &made);
     if (rc == AKV_OK)
         rc = add_active_mem(db, L->mems, &L->n_mem);
-    if (rc == AKV_OK && (L->legacy || L->upgraded))
-        rc = adopt_catalog(db, L, true);
-    else if (rc == AKV_OK)
-        rc = adopt_catalog(db, L, false);
+    if (rc == AKV_OK)
+        rc = adopt_catalog(db, L, L->legacy || L->upgraded || L->policy_store);
+    if (rc == AKV_OK && L->policy_note[0])
+        akvi_log(db, "%s", L->policy_note);
     if (rc == AKV_OK && L->legacy) {
         rc = akvi_identity_write(db);
         if (rc == AKV_OK) {
@@ -1001,9 +1047,17 @@ static int setup(akv_db *db, const char *dir, const akv_options *opt)
 {
     db->opt = *opt;
     db->opt.slot_policy = opt->slot_policy ? strdup(opt->slot_policy) : NULL;
-    /* A successful open prints nothing: the policy chosen is in akv_slots
-     * and kvshell's `filters`, not on stderr. */
+    /* What the options say (checked before anything is read); an existing
+     * database replaces what they leave unset with its own (adopt_policy).
+     * A successful open prints nothing unless the policy changed: the
+     * policy in effect is in akv_db_slot_policy and kvshell's `filters`. */
+    db->policy_given = opt->slot_policy && *opt->slot_policy;
+    db->bits_given = opt->bits_per_key != 0;
+    if (!db->bits_given)
+        db->opt.bits_per_key = AKVI_DEFAULT_BITS_PER_KEY;
     int rc = akvi_policy_parse(opt->slot_policy, &db->policy, NULL, 0);
+    if (rc == AKV_OK)
+        rc = akvi_policy_format(&db->policy, db->policy_text, sizeof db->policy_text);
     if (rc != AKV_OK)
         return rc;
     db->dir = strdup(dir);
@@ -1175,6 +1229,24 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
 akv_layout akv_db_layout(const akv_db *db)
 {
     return db->layout;
+}
+
+const char *akv_db_slot_policy(const akv_db *db)
+{
+    return db->policy_text;
+}
+
+const char *akv_db_policy_kind(const akv_db *db, int level)
+{
+    if (level < -1 || level >= AKV_MAX_LEVELS)
+        return NULL;
+    const akv_filter_kind *k = level < 0 ? db->policy.mem : db->policy.level[level];
+    return k ? k->name : "none";
+}
+
+double akv_db_bits_per_key(const akv_db *db)
+{
+    return db->opt.bits_per_key;
 }
 
 int akv_close(akv_db *db)

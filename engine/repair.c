@@ -848,6 +848,30 @@ static bool catalog_is_newest(state *S)
     return true;
 }
 
+/* The slot policy and bits per key the catalog stores are kept unless the
+ * options set them; one that does not parse is replaced by the options'
+ * (or the defaults), with a note. */
+static void keep_policy(state *S)
+{
+    akv_db *db = S->db;
+    if (!S->have_cat || !S->cat.policy[0])
+        return;
+    if (!db->bits_given)
+        db->opt.bits_per_key = S->cat.bits_per_key;
+    akvi_policy p;
+    char text[AKVI_POLICY_MAX];
+    if (akvi_policy_parse(S->cat.policy, &p, NULL, 0) != AKV_OK ||
+        akvi_policy_format(&p, text, sizeof text) != AKV_OK) {
+        note(S->R, "the catalog's slot policy '%s' is unusable (%s); the catalog now stores '%s'",
+             S->cat.policy, akv_errmsg(), db->policy_text);
+        return;
+    }
+    if (!db->policy_given) {
+        db->policy = p;
+        memcpy(db->policy_text, text, sizeof text);
+    }
+}
+
 static int gather(state *S)
 {
     akv_db *db = S->db;
@@ -871,6 +895,7 @@ static int gather(state *S)
         note(S->R, "catalog unusable (%s); rebuilt from the run families and the filter files", akv_errmsg());
         memset(&S->cat, 0, sizeof S->cat);
     }
+    keep_policy(S);
     for (size_t i = 0; i < S->cat.n_run; i++) {
         rrun *r = run_of(&S->rs, S->cat.runs[i].id);
         if (!r)

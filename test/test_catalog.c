@@ -3,6 +3,7 @@
  * is refused (never a crash, never a half-decoded catalog).
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -113,6 +114,63 @@ Test(catalog, every_bit_flip_and_truncation_is_refused)
         cr_assert_neq(akvi_catalog_decode(buf, n, &d), AKV_OK, "truncation to %zu accepted", n);
     }
     free(buf);
+}
+
+static void rechecksum(uint8_t *buf, size_t len)
+{
+    uint64_t h = XXH64(buf, len - 8, 0);
+    for (int i = 0; i < 8; i++)
+        buf[len - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+}
+
+/* Version 3: the slot policy and bits per key, both or neither; a field
+ * that is not what the encoder writes is refused even under a valid
+ * checksum. Offsets: bits (f64) 44, policy length (u16) 52, text 54. */
+Test(catalog, slot_policy_round_trip_and_damage)
+{
+    akvi_catalog c, d;
+    sample(&c);
+    strcpy(c.policy, "mem=sscf,l0=aqf,l1+=blocked");
+    c.bits_per_key = 12.5;
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akvi_catalog_encode(&c, &buf, &len), AKV_OK);
+    akvi_catalog_free(&c);
+    cr_assert_eq(akvi_catalog_decode(buf, len, &d), AKV_OK);
+    cr_assert_str_eq(d.policy, "mem=sscf,l0=aqf,l1+=blocked");
+    cr_assert_eq(d.bits_per_key, 12.5);
+    cr_assert_eq(d.n_run, 2);
+    akvi_catalog_free(&d);
+    cr_assert_eq(buf[52], strlen("mem=sscf,l0=aqf,l1+=blocked"));
+    const double bad_bits[] = {0, -1, 64.5, NAN};
+    for (size_t i = 0; i < sizeof bad_bits / sizeof *bad_bits; i++) {
+        uint8_t *b = malloc(len);
+        memcpy(b, buf, len);
+        memcpy(b + 44, &bad_bits[i], 8);
+        rechecksum(b, len);
+        cr_assert_eq(akvi_catalog_decode(b, len, &d), AKV_ECORRUPT, "bits %g accepted", bad_bits[i]);
+        free(b);
+    }
+    const uint8_t bad_chars[] = {' ', 0, '\n', 0x7f, 0xc3};
+    for (size_t i = 0; i < sizeof bad_chars; i++) {
+        buf[60] = bad_chars[i]; /* a byte of the text */
+        rechecksum(buf, len);
+        cr_assert_eq(akvi_catalog_decode(buf, len, &d), AKV_ECORRUPT, "byte 0x%02x accepted", bad_chars[i]);
+    }
+    free(buf);
+    /* Neither recorded: fine. Only one of them: refused. */
+    sample(&c);
+    cr_assert_eq(akvi_catalog_encode(&c, &buf, &len), AKV_OK);
+    cr_assert_eq(akvi_catalog_decode(buf, len, &d), AKV_OK);
+    cr_assert_str_eq(d.policy, "");
+    cr_assert_eq(d.bits_per_key, 0);
+    akvi_catalog_free(&d);
+    double ten = 10;
+    memcpy(buf + 44, &ten, 8);
+    rechecksum(buf, len);
+    cr_assert_eq(akvi_catalog_decode(buf, len, &d), AKV_ECORRUPT, "bits without a policy accepted");
+    free(buf);
+    akvi_catalog_free(&c);
 }
 
 Test(catalog, filter_file_names)

@@ -288,6 +288,35 @@ Test(kvshell, maintenance_stats_and_filters)
     akvt_rmrf(f.tmp);
 }
 
+/* The database keeps its slot policy; --filters on an existing one applies
+ * to new SSTs only, says so on stderr (even in command mode), and `filters`
+ * shows the policy next to the kinds the existing slots have. */
+Test(kvshell, filters_shows_the_stored_policy_and_mixed_kinds)
+{
+    fixture f;
+    fixture_init(&f);
+    expect(run(f.tmp, "put a 1\nflush\n", "--filters l0+=bloom --bits-per-key 12 '%s'", f.db), 0, "", NULL,
+           "create");
+    result r = run(f.tmp, NULL, "'%s' filters", f.db);
+    cr_assert_eq(r.status, 0, "filters: %s", r.err);
+    cr_assert_not_null(strstr(r.out, "slot policy  mem=sscf,l0+=bloom\nbits/key     12\n"), "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "\nL0    bloom      1 bloom\n"), "%s", r.out);
+    result_free(&r);
+    expect(run(f.tmp, NULL, "--filters l0+=blocked '%s' put b 2", f.db), 0, "",
+           "slot policy changed from 'mem=sscf,l0+=bloom' (12 bits/key) to 'mem=sscf,l0+=blocked' (12 bits/key)",
+           "change");
+    expect(run(f.tmp, NULL, "'%s' flush", f.db), 0, "", NULL, "flush after the change");
+    r = run(f.tmp, NULL, "'%s' filters", f.db);
+    cr_assert_eq(r.status, 0, "filters: %s", r.err);
+    cr_assert_str_empty(r.err, "an unchanged reopen said: %s", r.err);
+    cr_assert_not_null(strstr(r.out, "slot policy  mem=sscf,l0+=blocked\n"), "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "\nL0    blocked    1 blocked, 1 bloom\n"), "%s", r.out);
+    result_free(&r);
+    expect(run(f.tmp, NULL, "'%s' get a", f.db), 0, "1\n", NULL, "get a");
+    expect(run(f.tmp, NULL, "'%s' get b", f.db), 0, "2\n", NULL, "get b");
+    akvt_rmrf(f.tmp);
+}
+
 /* ---- the word splitter alone ------------------------------------------------ */
 
 static kvs_words split_ok(const char *line)

@@ -158,13 +158,15 @@ static int parse_args(int argc, char **argv, shell_args *a)
 }
 
 /* The engine's log carries both warnings (a filter rebuilt from data) and
- * notes (the slot policy it chose). It has no severity, so scripts see only
- * lines that call themselves warnings or errors; a terminal session or
- * --verbose sees everything. */
+ * notes. It has no severity, so scripts see only lines that call themselves
+ * warnings or errors, and the one that says --filters or --bits-per-key
+ * changed the database's slot policy; a terminal session or --verbose sees
+ * everything. */
 static void engine_log(void *arg, const char *msg)
 {
     const bool *all = arg;
-    if (*all || strncmp(msg, "warning", 7) == 0 || strncmp(msg, "error", 5) == 0 || strstr(msg, "corrupt"))
+    if (*all || strncmp(msg, "warning", 7) == 0 || strncmp(msg, "error", 5) == 0 || strstr(msg, "corrupt") ||
+        strncmp(msg, "slot policy changed", 19) == 0)
         fprintf(stderr, "adaptkv: %s\n", msg);
 }
 

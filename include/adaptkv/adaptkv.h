@@ -68,8 +68,12 @@ typedef enum akv_layout {
 
 typedef struct akv_options {
     akv_layout layout;         /* create time only; reopening with another is refused (AUTO accepts any) */
-    const char *slot_policy;   /* e.g. "mem=sscf,l0=aqf,l1+=aqf" (default); NULL = default */
-    double bits_per_key;       /* filter memory per key; default 10 */
+    /* The slot policy and filter memory per key are stored with the
+     * database (akv_open). Unset (NULL or "", and 0: what akv_options_init
+     * leaves) means the database's own, or at create the default policy
+     * "mem=sscf,l0=aqf,l1+=aqf" and 10 bits/key. */
+    const char *slot_policy;   /* e.g. "mem=sscf,l0=aqf,l1+=blocked"; NULL = unset */
+    double bits_per_key;       /* filter memory per key, (0, 64]; 0 = unset */
     uint64_t memtable_bytes;   /* rotate the memtable past this; default 64 MiB */
     uint64_t block_cache_bytes;/* shared LRU block cache; default 64 MiB */
     uint64_t sst_target_bytes; /* target SST size in runs; default 64 MiB */
@@ -89,13 +93,29 @@ typedef struct akv_options {
                                   0 (default) = half-way between the trigger and l0_stall_runs */
 } akv_options;
 
-/* Fill with defaults. Always call before setting fields. */
+/* Fill with defaults; slot_policy and bits_per_key are left unset (NULL,
+ * 0). Always call before setting fields. */
 AKV_API void akv_options_init(akv_options *opt);
 
 typedef struct akv_db akv_db;
 
 /* Open (or create) the database in directory `dir`. On failure *db is NULL
- * and akv_errmsg() says why. */
+ * and akv_errmsg() says why. `opt` may be NULL (defaults).
+ *
+ * The slot policy and bits_per_key are stored with the database: a create
+ * records the ones given (or the defaults); an open with them unset uses
+ * the stored ones. An open that sets them differently uses the new ones
+ * for every SST built from then on (flushes, compactions) and for the
+ * memtable guard; existing SSTs keep the filter kinds they have (a slot
+ * rebuilt from its SST keeps its kind and takes the new bits_per_key). The
+ * new ones become the stored ones, and the open says so in one line
+ * through the log hook ("slot policy changed from ... to ..."). An open
+ * with nothing changed logs nothing.
+ *
+ * Besides the argument checks (AKV_EINVAL), an existing database whose
+ * stored policy does not parse (damaged, or naming a filter kind not
+ * registered) is refused with AKV_ECORRUPT naming the catalog file; see
+ * akv_repair. */
 AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
 
 /* Wait for background work, persist the miss log and adapted filters, close.
@@ -105,6 +125,18 @@ AKV_API int akv_close(akv_db *db);
 
 /* The layout the open database has (never AKV_LAYOUT_AUTO). */
 AKV_API akv_layout akv_db_layout(const akv_db *db);
+
+/* The slot policy in effect for SSTs built from now on, in canonical form
+ * with every part named ("mem=sscf,l0=aqf,l1+=blocked"; the form stored
+ * with the database). Valid until akv_close. */
+AKV_API const char *akv_db_slot_policy(const akv_db *db);
+/* The filter kind that policy gives new slots of run level `level`
+ * (0 .. AKV_MAX_LEVELS-1), or the memtable guard (level -1): a kind name,
+ * or "none" (no guard). NULL for any other level. Existing slots may have
+ * other kinds after a policy change: akv_slots lists them. */
+AKV_API const char *akv_db_policy_kind(const akv_db *db, int level);
+/* The filter memory per key new slots are built with (stored or given). */
+AKV_API double akv_db_bits_per_key(const akv_db *db);
 
 /* Detailed message for the last failure on this thread ("" if none). */
 AKV_API const char *akv_errmsg(void);

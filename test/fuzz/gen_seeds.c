@@ -253,7 +253,9 @@ static void catalog_seeds(void)
     akvi_catalog c = {.layout = AKV_LAYOUT_HASH, .seed = 9, .next_run_id = 1};
     put_catalog("empty.body", &c, false);
 
-    c = (akvi_catalog){.layout = AKV_LAYOUT_ORDERED, .seed = 0x1234, .next_run_id = 9, .flushed_mem_gen = 4};
+    c = (akvi_catalog){.layout = AKV_LAYOUT_ORDERED, .seed = 0x1234, .next_run_id = 9, .flushed_mem_gen = 4,
+                       .bits_per_key = 12};
+    snprintf(c.policy, sizeof c.policy, "mem=sscf,l0=aqf,l1+=bloom");
     c.n_run = 2;
     c.runs = calloc(2, sizeof *c.runs);
     c.runs[0] = (akvi_cat_run){.id = 8, .level = 0, .keys = 20, .bytes = 2000, .raw_bytes = 2500};
@@ -267,7 +269,9 @@ static void catalog_seeds(void)
     sst(&c.runs[1].ssts[1], 1, 0, "bloom", "l", 1, "zz", 2);
     put_catalog("ordered.body", &c, false);
 
-    c = (akvi_catalog){.layout = AKV_LAYOUT_HASH, .seed = 77, .next_run_id = 12, .flushed_mem_gen = 11};
+    c = (akvi_catalog){.layout = AKV_LAYOUT_HASH, .seed = 77, .next_run_id = 12, .flushed_mem_gen = 11,
+                       .bits_per_key = 10};
+    snprintf(c.policy, sizeof c.policy, "mem=none,l0+=aqf");
     c.n_run = 1;
     c.runs = calloc(1, sizeof *c.runs);
     c.runs[0] = (akvi_cat_run){.id = 11, .level = 2, .prefix_bits = 2, .keys = 40, .bytes = 8000};

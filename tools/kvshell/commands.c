@@ -253,6 +253,72 @@ static int cmd_stats(kvs_ctx *c, const kvs_words *w)
     return KVS_OK;
 }
 
+/* "3 aqf, 1 bloom": the kinds of the slots at `level`, by name; "-" when
+ * it has none. */
+static void level_kinds(const akv_slot_info *rows, size_t n, int level, char *out, size_t cap)
+{
+    enum { MAX_KINDS = 32 };
+    const char *kind[MAX_KINDS];
+    size_t count[MAX_KINDS], k = 0, other = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].level != level)
+            continue;
+        size_t j = 0;
+        while (j < k && strncmp(kind[j], rows[i].kind, sizeof rows[i].kind) != 0)
+            j++;
+        if (j == k && k == MAX_KINDS) {
+            other++;
+            continue;
+        }
+        if (j == k) {
+            kind[k] = rows[i].kind;
+            count[k++] = 0;
+        }
+        count[j]++;
+    }
+    for (size_t j = 1; j < k; j++)
+        for (size_t i = j; i > 0 && strncmp(kind[i - 1], kind[i], sizeof rows->kind) > 0; i--) {
+            const char *t = kind[i];
+            size_t u = count[i];
+            kind[i] = kind[i - 1], count[i] = count[i - 1];
+            kind[i - 1] = t, count[i - 1] = u;
+        }
+    size_t off = 0;
+    out[0] = '\0';
+    for (size_t j = 0; j < k && off < cap; j++) {
+        int m = snprintf(out + off, cap - off, "%s%zu %.16s", j ? ", " : "", count[j], kind[j]);
+        off += m > 0 ? (size_t)m : 0;
+    }
+    if (other && off < cap)
+        snprintf(out + off, cap - off, ", %zu of other kinds", other);
+    if (k == 0)
+        snprintf(out, cap, "-");
+}
+
+/* The policy in effect, then per level the kind it gives new slots and the
+ * kinds the existing slots have: they differ after the policy changed,
+ * since existing SSTs keep their kinds (docs/design.md, "Slot policy"). */
+static void print_policy(kvs_ctx *c, const akv_slot_info *rows, size_t n)
+{
+    printf("slot policy  %s\n", akv_db_slot_policy(c->db));
+    printf("bits/key     %g\n", akv_db_bits_per_key(c->db));
+    int deepest = 0;
+    for (size_t i = 0; i < n; i++)
+        deepest = rows[i].level > deepest ? rows[i].level : deepest;
+    printf("%-5s %-10s %s\n", "level", "new slots", "existing slots");
+    for (int l = -1; l <= deepest; l++) {
+        char lvl[16], kinds[512];
+        if (l < 0)
+            snprintf(lvl, sizeof lvl, "mem");
+        else
+            snprintf(lvl, sizeof lvl, "L%d", l);
+        level_kinds(rows, n, l, kinds, sizeof kinds);
+        const char *k = akv_db_policy_kind(c->db, l);
+        printf("%-5s %-10s %s\n", lvl, k ? k : "?", kinds);
+    }
+    putchar('\n');
+}
+
 static int cmd_filters(kvs_ctx *c, const kvs_words *w)
 {
     if (!want_args(c, w, 0, "filters"))
@@ -262,6 +328,7 @@ static int cmd_filters(kvs_ctx *c, const kvs_words *w)
     int rc = akv_slots(c->db, &rows, &n);
     if (rc != AKV_OK)
         return engine_fail(c, "filters", rc);
+    print_policy(c, rows, n);
     printf("%-5s %8s %8s %-8s %12s %8s %12s %12s %10s %8s %8s\n", "level", "run", "sst", "kind", "keys",
            "bits/key", "queries", "filtered", "probes", "fp", "adapt");
     for (size_t i = 0; i < n; i++) {
@@ -348,7 +415,7 @@ static const command commands[] = {
     {"scan", cmd_scan, "scan [FROM [TO]] [--limit N]", "pairs with FROM <= key < TO (ordered layout)", false},
     {"count", cmd_count, "count", "number of live keys (ordered layout)", false},
     {"stats", cmd_stats, "stats [--json]", "engine statistics; --json prints one line", false},
-    {"filters", cmd_filters, "filters", "one row per filter slot: level, run, sst, kind, counters", false},
+    {"filters", cmd_filters, "filters", "slot policy, kinds per level, then one row per filter slot", false},
     {"flush", cmd_flush, "flush", "write the memtable out as an L0 run", false},
     {"compact", cmd_compact, "compact", "flush, then compact every level into the last", false},
     {"load", cmd_load, "load FILE", "bulk load \"key<TAB>value\" or \"put K V\" lines", false},

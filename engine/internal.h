@@ -63,9 +63,10 @@ typedef struct akvi_policy {
 #define AKVI_POLICY_MAX 1024
 
 /* Parse "mem=sscf,l0=aqf,l1+=aqf". NULL or "" selects the default (with
- * fallbacks). On error returns AKV_EINVAL with a message. `note` (may be
+ * fallbacks); a level the text leaves without a kind gets the default run
+ * kind for bits_per_key (ablocked below 12 bits/key, aqf from 12 up). On error returns AKV_EINVAL with a message. `note` (may be
  * NULL) receives a one-line description of what was chosen. */
-int akvi_policy_parse(const char *s, akvi_policy *out, char *note, size_t note_cap);
+int akvi_policy_parse(const char *s, double bits_per_key, akvi_policy *out, char *note, size_t note_cap);
 /* The canonical text of p ("mem=sscf,l0=aqf,l1+=blocked"): every part
  * named, each level run written once; parsing it gives p again. AKV_EINVAL
  * if it does not fit in cap bytes. */

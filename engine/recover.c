@@ -677,7 +677,7 @@ static int adopt_policy(akv_db *db, const akvi_catalog *c, loaded *L)
     }
     akvi_policy stored;
     char text[AKVI_POLICY_MAX];
-    int rc = akvi_policy_parse(c->policy, &stored, NULL, 0);
+    int rc = akvi_policy_parse(c->policy, c->bits_per_key, &stored, NULL, 0);
     if (rc == AKV_OK)
         rc = akvi_policy_format(&stored, text, sizeof text);
     if (rc != AKV_OK) {
@@ -1055,7 +1055,7 @@ static int setup(akv_db *db, const char *dir, const akv_options *opt)
     db->bits_given = opt->bits_per_key != 0;
     if (!db->bits_given)
         db->opt.bits_per_key = AKVI_DEFAULT_BITS_PER_KEY;
-    int rc = akvi_policy_parse(opt->slot_policy, &db->policy, NULL, 0);
+    int rc = akvi_policy_parse(opt->slot_policy, db->opt.bits_per_key, &db->policy, NULL, 0);
     if (rc == AKV_OK)
         rc = akvi_policy_format(&db->policy, db->policy_text, sizeof db->policy_text);
     if (rc != AKV_OK)

@@ -860,7 +860,7 @@ static void keep_policy(state *S)
         db->opt.bits_per_key = S->cat.bits_per_key;
     akvi_policy p;
     char text[AKVI_POLICY_MAX];
-    if (akvi_policy_parse(S->cat.policy, &p, NULL, 0) != AKV_OK ||
+    if (akvi_policy_parse(S->cat.policy, S->cat.bits_per_key, &p, NULL, 0) != AKV_OK ||
         akvi_policy_format(&p, text, sizeof text) != AKV_OK) {
         note(S->R, "the catalog's slot policy '%s' is unusable (%s); the catalog now stores '%s'",
              S->cat.policy, akv_errmsg(), db->policy_text);

@@ -70,8 +70,9 @@ typedef struct akv_options {
     akv_layout layout;         /* create time only; reopening with another is refused (AUTO accepts any) */
     /* The slot policy and filter memory per key are stored with the
      * database (akv_open). Unset (NULL or "", and 0: what akv_options_init
-     * leaves) means the database's own, or at create the default policy
-     * "mem=sscf,l0=aqf,l1+=aqf" and 10 bits/key. */
+     * leaves) means the database's own, or at create 10 bits/key and the
+     * default policy for the budget: "mem=sscf,l0+=ablocked" below 12
+     * bits/key, "mem=sscf,l0+=aqf" from 12 up. */
     const char *slot_policy;   /* e.g. "mem=sscf,l0=aqf,l1+=blocked"; NULL = unset */
     double bits_per_key;       /* filter memory per key, (0, 64]; 0 = unset */
     uint64_t memtable_bytes;   /* rotate the memtable past this; default 64 MiB */

@@ -39,6 +39,19 @@ int akvi_rocks_setup(akv_db *db)
      * reaches it (with a bounded table cache, the first lookups after a
      * flush or compaction each paid an index read: docs/design.md). */
     rocksdb_options_set_max_open_files(db->dbopt, -1);
+    /* No automatic resume after a background I/O error: adaptkv stops its
+     * writers on the first one and recovers by reopening (docs/reliability.md),
+     * and RocksDB 7.8 resuming by itself after a failed MANIFEST sync can
+     * abort on an assertion. The C API has no setter for this option. */
+    rocksdb_options_t *o = rocksdb_options_create();
+    char *err = NULL;
+    rocksdb_get_options_from_string(db->dbopt, "max_bgerror_resume_count=0", o, &err);
+    if (err) {
+        rocksdb_options_destroy(o);
+        return akvi_rocks_err(err, "setting RocksDB's options");
+    }
+    rocksdb_options_destroy(db->dbopt);
+    db->dbopt = o;
 
     db->metaopt = cf_options(db, true, rocksdb_no_compression);
     db->memopt = cf_options(db, false, rocksdb_no_compression);

@@ -14,6 +14,7 @@
 
 #include "adaptkv/adaptkv.h"
 #include "engine/internal.h"
+#include "support/numbered.h"
 
 static void tmpdir(char *out, size_t cap)
 {
@@ -44,32 +45,13 @@ static void opts(akv_options *o, akv_layout layout)
     o->log = quiet;
 }
 
-static size_t key(char *buf, unsigned i)
-{
-    return (size_t)snprintf(buf, 32, "key-%07u", i);
-}
-
 static void load(akv_db *db, unsigned n)
 {
     char k[32], v[64];
     for (unsigned i = 0; i < n; i++) {
-        size_t kl = key(k, i);
+        size_t kl = akvt_numbered_key(k, i);
         int vl = snprintf(v, sizeof v, "value-%u", i);
         cr_assert_eq(akv_put(db, k, kl, v, (size_t)vl), AKV_OK, "%s", akv_errmsg());
-    }
-}
-
-static void check_all(akv_db *db, unsigned n)
-{
-    char k[32], v[64];
-    for (unsigned i = 0; i < n; i++) {
-        size_t kl = key(k, i);
-        int vl = snprintf(v, sizeof v, "value-%u", i);
-        void *got = NULL;
-        size_t gl = 0;
-        cr_assert_eq(akv_get(db, k, kl, &got, &gl), AKV_OK, "key %u lost: %s", i, akv_errmsg());
-        cr_assert(gl == (size_t)vl && memcmp(got, v, gl) == 0, "key %u has a wrong value", i);
-        akv_free(got);
     }
 }
 
@@ -171,7 +153,7 @@ static void leftovers_test(akv_layout layout)
     plant_leftovers(dir, id);
     cr_assert(has_cf(dir, run));
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    check_all(db, 3000);
+    akvt_expect_numbered(db, 3000);
     cr_assert_eq(akv_close(db), AKV_OK);
     cr_assert_not(has_cf(dir, run), "unnamed run family survived");
     cr_assert_not(has_cf(dir, rmap), "unnamed rmap family survived");
@@ -215,7 +197,7 @@ Test(recovery, memtables_come_back_from_the_wal)
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     cr_assert_eq(akv_get(db, "key-0000007", 11, NULL, NULL), AKV_NOTFOUND);
     cr_assert_eq(akv_put(db, "key-0000007", 11, "value-7", 7), AKV_OK);
-    check_all(db, 2000);
+    akvt_expect_numbered(db, 2000);
     /* the guard was rebuilt from the recovered memtable: absent keys skip it */
     akv_get_info gi;
     unsigned probed = 0;
@@ -258,7 +240,7 @@ static void adapt_test(akv_layout layout)
     cr_assert_gt(st.false_positives, 0);
     cr_assert_gt(st.adaptations, 0, "no adaptation out of %llu false positives",
                  (unsigned long long)st.false_positives);
-    check_all(db, 20000);
+    akvt_expect_numbered(db, 20000);
     /* the second pass over the same absent keys probes much less */
     uint64_t fp1 = st.false_positives;
     for (unsigned i = 0; i < 20000; i++) {
@@ -279,7 +261,7 @@ static void adapt_test(akv_layout layout)
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
     cr_assert_lt(st.false_positives, fp1 / 4 + 10, "adaptations lost at reopen: %llu false positives",
                  (unsigned long long)st.false_positives);
-    check_all(db, 20000);
+    akvt_expect_numbered(db, 20000);
     cr_assert_eq(akv_close(db), AKV_OK);
     rmrf(dir);
 }
@@ -337,7 +319,7 @@ static void hint_test(const char *policy)
     cr_log_info("%s: wasted probes for 2000 hinted negatives %u, for 2000 other negatives %u", policy, hinted,
                 plain);
     cr_assert_lt(hinted, plain / 2 + 5, "%s: hinted %u vs plain %u", policy, hinted, plain);
-    check_all(db, 20000);
+    akvt_expect_numbered(db, 20000);
     cr_assert_eq(akv_close(db), AKV_OK);
     rmrf(dir);
 }

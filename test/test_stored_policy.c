@@ -19,6 +19,7 @@
 #include "engine/internal.h"
 #include "support/damage.h"
 #include "support/kvmodel.h"
+#include "support/numbered.h"
 
 /* ---- the log hook ---------------------------------------------------------- */
 
@@ -70,35 +71,16 @@ static void opts(akv_options *o, akv_layout layout, logbook *b)
     o->log_arg = b;
 }
 
-static size_t key(char *buf, unsigned i)
-{
-    return (size_t)snprintf(buf, 32, "key-%07u", i);
-}
-
 /* Keys [from, to), then a flush: one more L0 run. */
 static void load(akv_db *db, unsigned from, unsigned to)
 {
     char k[32], v[64];
     for (unsigned i = from; i < to; i++) {
-        size_t kl = key(k, i);
+        size_t kl = akvt_numbered_key(k, i);
         int vl = snprintf(v, sizeof v, "value-%u", i);
         cr_assert_eq(akv_put(db, k, kl, v, (size_t)vl), AKV_OK, "%s", akv_errmsg());
     }
     cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
-}
-
-static void check_all(akv_db *db, unsigned n)
-{
-    char k[32], v[64];
-    for (unsigned i = 0; i < n; i++) {
-        size_t kl = key(k, i);
-        int vl = snprintf(v, sizeof v, "value-%u", i);
-        void *got = NULL;
-        size_t gl = 0;
-        cr_assert_eq(akv_get(db, k, kl, &got, &gl), AKV_OK, "key %u lost: %s", i, akv_errmsg());
-        cr_assert(gl == (size_t)vl && memcmp(got, v, gl) == 0, "key %u has a wrong value", i);
-        akv_free(got);
-    }
 }
 
 static akv_db *open_ok(const char *dir, const akv_options *o)
@@ -216,7 +198,7 @@ static void keeps_stored(akv_layout layout)
     cr_assert_null(akv_db_policy_kind(db, AKV_MAX_LEVELS));
     cr_assert_null(akv_db_policy_kind(db, -2));
     cr_assert_str_eq(guard_kind(db, g, sizeof g), "cbf");
-    check_all(db, 3000);
+    akvt_expect_numbered(db, 3000);
     /* New flushes use it, with its bits per key. */
     load(db, 3000, 6000);
     size_t total;
@@ -237,7 +219,7 @@ static void keeps_stored(akv_layout layout)
             deepest = l;
     cr_assert_gt(deepest, 0, "no blocked slot after compact");
     cr_assert_eq(slots_of(db, deepest, "blocked", &total), total);
-    check_all(db, 6000);
+    akvt_expect_numbered(db, 6000);
     cr_assert_eq(b->policy_lines, 0, "an open that changed nothing logged: %s", b->last);
     cr_assert_eq(akv_close(db), AKV_OK);
     book_free(b);
@@ -247,7 +229,7 @@ static void keeps_stored(akv_layout layout)
         cr_assert_eq(akv_open(dir, NULL, &db), AKV_OK, "%s", akv_errmsg());
         cr_assert_str_eq(akv_db_slot_policy(db), "mem=cbf,l0=bloom,l1+=blocked");
         cr_assert_eq(akv_db_bits_per_key(db), 14);
-        check_all(db, 6000);
+        akvt_expect_numbered(db, 6000);
         cr_assert_eq(akv_close(db), AKV_OK);
     }
     akvt_rmrf(dir);
@@ -328,13 +310,13 @@ Test(stored_policy, another_policy_applies_to_new_ssts_only)
     cr_assert_eq(slots_of(db, 0, "bloom", &total), total, "existing slots changed kind");
     cr_assert_geq(total, 1);
     size_t old_slots = total;
-    check_all(db, 3000);
+    akvt_expect_numbered(db, 3000);
     load(db, 3000, 6000);
     size_t bloom = slots_of(db, 0, "bloom", &total);
     cr_assert_eq(bloom, old_slots, "existing slots changed kind");
     cr_assert_gt(total, bloom, "the new flush has no slot");
     cr_assert_eq(slots_of(db, 0, "blocked", &total), total - bloom, "new slots are not of the new kind");
-    check_all(db, 6000);
+    akvt_expect_numbered(db, 6000);
     cr_assert_eq(akv_close(db), AKV_OK);
 
     /* The next reopen without options keeps the new one, quietly; the
@@ -345,7 +327,7 @@ Test(stored_policy, another_policy_applies_to_new_ssts_only)
     cr_assert_str_eq(akv_db_slot_policy(db), "mem=cbf,l0+=blocked");
     cr_assert_eq(akv_db_bits_per_key(db), 12);
     cr_assert_eq(slots_of(db, 0, "bloom", &total), old_slots);
-    check_all(db, 6000);
+    akvt_expect_numbered(db, 6000);
 
     /* Compaction rewrites everything with the new kind. */
     cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
@@ -355,7 +337,7 @@ Test(stored_policy, another_policy_applies_to_new_ssts_only)
     for (size_t i = 1; i < n; i++)
         cr_assert_str_eq(rows[i].kind, "blocked", "slot %zu", i);
     akv_free(rows);
-    check_all(db, 6000);
+    akvt_expect_numbered(db, 6000);
     cr_assert_eq(akv_close(db), AKV_OK);
 
     /* Bits per key alone is a change too. */
@@ -364,7 +346,7 @@ Test(stored_policy, another_policy_applies_to_new_ssts_only)
     db = open_ok(dir, &o);
     cr_assert_eq(b->policy_lines, 2);
     cr_assert(strstr(b->last, "(12 bits/key) to 'mem=cbf,l0+=blocked' (16 bits/key)"), "%s", b->last);
-    check_all(db, 6000);
+    akvt_expect_numbered(db, 6000);
     cr_assert_eq(akv_close(db), AKV_OK);
     opts(&o, AKV_LAYOUT_HASH, b);
     db = open_ok(dir, &o);
@@ -375,18 +357,29 @@ Test(stored_policy, another_policy_applies_to_new_ssts_only)
     akvt_rmrf(dir);
 }
 
+/* A database of `keys` keys made with "l0+=bloom" (NULL: the default),
+ * closed, its catalogs then rewritten with rewrite_catalogs(dir, policy,
+ * bits, edit). o is left as the options it was made with. */
+static void made_then_rewritten(char *dir, size_t cap, akv_options *o, akv_layout layout, logbook *b,
+                                const char *made_with, unsigned keys, const char *policy, double bits,
+                                edit_fn edit)
+{
+    akvt_tmpdir(dir, cap, "policy");
+    opts(o, layout, b);
+    o->slot_policy = made_with;
+    akv_db *db = open_ok(dir, o);
+    load(db, 0, keys);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    rewrite_catalogs(dir, policy, bits, edit);
+}
+
 Test(stored_policy, a_catalog_without_policy_records_the_options)
 {
     char dir[512];
-    akvt_tmpdir(dir, sizeof dir, "policy");
     logbook *b = book_new();
     akv_options o;
-    opts(&o, AKV_LAYOUT_ORDERED, b);
-    o.slot_policy = "l0+=bloom";
-    akv_db *db = open_ok(dir, &o);
-    load(db, 0, 2000);
-    cr_assert_eq(akv_close(db), AKV_OK);
-    rewrite_catalogs(dir, "", 0, to_v2);
+    made_then_rewritten(dir, sizeof dir, &o, AKV_LAYOUT_ORDERED, b, "l0+=bloom", 2000, "", 0, to_v2);
+    akv_db *db;
 
     /* The database as the previous version left it: opens with whatever
      * the options say (nothing to compare with: no log line), records it. */
@@ -397,7 +390,7 @@ Test(stored_policy, a_catalog_without_policy_records_the_options)
     cr_assert_eq(b->policy_lines, 0, "%s", b->last);
     size_t total;
     cr_assert_eq(slots_of(db, 0, "bloom", &total), total, "existing slots changed kind");
-    check_all(db, 2000);
+    akvt_expect_numbered(db, 2000);
     cr_assert_eq(akv_close(db), AKV_OK);
     akvi_catalog c;
     char note[700];
@@ -409,7 +402,7 @@ Test(stored_policy, a_catalog_without_policy_records_the_options)
     db = open_ok(dir, &o);
     cr_assert_str_eq(akv_db_slot_policy(db), "mem=sscf,l0+=blocked");
     cr_assert_eq(akv_db_bits_per_key(db), 11);
-    check_all(db, 2000);
+    akvt_expect_numbered(db, 2000);
     cr_assert_eq(akv_close(db), AKV_OK);
     book_free(b);
     akvt_rmrf(dir);
@@ -418,15 +411,11 @@ Test(stored_policy, a_catalog_without_policy_records_the_options)
 Test(stored_policy, a_stored_policy_that_does_not_parse_is_refused)
 {
     char dir[512];
-    akvt_tmpdir(dir, sizeof dir, "policy");
     logbook *b = book_new();
     akv_options o;
-    opts(&o, AKV_LAYOUT_HASH, b);
-    o.slot_policy = "l0+=bloom";
-    akv_db *db = open_ok(dir, &o);
-    load(db, 0, 2000);
-    cr_assert_eq(akv_close(db), AKV_OK);
-    rewrite_catalogs(dir, "mem=sscf,l0=nosuchkind", 10, NULL);
+    made_then_rewritten(dir, sizeof dir, &o, AKV_LAYOUT_HASH, b, "l0+=bloom", 2000, "mem=sscf,l0=nosuchkind", 10,
+                        NULL);
+    akv_db *db;
 
     char *before = akvt_dir_digest(dir);
     for (int given = 0; given < 2; given++) {
@@ -451,7 +440,7 @@ Test(stored_policy, a_stored_policy_that_does_not_parse_is_refused)
     cr_assert(strstr(rep.text, "nosuchkind"), "repair report: %s", rep.text);
     akv_free(rep.text);
     db = open_ok(dir, &o);
-    check_all(db, 2000);
+    akvt_expect_numbered(db, 2000);
     cr_assert_eq(akv_close(db), AKV_OK);
     book_free(b);
     akvt_rmrf(dir);
@@ -470,15 +459,11 @@ static size_t blank_in_policy(uint8_t *rec, size_t len)
 Test(stored_policy, a_damaged_policy_field_is_refused)
 {
     char dir[512];
-    akvt_tmpdir(dir, sizeof dir, "policy");
     logbook *b = book_new();
     akv_options o;
-    opts(&o, AKV_LAYOUT_HASH, b);
-    akv_db *db = open_ok(dir, &o);
-    load(db, 0, 500);
-    cr_assert_eq(akv_close(db), AKV_OK);
-    rewrite_catalogs(dir, "mem=sscf,l0+=bloom", 10, blank_in_policy);
-    db = NULL;
+    made_then_rewritten(dir, sizeof dir, &o, AKV_LAYOUT_HASH, b, NULL, 500, "mem=sscf,l0+=bloom", 10,
+                        blank_in_policy);
+    akv_db *db = NULL;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT);
     cr_assert(strstr(akv_errmsg(), "CATALOG.0") && strstr(akv_errmsg(), "slot policy"), "message: %s",
               akv_errmsg());

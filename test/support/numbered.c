@@ -1,0 +1,25 @@
+/* numbered.c — see numbered.h. */
+#include "numbered.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+size_t akvt_numbered_key(char *buf, unsigned i)
+{
+    return (size_t)snprintf(buf, 32, "key-%07u", i);
+}
+
+void akvt_expect_numbered(akv_db *db, unsigned n)
+{
+    char k[32], v[64];
+    for (unsigned i = 0; i < n; i++) {
+        size_t kl = akvt_numbered_key(k, i);
+        int vl = snprintf(v, sizeof v, "value-%u", i);
+        void *got = NULL;
+        size_t gl = 0;
+        cr_assert_eq(akv_get(db, k, kl, &got, &gl), AKV_OK, "key %u lost: %s", i, akv_errmsg());
+        cr_assert(gl == (size_t)vl && memcmp(got, v, gl) == 0, "key %u has a wrong value", i);
+        akv_free(got);
+    }
+}

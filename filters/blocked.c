@@ -73,6 +73,14 @@ static bool query_scalar(const blocked *b, akv_hash h)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+/* ln Γ(x) without touching the C library's global signgam, which lgamma()
+ * writes: filters are built on several threads at once. */
+static double log_gamma(double x)
+{
+    int sign;
+    return lgamma_r(x, &sign);
+}
 #define HAVE_AVX2_PATH 1
 
 /*
@@ -178,7 +186,7 @@ static double poisson_mixture(uint32_t k, double lambda)
         double j = r.lo + t * r.step;
         if (j > r.hi)
             break;
-        sum += r.step * exp(j * log(lambda) - lambda - lgamma(j + 1)) * block_fpr(k, j);
+        sum += r.step * exp(j * log(lambda) - lambda - log_gamma(j + 1)) * block_fpr(k, j);
     }
     return sum;
 }
@@ -193,12 +201,12 @@ static double binomial_mixture(uint32_t k, uint64_t n, uint64_t nb)
         return block_fpr(k, (double)n);
     double p = 1.0 / (double)nb, dn = (double)n;
     load_range r = range_around(dn * p, sqrt(dn * p * (1 - p)), dn);
-    double sum = 0, lcn = lgamma(dn + 1);
+    double sum = 0, lcn = log_gamma(dn + 1);
     for (int t = 0; t <= (int)MAX_TERMS; t++) {
         double j = r.lo + t * r.step;
         if (j > r.hi)
             break;
-        double lp = lcn - lgamma(j + 1) - lgamma(dn - j + 1) + j * log(p) + (dn - j) * log1p(-p);
+        double lp = lcn - log_gamma(j + 1) - log_gamma(dn - j + 1) + j * log(p) + (dn - j) * log1p(-p);
         sum += r.step * exp(lp) * block_fpr(k, j);
     }
     return sum;

@@ -321,7 +321,7 @@ struct akv_db {
     pthread_cond_t bg_cv, done_cv;
     bool shutdown;
     uint64_t compact_req, compact_done;
-    int bg_error;                          /* sticky: first background failure */
+    _Atomic int bg_error; /* sticky: first background failure (set under bgmu; read without it) */
     _Atomic uint64_t next_run_id; /* flush and compaction threads allocate */
     uint64_t flushed_mem_gen;     /* under pubmu (and open) */
     pthread_mutex_t pubmu;        /* serialises publishes: commit + install */

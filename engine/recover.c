@@ -1263,9 +1263,7 @@ int akv_close(akv_db *db)
     /* After a failed write RocksDB has stopped (its log may be torn): a
      * synced write now would trip its own assertions. The miss log is only
      * a hint; the error that stopped the database is reported instead. */
-    pthread_mutex_lock(&db->bgmu);
-    int stopped = db->bg_error;
-    pthread_mutex_unlock(&db->bgmu);
+    int stopped = atomic_load(&db->bg_error);
     if (stopped)
         rc = akvi_err(stopped, "akv_close: the database stopped after a failed write; the miss log was not saved");
     else if (akvi_misslog_encode(db->ml, &buf, &len) == AKV_OK) {

@@ -29,9 +29,7 @@ static int stall(akv_db *db, uint64_t bytes)
 {
     /* After a failed write or background job RocksDB has stopped: another
      * write (a synced one above all) would trip its assertions. */
-    pthread_mutex_lock(&db->bgmu);
-    int stopped = db->bg_error;
-    pthread_mutex_unlock(&db->bgmu);
+    int stopped = atomic_load(&db->bg_error);
     if (stopped)
         return akvi_err(stopped, "an earlier write or background job failed; writes are stopped (reopen to recover)");
     bool counted = false;

@@ -133,11 +133,9 @@ Test(reliability, filter_of_another_kind_is_rebuilt)
 static void swapped_filter_test(akv_layout layout)
 {
     char dir[512], from[1100], to[1100];
-    akvt_tmpdir(dir, sizeof dir, "rel-swap");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, layout, NULL);
-    uint64_t run = akvt_two_runs(dir, &o);
+    uint64_t run = akvt_two_runs_in_tmp(dir, sizeof dir, "rel-swap", &o, &lb, layout);
     filter_path(dir, run, 0, from, sizeof from);
     filter_path(dir, run, 2, to, sizeof to);
     akvt_copy_file(from, to);
@@ -178,11 +176,9 @@ Test(reliability, filter_of_another_sst_is_rebuilt_ordered)
 static void corrupt_sst_test(akv_layout layout)
 {
     char dir[512], ssts[64][1024], cf[32];
-    akvt_tmpdir(dir, sizeof dir, "rel-sst");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, layout, NULL);
-    uint64_t run = akvt_two_runs(dir, &o);
+    uint64_t run = akvt_two_runs_in_tmp(dir, sizeof dir, "rel-sst", &o, &lb, layout);
     snprintf(cf, sizeof cf, "run.%llu", (unsigned long long)run);
     size_t n = akvt_cf_ssts(dir, cf, ssts, 64);
     cr_assert_geq(n, 4, "run %llu has %zu SSTs", (unsigned long long)run, n);
@@ -237,11 +233,9 @@ Test(reliability, compaction_fails_on_a_corrupt_sst_ordered)
 Test(reliability, truncated_wal_keeps_the_catalog)
 {
     char dir[512], rdir[600], wal[1100];
-    akvt_tmpdir(dir, sizeof dir, "rel-wal");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    akvt_two_runs(dir, &o);
+    akvt_two_runs_in_tmp(dir, sizeof dir, "rel-wal", &o, &lb, AKV_LAYOUT_HASH);
     snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
     if (akvt_find_file(rdir, "", ".log", wal, sizeof wal))
         akvt_truncate(wal, akvt_file_size(wal) * 3 / 4);
@@ -325,11 +319,9 @@ Test(reliability, truncated_manifest_is_refused_or_harmless)
 Test(reliability, missing_current_is_refused_not_wiped)
 {
     char dir[512], path[600];
-    akvt_tmpdir(dir, sizeof dir, "rel-current");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    akvt_two_runs(dir, &o);
+    akvt_two_runs_in_tmp(dir, sizeof dir, "rel-current", &o, &lb, AKV_LAYOUT_HASH);
     snprintf(path, sizeof path, "%s/rocksdb/CURRENT", dir);
     cr_assert_eq(unlink(path), 0);
     expect_refusal(dir, &o, "first open without CURRENT");
@@ -410,11 +402,9 @@ Test(reliability, failed_create_leaves_nothing)
 Test(reliability, lost_identity_is_written_again)
 {
     char dir[512], path[600];
-    akvt_tmpdir(dir, sizeof dir, "rel-identity");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    akvt_two_runs(dir, &o);
+    akvt_two_runs_in_tmp(dir, sizeof dir, "rel-identity", &o, &lb, AKV_LAYOUT_HASH);
     snprintf(path, sizeof path, "%s/IDENTITY", dir);
     cr_assert_eq(unlink(path), 0);
     akvt_log_reset(&lb);
@@ -540,11 +530,9 @@ static void to_version_1(const char *from, const char *to)
 Test(reliability, version_1_filter_files_are_checked)
 {
     char dir[512], own[1100], other[1100];
-    akvt_tmpdir(dir, sizeof dir, "rel-v1");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    uint64_t run = akvt_two_runs(dir, &o);
+    uint64_t run = akvt_two_runs_in_tmp(dir, sizeof dir, "rel-v1", &o, &lb, AKV_LAYOUT_HASH);
     filter_path(dir, run, 1, own, sizeof own);
     to_version_1(own, own);
     filter_path(dir, run, 0, other, sizeof other);

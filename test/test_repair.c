@@ -51,11 +51,9 @@ static akv_repair_report repaired_all_right(const char *dir, const akv_options *
 static void healthy_test(akv_layout layout)
 {
     char dir[512];
-    akvt_tmpdir(dir, sizeof dir, "rep-healthy");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, layout, NULL);
-    akvt_two_runs(dir, &o);
+    akvt_two_runs_in_tmp(dir, sizeof dir, "rep-healthy", &o, &lb, layout);
     akv_repair_report r = repaired_all_right(dir, &o, "healthy");
     cr_assert_eq(r.runs_kept, 2, "%s", r.text);
     cr_assert_eq(r.runs_rewritten + r.runs_dropped + r.ssts_restored + r.ssts_damaged, 0, "%s", r.text);
@@ -78,11 +76,9 @@ Test(repair, healthy_database_is_kept_ordered)
 Test(repair, swapped_filters_are_rewritten)
 {
     char dir[512], from[1100], to[1100];
-    akvt_tmpdir(dir, sizeof dir, "rep-swap");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    uint64_t run = akvt_two_runs(dir, &o);
+    uint64_t run = akvt_two_runs_in_tmp(dir, sizeof dir, "rep-swap", &o, &lb, AKV_LAYOUT_HASH);
     snprintf(from, sizeof from, "%s/filters/%llu-0.akf", dir, (unsigned long long)run);
     snprintf(to, sizeof to, "%s/filters/%llu-2.akf", dir, (unsigned long long)run);
     akvt_copy_file(from, to);
@@ -103,11 +99,9 @@ Test(repair, swapped_filters_are_rewritten)
 static void corrupt_sst_test(akv_layout layout)
 {
     char dir[512], ssts[64][1024], cf[32];
-    akvt_tmpdir(dir, sizeof dir, "rep-sst");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, layout, NULL);
-    uint64_t run = akvt_two_runs(dir, &o);
+    uint64_t run = akvt_two_runs_in_tmp(dir, sizeof dir, "rep-sst", &o, &lb, layout);
     snprintf(cf, sizeof cf, "run.%llu", (unsigned long long)run);
     size_t n = akvt_cf_ssts(dir, cf, ssts, 64);
     cr_assert_geq(n, 4);
@@ -253,11 +247,9 @@ Test(repair, truncated_manifest)
 Test(repair, missing_current)
 {
     char dir[512], path[600];
-    akvt_tmpdir(dir, sizeof dir, "rep-current");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    akvt_two_runs(dir, &o);
+    akvt_two_runs_in_tmp(dir, sizeof dir, "rep-current", &o, &lb, AKV_LAYOUT_HASH);
     snprintf(path, sizeof path, "%s/rocksdb/CURRENT", dir);
     cr_assert_eq(unlink(path), 0);
     refused(dir, &o);
@@ -272,11 +264,9 @@ Test(repair, missing_current)
 Test(repair, missing_catalog)
 {
     char dir[512], path[600];
-    akvt_tmpdir(dir, sizeof dir, "rep-catalog");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, AKV_LAYOUT_ORDERED, NULL);
-    akvt_two_runs(dir, &o);
+    akvt_two_runs_in_tmp(dir, sizeof dir, "rep-catalog", &o, &lb, AKV_LAYOUT_ORDERED);
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/CATALOG.%d", dir, i);
         cr_assert_eq(unlink(path), 0);
@@ -293,11 +283,9 @@ Test(repair, missing_catalog)
 Test(repair, only_the_data_left)
 {
     char dir[512];
-    akvt_tmpdir(dir, sizeof dir, "rep-data");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    akvt_two_runs(dir, &o);
+    akvt_two_runs_in_tmp(dir, sizeof dir, "rep-data", &o, &lb, AKV_LAYOUT_HASH);
     char cmd[1700];
     snprintf(cmd, sizeof cmd, "rm -f '%s'/CATALOG.* '%s'/IDENTITY '%s'/filters/*", dir, dir, dir);
     cr_assert_eq(system(cmd), 0);
@@ -313,11 +301,9 @@ Test(repair, only_the_data_left)
 Test(repair, kvshell_repair_option)
 {
     char dir[512], path[600], cmd[2400], bin[700];
-    akvt_tmpdir(dir, sizeof dir, "rep-shell");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
-    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
-    akvt_two_runs(dir, &o);
+    akvt_two_runs_in_tmp(dir, sizeof dir, "rep-shell", &o, &lb, AKV_LAYOUT_HASH);
     snprintf(path, sizeof path, "%s/rocksdb/CURRENT", dir);
     cr_assert_eq(unlink(path), 0);
     const char *b = getenv("AKV_BUILD");

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kvmodel.h"
+
 void akvt_capture(void *arg, const char *msg)
 {
     akvt_logbuf *lb = arg;
@@ -97,6 +99,14 @@ uint64_t akvt_two_runs(const char *dir, const akv_options *o)
     uint64_t id = akvt_newest_run(db);
     cr_assert_eq(akv_close(db), AKV_OK);
     return id;
+}
+
+uint64_t akvt_two_runs_in_tmp(char *dir, size_t cap, const char *tag, akv_options *o, akvt_logbuf *lb,
+                              akv_layout layout)
+{
+    akvt_tmpdir(dir, cap, tag);
+    akvt_opts(o, lb, layout, NULL);
+    return akvt_two_runs(dir, o);
 }
 
 /* Compare every akvt_key_name with what run 2 says. */

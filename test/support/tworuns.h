@@ -40,6 +40,11 @@ void akvt_write_v2(akv_db *db);
 uint64_t akvt_newest_run(akv_db *db);
 /* Create the two runs in dir; returns the newer run's id. */
 uint64_t akvt_two_runs(const char *dir, const akv_options *o);
+/* akvt_two_runs in a fresh temporary directory named after tag (into dir),
+ * with the options akvt_opts(o, lb, layout, NULL) gives; returns the newer
+ * run's id. */
+uint64_t akvt_two_runs_in_tmp(char *dir, size_t cap, const char *tag, akv_options *o, akvt_logbuf *lb,
+                              akv_layout layout);
 
 typedef struct akvt_tally {
     unsigned right, wrong, eio;

@@ -4,6 +4,7 @@
  * or KVS_QUIT; it prints results on stdout and failures on stderr.
  */
 #include "tools/kvshell/kvshell.h"
+#include "util/order.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -255,44 +256,43 @@ static int cmd_stats(kvs_ctx *c, const kvs_words *w)
 
 /* "3 aqf, 1 bloom": the kinds of the slots at `level`, by name; "-" when
  * it has none. */
+typedef struct kind_count {
+    const char *kind; /* a row's kind[16], not necessarily NUL-terminated */
+    size_t n;
+} kind_count;
+
+static int by_kind(const void *a, const void *b)
+{
+    return strncmp(((const kind_count *)a)->kind, ((const kind_count *)b)->kind, sizeof ((akv_slot_info *)0)->kind);
+}
+
 static void level_kinds(const akv_slot_info *rows, size_t n, int level, char *out, size_t cap)
 {
     enum { MAX_KINDS = 32 };
-    const char *kind[MAX_KINDS];
-    size_t count[MAX_KINDS], k = 0, other = 0;
+    kind_count kc[MAX_KINDS];
+    size_t k = 0, other = 0;
     for (size_t i = 0; i < n; i++) {
         if (rows[i].level != level)
             continue;
         size_t j = 0;
-        while (j < k && strncmp(kind[j], rows[i].kind, sizeof rows[i].kind) != 0)
+        while (j < k && strncmp(kc[j].kind, rows[i].kind, sizeof rows[i].kind) != 0)
             j++;
-        if (j == k && k == MAX_KINDS) {
+        if (j == MAX_KINDS)
             other++;
-            continue;
-        }
-        if (j == k) {
-            kind[k] = rows[i].kind;
-            count[k++] = 0;
-        }
-        count[j]++;
+        else if (j == k)
+            kc[k++] = (kind_count){rows[i].kind, 1};
+        else
+            kc[j].n++;
     }
-    for (size_t j = 1; j < k; j++)
-        for (size_t i = j; i > 0 && strncmp(kind[i - 1], kind[i], sizeof rows->kind) > 0; i--) {
-            const char *t = kind[i];
-            size_t u = count[i];
-            kind[i] = kind[i - 1], count[i] = count[i - 1];
-            kind[i - 1] = t, count[i - 1] = u;
-        }
+    akv_sort(kc, k, sizeof *kc, by_kind);
     size_t off = 0;
-    out[0] = '\0';
+    snprintf(out, cap, "-");
     for (size_t j = 0; j < k && off < cap; j++) {
-        int m = snprintf(out + off, cap - off, "%s%zu %.16s", j ? ", " : "", count[j], kind[j]);
+        int m = snprintf(out + off, cap - off, "%s%zu %.16s", j ? ", " : "", kc[j].n, kc[j].kind);
         off += m > 0 ? (size_t)m : 0;
     }
     if (other && off < cap)
         snprintf(out + off, cap - off, ", %zu of other kinds", other);
-    if (k == 0)
-        snprintf(out, cap, "-");
 }
 
 /* The policy in effect, then per level the kind it gives new slots and the

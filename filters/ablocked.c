@@ -7,21 +7,33 @@
  *
  * may_contain(h) = blocked(h) && top32(h.hi) is not listed.
  *
- * adapt(y) lists top32(y.hi) only after the reverse map showed that no
- * stored key has those 32 bits (scan(y.hi, 32) reports nothing), so no key
- * of the set can ever be answered "no": a listed value is the fingerprint
- * of absent keys only. If a stored key shares them the false positive is
- * counted as unfixable and left alone. The kind is static (no insert), so
- * no later key can join a listed fingerprint.
+ * A value is listed only after the stored keys were shown to have no key
+ * with those 32 bits: by the reverse map when adapting (scan(y.hi, 32)
+ * reports nothing), or by the build's own keys when pre-adapting to the
+ * negatives create() was given. So no key of the set can ever be answered
+ * "no": a listed value is the fingerprint of absent keys only. If a stored
+ * key shares them the false positive is counted as unfixable and left
+ * alone. The kind is static (no insert), so no later key can join a listed
+ * fingerprint.
  *
  * Memory: the budget bits_per_key · n pays for both parts. The list gets
- * max(64, n/256) 32-bit cells (0.125 bits/key; up to 80 % of them hold
- * fixed false positives, 0.31 % of n), the Bloom filter the rest. A full
- * list makes adapt return AKV_EFULL (the engine then rebuilds the slot
- * larger). The list is open addressing with linear probing; cells are
- * written once (0 → value) with relaxed atomic stores under a mutex and
- * read with relaxed atomic loads, so queries run lock-free alongside an
- * adaptation and see each cell either empty or set, both safe.
+ * max(64, n/256) 32-bit cells rounded up to whole buckets of 16 (one cache
+ * line each, 0.125 bits/key), the Bloom filter the rest. The list never
+ * grows: a value lives in the bucket its hash names, and an adaptation
+ * whose bucket is full replaces one of its 16 values at random. Forgetting
+ * a fixed false positive only lets it be a false positive again, never a
+ * false negative, and a hot one is fixed again at its next probe; the slot
+ * stays within its budget however long the stream of new false positives.
+ * Cells are written under a mutex with relaxed atomic stores and read with
+ * relaxed atomic loads, so queries run lock-free alongside an adaptation
+ * and see each cell as its old or its new value, both safe.
+ *
+ * Pre-adaptation (the engine passes the miss log's negatives in the SST's
+ * range to create): add() keeps the keys' 32-bit fingerprints while
+ * negatives are pending, and finish() lists each negative, heaviest first,
+ * that the Bloom filter passes and no key's fingerprint equals, into a free
+ * cell of its bucket. A compaction's output slot thus starts out adapted to
+ * the negatives its inputs were fixed for, as far as the miss log saw them.
  */
 #include <math.h>
 #include <pthread.h>
@@ -31,25 +43,34 @@
 
 #include "adaptkv/filter.h"
 #include "util/codec.h"
+#include "util/grow.h"
+#include "util/order.h"
 
 extern const akv_filter_kind akv_kind_blocked;
 extern const akv_filter_kind akv_kind_ablocked;
 
-#define LIST_MAX_FILL 0.8
-#define LIST_MIN      64
+#define LIST_MIN 64
+#define BUCKET   16 /* cells of a bucket: 64 bytes, one cache line */
 
 typedef struct ablocked {
     akv_filter base;
     akv_filter *bloom; /* a `blocked` filter */
-    uint32_t *cells;
-    uint64_t ncells, count, unfixable, adaptations;
+    uint32_t *cells;   /* nbuckets × BUCKET, cache-line aligned */
+    uint64_t nbuckets, count, unfixable, adaptations, evictions, preadapted;
     pthread_mutex_t mu;
+    /* build only: the negatives given to create and the keys' fingerprints */
+    akv_negative *neg;
+    size_t n_neg;
+    uint32_t *kfp;
+    size_t n_kfp, cap_kfp;
 } ablocked;
 
-static uint64_t list_cells_for(uint64_t n)
+static uint64_t buckets_for(uint64_t n)
 {
     uint64_t c = n / 256;
-    return c < LIST_MIN ? LIST_MIN : c;
+    if (c < LIST_MIN)
+        c = LIST_MIN;
+    return (c + BUCKET - 1) / BUCKET;
 }
 
 static inline uint32_t fp32(akv_hash h)
@@ -57,38 +78,57 @@ static inline uint32_t fp32(akv_hash h)
     return (uint32_t)(h.hi >> 32);
 }
 
-static inline uint64_t cell_of(const ablocked *a, uint32_t g)
+static inline uint32_t *bucket_of(const ablocked *a, uint32_t g)
 {
-    return akv_reduce(akv_mix64(g), a->ncells);
+    return a->cells + akv_reduce(akv_mix64(g), a->nbuckets) * BUCKET;
 }
 
 static bool listed(const ablocked *a, uint32_t g)
 {
     if (g == 0)
         return false;
-    for (uint64_t i = cell_of(a, g), t = 0; t < a->ncells; t++, i = i + 1 == a->ncells ? 0 : i + 1) {
-        uint32_t v = __atomic_load_n(&a->cells[i], __ATOMIC_RELAXED);
-        if (v == g)
+    const uint32_t *b = bucket_of(a, g);
+    for (int i = 0; i < BUCKET; i++)
+        if (__atomic_load_n(&b[i], __ATOMIC_RELAXED) == g)
             return true;
-        if (v == 0)
-            return false;
-    }
     return false;
 }
 
-static ablocked *ab_alloc(akv_filter *bloom, uint64_t ncells)
+/* Under a->mu: g into a free cell of its bucket; false when it is full. */
+static bool list_free_cell(ablocked *a, uint32_t g)
+{
+    uint32_t *b = bucket_of(a, g);
+    for (int i = 0; i < BUCKET; i++)
+        if (b[i] == 0) {
+            __atomic_store_n(&b[i], g, __ATOMIC_RELAXED);
+            a->count++;
+            return true;
+        }
+    return false;
+}
+
+static uint32_t *cells_alloc(uint64_t nbuckets)
+{
+    uint32_t *c = aligned_alloc(64, (size_t)nbuckets * BUCKET * sizeof *c);
+    if (c)
+        memset(c, 0, (size_t)nbuckets * BUCKET * sizeof *c);
+    return c;
+}
+
+static ablocked *ab_alloc(akv_filter *bloom, uint64_t nbuckets)
 {
     ablocked *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
-    a->cells = calloc(ncells, sizeof *a->cells);
+    a->cells = cells_alloc(nbuckets);
     if (!a->cells) {
         free(a);
         return NULL;
     }
     a->base.kind = &akv_kind_ablocked;
+    a->base.n_keys = bloom->n_keys;
     a->bloom = bloom;
-    a->ncells = ncells;
+    a->nbuckets = nbuckets;
     pthread_mutex_init(&a->mu, NULL);
     return a;
 }
@@ -96,16 +136,28 @@ static ablocked *ab_alloc(akv_filter *bloom, uint64_t ncells)
 static int ab_create(const akv_filter_params *p, const akv_negative *neg, size_t n_neg, akv_filter **out)
 {
     uint64_t n = p->expected_keys ? p->expected_keys : 1;
-    uint64_t ncells = list_cells_for(n);
+    uint64_t nbuckets = buckets_for(n);
     double bpk = p->bits_per_key > 0 ? p->bits_per_key : 10;
-    double inner = bpk - 32.0 * (double)ncells / (double)n;
+    double inner = bpk - 32.0 * (double)(nbuckets * BUCKET) / (double)n;
     akv_filter_params q = *p;
     q.bits_per_key = inner < 1 ? 1 : inner;
     akv_filter *b = NULL;
-    int rc = akv_kind_blocked.create(&q, neg, n_neg, &b);
+    int rc = akv_kind_blocked.create(&q, NULL, 0, &b);
     if (rc != AKV_OK)
         return rc;
-    ablocked *a = ab_alloc(b, ncells);
+    ablocked *a = ab_alloc(b, nbuckets);
+    if (a && n_neg) {
+        a->neg = malloc(n_neg * sizeof *neg);
+        if (a->neg) {
+            memcpy(a->neg, neg, n_neg * sizeof *neg);
+            a->n_neg = n_neg;
+        } else {
+            free(a->cells);
+            pthread_mutex_destroy(&a->mu);
+            free(a);
+            a = NULL;
+        }
+    }
     if (!a) {
         akv_kind_blocked.destroy(b);
         return AKV_ENOMEM;
@@ -119,12 +171,45 @@ static int ab_add(akv_filter *f, akv_hash h)
     ablocked *a = (ablocked *)f;
     int rc = akv_kind_blocked.add(a->bloom, h);
     f->n_keys = a->bloom->n_keys;
+    if (rc == AKV_OK && a->n_neg) {
+        uint32_t *v = akv_grow(a->kfp, &a->cap_kfp, a->n_kfp + 1, sizeof *v, 1024);
+        if (!v)
+            return AKV_ENOMEM;
+        a->kfp = v;
+        a->kfp[a->n_kfp++] = fp32(h);
+    }
     return rc;
+}
+
+static int u32_cmp(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
 }
 
 static int ab_finish(akv_filter *f)
 {
-    return akv_kind_blocked.finish(((ablocked *)f)->bloom);
+    ablocked *a = (ablocked *)f;
+    int rc = akv_kind_blocked.finish(a->bloom);
+    if (rc == AKV_OK && a->n_neg) {
+        akv_sort(a->kfp, a->n_kfp, sizeof *a->kfp, u32_cmp);
+        pthread_mutex_lock(&a->mu);
+        for (size_t i = 0; i < a->n_neg; i++) {
+            uint32_t g = fp32(a->neg[i].h);
+            if (g == 0 || !akv_kind_blocked.may_contain(a->bloom, a->neg[i].h) || listed(a, g))
+                continue;
+            if (a->n_kfp && bsearch(&g, a->kfp, a->n_kfp, sizeof g, u32_cmp))
+                continue; /* a key has these 32 bits: never listed */
+            a->preadapted += list_free_cell(a, g);
+        }
+        pthread_mutex_unlock(&a->mu);
+    }
+    free(a->neg);
+    free(a->kfp);
+    a->neg = NULL;
+    a->kfp = NULL;
+    a->n_neg = a->n_kfp = a->cap_kfp = 0;
+    return rc;
 }
 
 static bool ab_may_contain(const akv_filter *f, akv_hash h)
@@ -143,7 +228,7 @@ static void ab_prefetch(const akv_filter *f, akv_hash h)
 static size_t ab_memory(const akv_filter *f)
 {
     const ablocked *a = (const ablocked *)f;
-    return akv_kind_blocked.memory_bytes(a->bloom) + (size_t)a->ncells * sizeof *a->cells;
+    return akv_kind_blocked.memory_bytes(a->bloom) + (size_t)(a->nbuckets * BUCKET) * sizeof *a->cells;
 }
 
 typedef struct verify {
@@ -182,14 +267,12 @@ static int ab_adapt(akv_filter *f, akv_hash y, akv_revmap *rm)
         rc = AKV_NOTFOUND;
     } else if (listed(a, g)) {
         rc = AKV_NOTFOUND;
-    } else if ((double)(a->count + 1) > LIST_MAX_FILL * (double)a->ncells) {
-        rc = AKV_EFULL;
     } else {
-        uint64_t i = cell_of(a, g);
-        while (a->cells[i] != 0)
-            i = i + 1 == a->ncells ? 0 : i + 1;
-        __atomic_store_n(&a->cells[i], g, __ATOMIC_RELAXED);
-        a->count++;
+        if (!list_free_cell(a, g)) {
+            /* full bucket: y's low bits pick the value it replaces */
+            __atomic_store_n(&bucket_of(a, g)[y.lo % BUCKET], g, __ATOMIC_RELAXED);
+            a->evictions++;
+        }
         a->adaptations++;
         rc = AKV_OK;
     }
@@ -197,9 +280,12 @@ static int ab_adapt(akv_filter *f, akv_hash y, akv_revmap *rm)
     return rc;
 }
 
-/* Payload version 1: u64 ncells, u64 count, u64 unfixable, u64
- * adaptations, ncells × u32 cells, u16 blocked payload version, u64 blocked
- * payload length, the blocked payload. */
+/* Payload version 2: u64 buckets, u64 count, u64 unfixable, u64
+ * adaptations, u64 evictions, u64 preadapted, buckets × 16 × u32 cells, u16
+ * blocked payload version, u64 blocked payload length, the blocked
+ * payload. Version 1 (read only): u64 cells, u64 count, u64 unfixable, u64
+ * adaptations, the cells of a linear-probing table, then the blocked part
+ * as in version 2; its values move into buckets when loaded. */
 static int ab_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     ablocked *a = (ablocked *)f;
@@ -207,13 +293,16 @@ static int ab_save(const akv_filter *f, uint8_t *buf, size_t *len)
     int rc = akv_kind_blocked.save(a->bloom, NULL, &blen);
     if (rc != AKV_OK)
         return rc;
+    uint64_t ncells = a->nbuckets * BUCKET;
     pthread_mutex_lock(&a->mu);
     akv_wbuf w = {buf, 0};
-    akv_w_u64(&w, a->ncells);
+    akv_w_u64(&w, a->nbuckets);
     akv_w_u64(&w, a->count);
     akv_w_u64(&w, a->unfixable);
     akv_w_u64(&w, a->adaptations);
-    for (uint64_t i = 0; i < a->ncells; i++)
+    akv_w_u64(&w, a->evictions);
+    akv_w_u64(&w, a->preadapted);
+    for (uint64_t i = 0; i < ncells; i++)
         akv_w_u32(&w, buf ? a->cells[i] : 0);
     pthread_mutex_unlock(&a->mu);
     akv_w_u16(&w, akv_kind_blocked.payload_version);
@@ -229,56 +318,69 @@ static int ab_save(const akv_filter *f, uint8_t *buf, size_t *len)
     return rc;
 }
 
+/* The blocked part that ends both payload versions. */
+static int load_bloom(akv_rbuf *r, size_t len, akv_filter **b)
+{
+    uint16_t bver = akv_r_u16(r);
+    uint64_t blen = akv_r_u64(r);
+    if (r->err || blen != len - r->off)
+        return AKV_ECORRUPT;
+    return akv_kind_blocked.load(r->p + r->off, (size_t)blen, bver, b);
+}
+
 static int ab_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
-    if (ver != 1)
+    if (ver != 1 && ver != 2)
         return AKV_ENOTSUP;
     akv_rbuf r = {buf, len, 0, false};
-    uint64_t ncells = akv_r_u64(&r), count = akv_r_u64(&r), unfix = akv_r_u64(&r), adapts = akv_r_u64(&r);
+    uint64_t h0 = akv_r_u64(&r), count = akv_r_u64(&r), unfix = akv_r_u64(&r), adapts = akv_r_u64(&r);
+    uint64_t evict = ver == 2 ? akv_r_u64(&r) : 0, pre = ver == 2 ? akv_r_u64(&r) : 0;
     /* bounded before any arithmetic: the cells must fit in what is left */
-    if (r.err || ncells < LIST_MIN || ncells > (len - r.off) / 4 || count > ncells)
+    uint64_t left = r.err ? 0 : (len - r.off) / 4, ncells = 0;
+    if (ver == 2 && h0 >= 1 && h0 <= left / BUCKET)
+        ncells = h0 * BUCKET;
+    else if (ver == 1 && h0 >= LIST_MIN && h0 <= left)
+        ncells = h0;
+    if (r.err || !ncells || count > ncells)
         return AKV_ECORRUPT;
-    uint32_t *cells = malloc(ncells * sizeof *cells);
-    if (!cells)
-        return AKV_ENOMEM;
-    uint64_t nz = 0;
-    for (uint64_t i = 0; i < ncells; i++) {
-        cells[i] = akv_r_u32(&r);
-        nz += cells[i] != 0;
-    }
-    uint16_t bver = akv_r_u16(&r);
-    uint64_t blen = akv_r_u64(&r);
-    if (r.err || nz != count || (double)count > LIST_MAX_FILL * (double)ncells || blen != len - r.off) {
-        free(cells);
-        return AKV_ECORRUPT;
-    }
+    const uint8_t *cells_at = buf + r.off;
+    r.off += ncells * 4;
     akv_filter *b = NULL;
-    int rc = akv_kind_blocked.load(buf + r.off, (size_t)blen, bver, &b);
-    if (rc != AKV_OK) {
-        free(cells);
+    int rc = load_bloom(&r, len, &b);
+    if (rc != AKV_OK)
         return rc;
-    }
-    ablocked *a = calloc(1, sizeof *a);
+    /* version 1 kept max(64, n/256) cells: the buckets a build gets now */
+    ablocked *a = ab_alloc(b, ver == 2 ? h0 : (h0 + BUCKET - 1) / BUCKET);
     if (!a) {
-        free(cells);
         akv_kind_blocked.destroy(b);
         return AKV_ENOMEM;
     }
-    a->base.kind = &akv_kind_ablocked;
-    a->base.n_keys = b->n_keys;
-    a->bloom = b;
-    a->cells = cells;
-    a->ncells = ncells;
-    a->count = count;
     a->unfixable = unfix;
     a->adaptations = adapts;
-    pthread_mutex_init(&a->mu, NULL);
-    /* every listed value must be reachable from its own cell */
-    for (uint64_t i = 0; i < ncells; i++)
-        if (cells[i] && !listed(a, cells[i])) {
-            akv_filter_destroy(&a->base);
-            return AKV_ECORRUPT;
+    a->evictions = evict;
+    a->preadapted = pre;
+    uint64_t nz = 0;
+    bool bad = false;
+    akv_rbuf c = {cells_at, ncells * 4, 0, false};
+    for (uint64_t i = 0; i < ncells; i++) {
+        uint32_t g = akv_r_u32(&c);
+        if (!g)
+            continue;
+        nz++;
+        if (ver == 1) {
+            if (!listed(a, g))
+                list_free_cell(a, g); /* a full bucket forgets it: safe */
+        } else if (bucket_of(a, g) != a->cells + (i / BUCKET) * BUCKET || listed(a, g)) {
+            bad = true; /* outside its own bucket, or twice */
+        } else {
+            a->cells[i] = g;
+            a->count++;
         }
+    }
+    if (bad || nz != count) {
+        akv_filter_destroy(&a->base);
+        return AKV_ECORRUPT;
+    }
     *out = &a->base;
     return AKV_OK;
 }
@@ -289,6 +391,8 @@ static void ab_destroy(akv_filter *f)
     if (a->bloom)
         akv_kind_blocked.destroy(a->bloom);
     free(a->cells);
+    free(a->neg);
+    free(a->kfp);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }
@@ -304,8 +408,11 @@ static int ab_describe(const akv_filter *f, char *buf, size_t cap)
 {
     ablocked *a = (ablocked *)f;
     pthread_mutex_lock(&a->mu);
-    int n = snprintf(buf, cap, "\"list_cells\":%llu,\"listed\":%llu,\"unfixable\":%llu,\"bloom_bytes\":%llu",
-                     (unsigned long long)a->ncells, (unsigned long long)a->count,
+    int n = snprintf(buf, cap,
+                     "\"list_cells\":%llu,\"listed\":%llu,\"preadapted\":%llu,\"evictions\":%llu,"
+                     "\"unfixable\":%llu,\"bloom_bytes\":%llu",
+                     (unsigned long long)(a->nbuckets * BUCKET), (unsigned long long)a->count,
+                     (unsigned long long)a->preadapted, (unsigned long long)a->evictions,
                      (unsigned long long)a->unfixable,
                      (unsigned long long)akv_kind_blocked.memory_bytes(a->bloom));
     pthread_mutex_unlock(&a->mu);
@@ -331,7 +438,7 @@ static double ab_fpr(const akv_filter *f)
 const akv_filter_kind akv_kind_ablocked = {
     .name = "ablocked",
     .id = 6,
-    .payload_version = 1,
+    .payload_version = 2,
     .flags = AKV_FK_ADAPTIVE | AKV_FK_CONCURRENT,
     .summary = "blocked Bloom filter + a verified list of fixed false positives (adaptive)",
     .create = ab_create,

@@ -67,6 +67,7 @@ int akvi_rocks_setup(akv_db *db)
     db->ro_scan = rocksdb_readoptions_create();
     /* Flush and compaction stream whole runs: keep them out of the cache. */
     rocksdb_readoptions_set_fill_cache(db->ro_scan, 0);
+    rocksdb_readoptions_set_readahead_size(db->ro_scan, 2u << 20);
     db->envopt = rocksdb_envoptions_create();
     return AKV_OK;
 }

@@ -20,7 +20,11 @@
  * max(64, n/256) 32-bit cells rounded up to whole buckets of 16 (one cache
  * line each, 0.125 bits/key), the Bloom filter the rest. The list never
  * grows: a value lives in the bucket its hash names, and an adaptation
- * whose bucket is full replaces one of its 16 values at random. Forgetting
+ * whose bucket is full is admitted one time in four (a coin flip per
+ * attempt), replacing one of its 16 values at random, so a hot false
+ * positive, which comes back often, displaces a cold one rather than the
+ * other way round, and a stream of one-off false positives does not churn
+ * the list (the refused ones return AKV_NOTFOUND: not fixed). Forgetting
  * a fixed false positive only lets it be a false positive again, never a
  * false negative, and a hot one is fixed again at its next probe; the slot
  * stays within its budget however long the stream of new false positives.
@@ -51,12 +55,14 @@ extern const akv_filter_kind akv_kind_ablocked;
 
 #define LIST_MIN 64
 #define BUCKET   16 /* cells of a bucket: 64 bytes, one cache line */
+#define EVICT_ONE_IN 4 /* a false positive whose bucket is full gets in one time in 4 */
 
 typedef struct ablocked {
     akv_filter base;
     akv_filter *bloom; /* a `blocked` filter */
     uint32_t *cells;   /* nbuckets × BUCKET, cache-line aligned */
     uint64_t nbuckets, count, unfixable, adaptations, evictions, preadapted;
+    uint64_t tick, rejected; /* in memory only: the admission coin, refusals */
     pthread_mutex_t mu;
     /* build only: the negatives given to create and the keys' fingerprints */
     akv_negative *neg;
@@ -268,13 +274,21 @@ static int ab_adapt(akv_filter *f, akv_hash y, akv_revmap *rm)
     } else if (listed(a, g)) {
         rc = AKV_NOTFOUND;
     } else {
-        if (!list_free_cell(a, g)) {
-            /* full bucket: y's low bits pick the value it replaces */
-            __atomic_store_n(&bucket_of(a, g)[y.lo % BUCKET], g, __ATOMIC_RELAXED);
-            a->evictions++;
-        }
-        a->adaptations++;
         rc = AKV_OK;
+        if (!list_free_cell(a, g)) {
+            /* Full bucket: admitted one time in EVICT_ONE_IN, replacing a
+             * value chosen at random; a hot false positive comes back often
+             * and gets in, a cold one rarely displaces a hot one. */
+            uint64_t x = akv_mix64(++a->tick ^ y.lo);
+            if (x % EVICT_ONE_IN == 0) {
+                __atomic_store_n(&bucket_of(a, g)[(x >> 32) % BUCKET], g, __ATOMIC_RELAXED);
+                a->evictions++;
+            } else {
+                a->rejected++;
+                rc = AKV_NOTFOUND;
+            }
+        }
+        a->adaptations += rc == AKV_OK;
     }
     pthread_mutex_unlock(&a->mu);
     return rc;

@@ -18,7 +18,7 @@ void akv_options_init(akv_options *opt)
     opt->sst_target_bytes = 64u << 20;
     opt->miss_log_bytes = 1u << 20;
     opt->l0_compaction_trigger = 4;
-    opt->l0_stall_runs = 20;
+    opt->l0_stall_runs = 36;
     opt->level_multiplier = 10;
     opt->create_if_missing = 1;
 }

@@ -44,7 +44,10 @@ static int stall(akv_db *db, uint64_t bytes)
             if (over < 1)
                 return AKV_OK;
             atomic_fetch_add_explicit(&db->st.write_slowdowns, 1, memory_order_relaxed);
-            double secs = (double)(bytes + 64) / (SLOW_WRITE_RATE / (double)(1u << (over > 10 ? 10 : over - 1)));
+            double rate = SLOW_WRITE_RATE;
+            for (int i = 1; i < over && i < 32; i++)
+                rate *= 0.8; /* RocksDB's write controller steps its rate down by 0.8 */
+            double secs = (double)(bytes + 64) / rate;
             struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
             nanosleep(&ts, NULL);
             return AKV_OK;

@@ -850,3 +850,50 @@ Test(slots, counters_under_each_available_policy)
     }
     cr_assert_gt(tested, 0);
 }
+
+/* ---- the write controller ---------------------------------------------- */
+
+/* Writes are rate-limited from l0_slowdown_runs L0 runs on, not before;
+ * none is refused or lost while slowed. (Counts, not times: the delay's
+ * length is the tools' business.) */
+Test(writes, slow_down_from_l0_slowdown_runs)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "slowdown");
+    akv_options o;
+    small_options(&o, AKV_LAYOUT_HASH, NULL);
+    o.l0_compaction_trigger = 6; /* no compaction below 6 L0 runs */
+    o.l0_slowdown_runs = 3;
+    o.l0_stall_runs = 6;
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    char k[32];
+    akv_stats st;
+    for (int run = 0; run < 3; run++) {
+        for (int i = 0; i < 20; i++) {
+            int n = snprintf(k, sizeof k, "key-%d-%d", run, i);
+            cr_assert_eq(akv_put(db, k, (size_t)n, "v", 1), AKV_OK, "%s", akv_errmsg());
+        }
+        cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+        cr_assert_eq(st.write_slowdowns, 0, "slowed at %d L0 runs", run);
+        cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    }
+    /* three L0 runs now: every write is delayed */
+    for (int i = 0; i < 5; i++) {
+        int n = snprintf(k, sizeof k, "late-%d", i);
+        cr_assert_eq(akv_put(db, k, (size_t)n, "v", 1), AKV_OK, "%s", akv_errmsg());
+    }
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_eq(st.write_slowdowns, 5);
+    cr_assert_eq(st.write_stalls, 0);
+    for (int run = 0; run < 3; run++)
+        for (int i = 0; i < 20; i++) {
+            int n = snprintf(k, sizeof k, "key-%d-%d", run, i);
+            void *v = NULL;
+            size_t vl = 0;
+            cr_assert_eq(akv_get(db, k, (size_t)n, &v, &vl), AKV_OK, "%s lost", k);
+            akv_free(v);
+        }
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_rmrf(dir);
+}

@@ -80,7 +80,7 @@ typedef struct akv_options {
     uint64_t sst_target_bytes; /* target SST size in runs; default 64 MiB */
     uint64_t miss_log_bytes;   /* negative-lookup summary budget; default 1 MiB */
     int l0_compaction_trigger; /* L0 runs that trigger a compaction; default 4 */
-    int l0_stall_runs;         /* writers stop at this many L0 runs; default 20 */
+    int l0_stall_runs;         /* writers stop at this many L0 runs; default 36 (RocksDB's) */
     int level_multiplier;      /* level i+1 holds this × level i; default 10 */
     int direct_reads;          /* O_DIRECT reads for SSTs (I/O measurements); default 0 */
     int sync;                  /* default for akv_put/akv_delete: fsync the WAL; default 0 */
@@ -91,7 +91,8 @@ typedef struct akv_options {
     void (*log)(void *arg, const char *msg);
     void *log_arg;
     int l0_slowdown_runs;      /* writers slow down (rate-limited) from this many L0 runs;
-                                  0 (default) = half-way between the trigger and l0_stall_runs */
+                                  0 (default) = half-way between the trigger and l0_stall_runs
+                                  (20 with the defaults, as RocksDB's) */
 } akv_options;
 
 /* Fill with defaults; slot_policy and bits_per_key are left unset (NULL,

@@ -135,8 +135,10 @@ Test(ablocked, build_preadapts_to_negatives)
         size_t nn = 0;
         for (uint64_t i = 0; nn < 100; i++) {
             akv_hash y = akvt_key(seed + 50, i);
-            if (akv_filter_may_contain(plain, y))
-                neg[nn++] = (akv_negative){y, (double)(1000 - nn)};
+            if (akv_filter_may_contain(plain, y)) {
+                neg[nn] = (akv_negative){y, (double)(1000 - nn)};
+                nn++;
+            }
         }
         /* 10 negatives sharing a key's 32 bits: must stay positive */
         uint64_t st = seed;

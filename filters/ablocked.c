@@ -5,10 +5,10 @@
  * where the AQF's 3.125 metadata bits a slot cost more fresh-key FPR than
  * a Bloom filter's 1.44 factor (docs/filters.md, "AQF or blocked + list").
  *
- * may_contain(h) = blocked(h) && top32(h.hi) is not listed.
+ * may_contain(h) = blocked(h) && top31(h.hi) is not listed.
  *
  * A value is listed only after the stored keys were shown to have no key
- * with those 32 bits: by the reverse map when adapting (scan(y.hi, 32)
+ * with those 31 bits: by the reverse map when adapting (scan(y.hi, 31)
  * reports nothing), or by the build's own keys when pre-adapting to the
  * negatives create() was given. So no key of the set can ever be answered
  * "no": a listed value is the fingerprint of absent keys only. If a stored
@@ -18,25 +18,29 @@
  *
  * Memory: the budget bits_per_key · n pays for both parts. The list gets
  * max(64, n/256) 32-bit cells rounded up to whole buckets of 16 (one cache
- * line each, 0.125 bits/key), the Bloom filter the rest. The list never
- * grows: a value lives in the bucket its hash names, and an adaptation
- * whose bucket is full is admitted one time in four (a coin flip per
- * attempt), replacing one of its 16 values at random, so a hot false
- * positive, which comes back often, displaces a cold one rather than the
- * other way round, and a stream of one-off false positives does not churn
- * the list (the refused ones return AKV_NOTFOUND: not fixed). Forgetting
+ * line each, 0.125 bits/key), the Bloom filter the rest. A cell holds a
+ * 31-bit value and a reference bit, which a query that the value answers
+ * "no" sets. The list never grows: a value lives in the bucket its hash
+ * names, and an adaptation whose bucket is full is admitted one time in
+ * four (a coin flip per attempt) and replaces a value by CLOCK: from a
+ * random cell on, referenced values lose their bit and the first one
+ * without is replaced. So the values that keep saving probes stay, a
+ * stream of one-off false positives does not churn the list (the refused
+ * ones return AKV_NOTFOUND: not fixed), and a hot newcomer gets in after a
+ * few tries. Forgetting
  * a fixed false positive only lets it be a false positive again, never a
  * false negative, and a hot one is fixed again at its next probe; the slot
  * stays within its budget however long the stream of new false positives.
  * Cells are written under a mutex with relaxed atomic stores and read with
  * relaxed atomic loads, so queries run lock-free alongside an adaptation
- * and see each cell as its old or its new value, both safe.
+ * and see each cell as its old or its new value, both safe; a query sets a
+ * reference bit with an atomic OR, which never changes a value.
  *
  * Pre-adaptation (the engine passes the miss log's negatives in the SST's
- * range to create): add() keeps the keys' 32-bit fingerprints while
+ * range to create): add() keeps the keys' 31-bit fingerprints while
  * negatives are pending, and finish() lists each negative, heaviest first,
  * that the Bloom filter passes and no key's fingerprint equals, into a free
- * cell of its bucket. A compaction's output slot thus starts out adapted to
+ * cell of its bucket, referenced (the miss log saw it often). A compaction's output slot thus starts out adapted to
  * the negatives its inputs were fixed for, as far as the miss log saw them.
  */
 #include <math.h>
@@ -79,9 +83,12 @@ static uint64_t buckets_for(uint64_t n)
     return (c + BUCKET - 1) / BUCKET;
 }
 
-static inline uint32_t fp32(akv_hash h)
+#define FP_BITS 31 /* a listed value: the top 31 bits of h.hi; never 0 */
+#define REF     1u /* a cell is value << 1 | REF */
+
+static inline uint32_t fp31(akv_hash h)
 {
-    return (uint32_t)(h.hi >> 32);
+    return (uint32_t)(h.hi >> (64 - FP_BITS));
 }
 
 static inline uint32_t *bucket_of(const ablocked *a, uint32_t g)
@@ -89,28 +96,49 @@ static inline uint32_t *bucket_of(const ablocked *a, uint32_t g)
     return a->cells + akv_reduce(akv_mix64(g), a->nbuckets) * BUCKET;
 }
 
-static bool listed(const ablocked *a, uint32_t g)
+/* Is g listed? A query (touch) marks the value referenced. */
+static bool listed(const ablocked *a, uint32_t g, bool touch)
 {
     if (g == 0)
         return false;
-    const uint32_t *b = bucket_of(a, g);
-    for (int i = 0; i < BUCKET; i++)
-        if (__atomic_load_n(&b[i], __ATOMIC_RELAXED) == g)
+    uint32_t *b = bucket_of(a, g);
+    for (int i = 0; i < BUCKET; i++) {
+        uint32_t v = __atomic_load_n(&b[i], __ATOMIC_RELAXED);
+        if (v >> 1 == g) {
+            if (touch && !(v & REF))
+                __atomic_fetch_or(&b[i], REF, __ATOMIC_RELAXED);
             return true;
+        }
+    }
     return false;
 }
 
 /* Under a->mu: g into a free cell of its bucket; false when it is full. */
-static bool list_free_cell(ablocked *a, uint32_t g)
+static bool list_free_cell(ablocked *a, uint32_t g, uint32_t ref)
 {
     uint32_t *b = bucket_of(a, g);
     for (int i = 0; i < BUCKET; i++)
         if (b[i] == 0) {
-            __atomic_store_n(&b[i], g, __ATOMIC_RELAXED);
+            __atomic_store_n(&b[i], g << 1 | ref, __ATOMIC_RELAXED);
             a->count++;
             return true;
         }
     return false;
+}
+
+/* Under a->mu, g's bucket full: CLOCK from cell `from`, clearing reference
+ * bits until a cell without one, which g replaces (at most 17 steps). */
+static void list_replace(ablocked *a, uint32_t g, unsigned from)
+{
+    uint32_t *b = bucket_of(a, g);
+    for (unsigned i = from;; i = (i + 1) % BUCKET) {
+        uint32_t v = __atomic_load_n(&b[i], __ATOMIC_RELAXED);
+        if (!(v & REF)) {
+            __atomic_store_n(&b[i], g << 1, __ATOMIC_RELAXED);
+            return;
+        }
+        __atomic_fetch_and(&b[i], ~REF, __ATOMIC_RELAXED);
+    }
 }
 
 static uint32_t *cells_alloc(uint64_t nbuckets)
@@ -182,7 +210,7 @@ static int ab_add(akv_filter *f, akv_hash h)
         if (!v)
             return AKV_ENOMEM;
         a->kfp = v;
-        a->kfp[a->n_kfp++] = fp32(h);
+        a->kfp[a->n_kfp++] = fp31(h);
     }
     return rc;
 }
@@ -201,12 +229,12 @@ static int ab_finish(akv_filter *f)
         akv_sort(a->kfp, a->n_kfp, sizeof *a->kfp, u32_cmp);
         pthread_mutex_lock(&a->mu);
         for (size_t i = 0; i < a->n_neg; i++) {
-            uint32_t g = fp32(a->neg[i].h);
-            if (g == 0 || !akv_kind_blocked.may_contain(a->bloom, a->neg[i].h) || listed(a, g))
+            uint32_t g = fp31(a->neg[i].h);
+            if (g == 0 || !akv_kind_blocked.may_contain(a->bloom, a->neg[i].h) || listed(a, g, false))
                 continue;
             if (a->n_kfp && bsearch(&g, a->kfp, a->n_kfp, sizeof g, u32_cmp))
-                continue; /* a key has these 32 bits: never listed */
-            a->preadapted += list_free_cell(a, g);
+                continue; /* a key has these 31 bits: never listed */
+            a->preadapted += list_free_cell(a, g, REF);
         }
         pthread_mutex_unlock(&a->mu);
     }
@@ -221,7 +249,7 @@ static int ab_finish(akv_filter *f)
 static bool ab_may_contain(const akv_filter *f, akv_hash h)
 {
     const ablocked *a = (const ablocked *)f;
-    return akv_kind_blocked.may_contain(a->bloom, h) && !listed(a, fp32(h));
+    return akv_kind_blocked.may_contain(a->bloom, h) && !listed(a, fp31(h), true);
 }
 
 static void ab_prefetch(const akv_filter *f, akv_hash h)
@@ -245,7 +273,7 @@ typedef struct verify {
 static int verify_fn(void *arg, akv_hash h)
 {
     verify *v = arg;
-    if (fp32(h) == fp32(v->y)) {
+    if (fp31(h) == fp31(v->y)) {
         v->same_fp = true;
         if (h.hi == v->y.hi && h.lo == v->y.lo)
             v->same_hash = true;
@@ -261,27 +289,26 @@ static int ab_adapt(akv_filter *f, akv_hash y, akv_revmap *rm)
     if (!ab_may_contain(f, y))
         return AKV_NOTFOUND;
     verify v = {y, false, false};
-    int rc = rm->scan(rm, y.hi, 32, verify_fn, &v);
+    int rc = rm->scan(rm, y.hi, FP_BITS, verify_fn, &v);
     if (rc != AKV_OK)
         return rc < 0 ? rc : AKV_EIO;
     if (v.same_hash)
         return AKV_NOTFOUND; /* a stored key, not a false positive */
-    uint32_t g = fp32(y);
+    uint32_t g = fp31(y);
     pthread_mutex_lock(&a->mu);
     if (v.same_fp || g == 0) {
         a->unfixable++;
         rc = AKV_NOTFOUND;
-    } else if (listed(a, g)) {
+    } else if (listed(a, g, false)) {
         rc = AKV_NOTFOUND;
     } else {
         rc = AKV_OK;
-        if (!list_free_cell(a, g)) {
-            /* Full bucket: admitted one time in EVICT_ONE_IN, replacing a
-             * value chosen at random; a hot false positive comes back often
-             * and gets in, a cold one rarely displaces a hot one. */
+        if (!list_free_cell(a, g, 0)) {
+            /* Full bucket: admitted one time in EVICT_ONE_IN, replacing an
+             * unreferenced value (CLOCK from a random cell). */
             uint64_t x = akv_mix64(++a->tick ^ y.lo);
             if (x % EVICT_ONE_IN == 0) {
-                __atomic_store_n(&bucket_of(a, g)[(x >> 32) % BUCKET], g, __ATOMIC_RELAXED);
+                list_replace(a, g, (unsigned)((x >> 32) % BUCKET));
                 a->evictions++;
             } else {
                 a->rejected++;
@@ -295,11 +322,14 @@ static int ab_adapt(akv_filter *f, akv_hash y, akv_revmap *rm)
 }
 
 /* Payload version 2: u64 buckets, u64 count, u64 unfixable, u64
- * adaptations, u64 evictions, u64 preadapted, buckets × 16 × u32 cells, u16
- * blocked payload version, u64 blocked payload length, the blocked
- * payload. Version 1 (read only): u64 cells, u64 count, u64 unfixable, u64
- * adaptations, the cells of a linear-probing table, then the blocked part
- * as in version 2; its values move into buckets when loaded. */
+ * adaptations, u64 evictions, u64 preadapted, buckets × 16 × u32 cells
+ * (value << 1 | reference bit), u16 blocked payload version, u64 blocked
+ * payload length, the blocked payload. Version 1 (read only): u64 cells,
+ * u64 count, u64 unfixable, u64 adaptations, the 32-bit values of a
+ * linear-probing table, then the blocked part as in version 2. Its values
+ * were checked against 32 bits of the keys, not the 31 a value covers now,
+ * so they are dropped on load: the slot starts with an empty list (a
+ * forgotten false positive, never a false negative). */
 static int ab_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     ablocked *a = (ablocked *)f;
@@ -381,11 +411,10 @@ static int ab_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **ou
         if (!g)
             continue;
         nz++;
-        if (ver == 1) {
-            if (!listed(a, g))
-                list_free_cell(a, g); /* a full bucket forgets it: safe */
-        } else if (bucket_of(a, g) != a->cells + (i / BUCKET) * BUCKET || listed(a, g)) {
-            bad = true; /* outside its own bucket, or twice */
+        if (ver == 1)
+            continue;
+        if (g >> 1 == 0 || bucket_of(a, g >> 1) != a->cells + (i / BUCKET) * BUCKET || listed(a, g >> 1, false)) {
+            bad = true; /* no value, outside its own bucket, or twice */
         } else {
             a->cells[i] = g;
             a->count++;

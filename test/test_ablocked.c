@@ -3,9 +3,9 @@
  * list of fixed false positives. No false negatives after any sequence of
  * adaptations (also under concurrent queries) or pre-adaptation at build,
  * a false positive is fixed at once and the list stays within its budget
- * (a full bucket replaces a value), a stored key's 32-bit fingerprint is
+ * (a full bucket replaces a value), a stored key's 31-bit fingerprint is
  * never listed, the budget is met, and damaged or oversized payloads are
- * refused; version-1 payloads still load.
+ * refused; version-1 payloads still load; CLOCK keeps the values in use.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -71,7 +71,7 @@ Test(ablocked, adapt_fixes_bounded_no_false_negatives)
                 continue;
             int rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
             cr_assert(rc == AKV_OK || rc == AKV_NOTFOUND, "adapt: %s", akv_strerror(rc));
-            if (rc == AKV_NOTFOUND) { /* a full bucket refused it (or a key shares its 32 bits) */
+            if (rc == AKV_NOTFOUND) { /* a full bucket refused it (or a key shares its 31 bits) */
                 cr_assert(akv_filter_may_contain(f, y));
                 refused++;
                 continue;
@@ -118,7 +118,7 @@ Test(ablocked, adapt_fixes_bounded_no_false_negatives)
 }
 
 /* Negatives given at build are listed when the Bloom part passes them and
- * no key shares their 32 bits, heaviest first into free cells: the slot
+ * no key shares their 31 bits, heaviest first into free cells: the slot
  * starts adapted. Keys stay positive, including keys whose fingerprint a
  * negative shares (those negatives are left positive). */
 Test(ablocked, build_preadapts_to_negatives)
@@ -140,7 +140,7 @@ Test(ablocked, build_preadapts_to_negatives)
                 nn++;
             }
         }
-        /* 10 negatives sharing a key's 32 bits: must stay positive */
+        /* 10 negatives sharing a key's 31 bits: must stay positive */
         uint64_t st = seed;
         for (size_t i = 0; i < 10; i++)
             neg[nn++] = (akv_negative){{keys[i * 7].hi ^ (akvt_rand(&st) & 0xffffffffULL), akvt_rand(&st)}, 1};
@@ -174,7 +174,7 @@ Test(ablocked, build_preadapts_to_negatives)
     }
 }
 
-/* A false positive whose top 32 bits equal a stored key's cannot be listed
+/* A false positive whose top 31 bits equal a stored key's cannot be listed
  * (the list would answer "no" for the key): counted, left positive. */
 Test(ablocked, shared_fingerprint_is_never_listed)
 {
@@ -192,7 +192,7 @@ Test(ablocked, shared_fingerprint_is_never_listed)
     cr_assert_eq(akv_memrevmap_create(keys, n, &rm), AKV_OK);
     size_t tried = 0;
     for (size_t i = 0; i < n && tried < 50; i++) {
-        /* same top 32 bits and block as key i, other low bits */
+        /* same top 32 bits (so 31) as key i, other low bits */
         akv_hash y = {keys[i].hi ^ (akvt_rand(&st) & 0xffffffffULL), akvt_rand(&st)};
         if (!akv_filter_may_contain(f, y))
             continue;
@@ -286,9 +286,11 @@ Test(ablocked, huge_declared_sizes_are_corrupt)
     cr_assert_eq(K()->load(buf, sizeof buf, 3, &f), AKV_ENOTSUP);
 }
 
-/* A version-1 payload (a linear-probing list, as earlier releases wrote
- * it) still loads: its values move into buckets, keys stay positive. */
-Test(ablocked, version1_payload_loads)
+/* A version-1 payload (a linear-probing list of 32-bit values, as the
+ * first release wrote it) still loads. Its values were checked against 32
+ * bits of the keys, not the 31 a value covers now, so the list starts
+ * empty: the fixed false positives are positive again, the keys too. */
+Test(ablocked, version1_payload_loads_with_an_empty_list)
 {
     akv_hash *keys;
     akv_memrevmap *rm;
@@ -305,24 +307,71 @@ Test(ablocked, version1_payload_loads)
     cr_assert_eq(K()->save(f, NULL, &len), AKV_OK);
     uint8_t *v2 = malloc(len);
     cr_assert_eq(K()->save(f, v2, &len), AKV_OK);
-    /* v2: 6 u64, 80 cells, blocked part; v1: 4 u64, the same cells */
+    /* v2: 6 u64, 80 cells, blocked part; v1: 4 u64, 80 32-bit values */
     size_t cells = 80, tail = len - 48 - 4 * cells;
     uint8_t *v1 = malloc(32 + 4 * cells + tail);
     put64(v1, cells);
     memcpy(v1 + 8, v2 + 8, 24);
-    /* reversed, so the values sit away from their v1 home cells */
-    for (size_t i = 0; i < cells; i++)
-        memcpy(v1 + 32 + 4 * i, v2 + 48 + 4 * (cells - 1 - i), 4);
+    for (size_t i = 0; i < cells; i++) {
+        uint32_t c;
+        memcpy(&c, v2 + 48 + 4 * i, 4);
+        c >>= 1; /* not what v1 held (32 bits), but non-zero where v2 is */
+        memcpy(v1 + 32 + 4 * i, &c, 4);
+    }
     memcpy(v1 + 32 + 4 * cells, v2 + 48 + 4 * cells, tail);
     akv_filter *g = NULL;
     cr_assert_eq(K()->load(v1, 32 + 4 * cells + tail, 1, &g), AKV_OK);
     for (size_t i = 0; i < nf; i++)
-        cr_assert_not(akv_filter_may_contain(g, fixed[i]));
+        cr_assert(akv_filter_may_contain(g, fixed[i]));
     akvt_check_no_false_negatives(g, 6, n);
     cr_assert_eq(akv_filter_memory(g), akv_filter_memory(f));
+    akv_filter_stats st = {0};
+    akv_filter_get_stats(g, &st);
+    cr_assert_eq(st.adapt_bits, 0);
+    /* a count that disagrees with the cells is still refused */
+    put64(v1 + 8, 3);
+    cr_assert_eq(K()->load(v1, 32 + 4 * cells + tail, 1, &(akv_filter *){NULL}), AKV_ECORRUPT);
     akv_filter_destroy(g);
     free(v1);
     free(v2);
+    free(keys);
+    akv_memrevmap_destroy(rm);
+    akv_filter_destroy(f);
+}
+
+/* CLOCK keeps what is used: 40 hot false positives, queried between
+ * adaptations, stay fixed while 3,000 one-off false positives pass through
+ * the same 80 cells. */
+Test(ablocked, referenced_values_survive_a_stream_of_one_offs)
+{
+    akv_hash *keys;
+    akv_memrevmap *rm;
+    size_t n = 20000;
+    akv_filter *f = build(8, n, 10, &keys, &rm);
+    akv_hash hot[40];
+    size_t nh = 0;
+    uint64_t i = 0;
+    for (; nh < 40; i++) {
+        akv_hash y = akvt_key(88, i);
+        if (akv_filter_may_contain(f, y) && akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)) == AKV_OK)
+            hot[nh++] = y;
+    }
+    size_t ones = 0, admitted = 0;
+    for (; ones < 3000; i++) {
+        akv_hash y = akvt_key(88, i);
+        if (!akv_filter_may_contain(f, y))
+            continue;
+        ones++;
+        admitted += akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)) == AKV_OK;
+        for (size_t j = 0; j < nh; j++)
+            (void)akv_filter_may_contain(f, hot[j]);
+    }
+    size_t kept = 0;
+    for (size_t j = 0; j < nh; j++)
+        kept += !akv_filter_may_contain(f, hot[j]);
+    cr_assert_gt(admitted, 300, "only %zu one-offs admitted", admitted);
+    cr_assert_geq(kept, 38, "%zu of 40 hot values kept", kept);
+    akvt_check_no_false_negatives(f, 8, n);
     free(keys);
     akv_memrevmap_destroy(rm);
     akv_filter_destroy(f);

@@ -9,23 +9,30 @@
 #            ordered (E needs ordered: hash is recorded as "not supported"),
 #   RocksDB: its full Bloom filter and its Ribbon filter at the same bits/key,
 # all with direct reads and a block cache much smaller than the data.
+# Each configuration loads recordcount records (1M x 1 KB by default) once,
+# into a pristine database; every cell of that configuration runs on a copy
+# of it (a load per cell would take hours at this size), for at most
+# BENCH_SECONDS seconds. The pristine database is deleted once its cells are
+# done, so the work directory holds two databases at a time (~1-2 GB each).
 # Extra arguments go to every kvbench run (later -p override earlier ones),
 # e.g. `tools/bench.sh build -p recordcount=50000`. BENCH_RECORDS, BENCH_OPS,
-# BENCH_THREADS and BENCH_WORKLOADS ("a c n") change the defaults.
+# BENCH_SECONDS, BENCH_THREADS and BENCH_WORKLOADS ("a c n") change the
+# defaults.
 set -eu
 build=${1:-build}
 shift || true
 [ -x "$build/kvbench" ] || { echo "bench: $build/kvbench is missing; run 'make' first" >&2; exit 1; }
 command -v gnuplot >/dev/null || { echo "bench: gnuplot is missing (tools/install-deps.sh)" >&2; exit 1; }
 
-records=${BENCH_RECORDS:-100000}
-ops=${BENCH_OPS:-200000}
+records=${BENCH_RECORDS:-1000000}
+ops=${BENCH_OPS:-1000000}
+secs=${BENCH_SECONDS:-15}
 threads=${BENCH_THREADS:-2}
-workloads=(${BENCH_WORKLOADS:-a b c d e f n x})
+read -r -a workloads <<<"${BENCH_WORKLOADS:-a b c d e f n x}"
 work=${BENCH_DIR:-$build/bench}
 docs=docs
 plots=$docs/plots
-settings=(-p recordcount="$records" -p operationcount="$ops" -p maxexecutiontime=60
+settings=(-p recordcount="$records" -p operationcount="$ops" -p maxexecutiontime="$secs"
           --threads "$threads" --cache-mb 8 --memtable-mb 16 --direct-reads --bits-per-key 10)
 extra=("$@")
 
@@ -52,15 +59,39 @@ start=$(date +%s)
 total=$((${#workloads[@]} * ${#configs[@]}))
 n=0
 
-# One run: load + run phase in a fresh database. Appends "config,<kvbench csv row>".
-run_one() { # wl cfgname cfgargs
-  local wl=$1 name=$2 args=$3 tag="$2-workload$1" rc=0
+# The pristine database of a configuration: workloada's load (every
+# workload here writes the same 10 x 100-byte records). 0 when it loaded.
+load_one() { # cfgname cfgargs
+  local name=$1 args=$2 rc=0
+  rm -rf "$work/pristine-$name"
+  printf 'bench: load %-16s ' "$name" >&2
+  # shellcheck disable=SC2086
+  "$kvbench" -P workloads/workloada --phase load "${settings[@]}" $args "${extra[@]}" --quiet \
+    --db "$work/pristine-$name" --json "$work/runs/$name-load.json" >"$work/runs/$name-load.log" 2>&1 || rc=$?
+  if [ $rc -ne 0 ]; then
+    printf 'FAILED (exit %s; see %s)\n' "$rc" "$work/runs/$name-load.log" >&2
+    return 1
+  fi
+  awk -F: '/"throughput_ops"/ { sub(/,.*/, "", $2); printf "%.0f inserts/s\n", $2; exit }' \
+    <(tr ',' '\n' <"$work/runs/$name-load.json") >&2
+}
+
+# One cell: the run phase on a copy of the configuration's pristine
+# database. Appends "config,<kvbench csv row>".
+run_one() { # wl cfgname cfgargs [pristine-name]
+  local wl=$1 name=$2 args=$3 src=${4:-$2} tag="$2-workload$1" rc=0
   local -a tl=()
   [ "$wl" = n ] || [ "$wl" = x ] && tl=(--timeline "$work/runs/$tag.timeline.csv" --interval 500)
-  # shellcheck disable=SC2086
-  "$kvbench" -P "workloads/workload$wl" "${settings[@]}" $args "${tl[@]}" "${extra[@]}" --quiet \
-    --db "$work/db-$tag" --csv "$work/runs/$tag.csv" --json "$work/runs/$tag.json" \
-    >"$work/runs/$tag.log" 2>&1 || rc=$?
+  rm -rf "$work/db-$tag"
+  if [ ! -d "$work/pristine-$src" ]; then
+    rc=1
+  else
+    cp -a "$work/pristine-$src" "$work/db-$tag"
+    # shellcheck disable=SC2086
+    "$kvbench" -P "workloads/workload$wl" --phase run "${settings[@]}" $args "${tl[@]}" "${extra[@]}" --quiet \
+      --db "$work/db-$tag" --csv "$work/runs/$tag.csv" --json "$work/runs/$tag.json" \
+      >"$work/runs/$tag.log" 2>&1 || rc=$?
+  fi
   rm -rf "$work/db-$tag"
   if [ $rc -eq 3 ]; then
     echo "$name,skipped,workload$wl" >>"$results"
@@ -74,23 +105,35 @@ run_one() { # wl cfgname cfgargs
   fi
 }
 
-for wl in "${workloads[@]}"; do
-  for c in "${configs[@]}"; do
+cfg_args() { printf '%s\n' "${configs[@]}" | sed -n "s/^$1|//p"; }
+
+for c in "${configs[@]}"; do
+  name=${c%%|*}
+  load_one "$name" "${c#*|}" || true
+  for wl in "${workloads[@]}"; do
     n=$((n + 1))
-    printf 'bench: [%2d/%d] workload%s %-16s ' "$n" "$total" "$wl" "${c%%|*}" >&2
-    run_one "$wl" "${c%%|*}" "${c#*|}"
+    printf 'bench: [%2d/%d] workload%s %-16s ' "$n" "$total" "$wl" "$name" >&2
+    run_one "$wl" "$name" "${c#*|}"
   done
+  # workloadc decides whether adaptkv's positive path is as fast as
+  # RocksDB's; single cells are noisy on shared disks, so that pair runs
+  # three more times, alternating, and the median ratio is reported. Both
+  # pristine databases are kept until then.
+  case $name in adaptkv-hash | rocksdb-bloom) ;; *) rm -rf "$work/pristine-$name" ;; esac
 done
-# workloadc decides whether adaptkv's positive path is as fast as RocksDB's;
-# single cells are noisy on shared disks, so run that pair three more times,
-# alternating, and take the median ratio.
 for i in 1 2 3; do
   for c in adaptkv-hash rocksdb-bloom; do
     printf 'bench: [repeat %d] workloadc %-16s ' "$i" "$c" >&2
-    run_one c "rep$i-$c" "$(printf '%s\n' "${configs[@]}" | sed -n "s/^$c|//p")"
+    run_one c "rep$i-$c" "$(cfg_args "$c")" "$c"
   done
 done
-header=$(head -n 1 "$(ls "$work"/runs/*.csv | grep -v timeline | head -n 1)")
+rm -rf "$work"/pristine-*
+header=""
+for f in "$work"/runs/*.csv; do
+  case $f in *timeline*) continue ;; esac
+  header=$(head -n 1 "$f")
+  break
+done
 elapsed=$(($(date +%s) - start))
 
 # ---- tables (awk over results.csv) ------------------------------------------------
@@ -171,23 +214,24 @@ repeat_ratios=$(awk -F, '$1 ~ /^rep[0-9]-/ && $4 == "workloadc" {
 repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { if (n) print v[int((n + 1) / 2)]; else print "n/a" }')
 
 {
-  echo "# Benchmarks"
+  echo "## Matrix (\`make bench\`)"
   echo
   echo "Generated by \`make bench\` (tools/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'); the whole matrix took"
   echo "$((elapsed / 60)) min $((elapsed % 60)) s. Numbers from one run on one machine: compare columns"
   echo "within a table (same machine, same run), not with other machines."
   echo
-  echo "## Machine"
+  echo "### Machine"
   echo
   echo "- CPUs (\`nproc\`): $(nproc)"
   echo "- CPU model: ${cpu:-unknown}"
   echo "- memory: $mem"
   echo "- kernel: $(uname -sr); RocksDB (librocksdb-dev): $rocks"
   echo
-  echo "## Setup"
+  echo "### Setup"
   echo
-  echo "Every cell is one fresh database: load \`recordcount\` records (YCSB's 10 fields × 100 bytes),"
-  echo "flush the memtable, then run \`operationcount\` operations with $threads client threads. Both engines"
+  echo "Each configuration loads \`recordcount\` records (YCSB's 10 fields × 100 bytes) once, into a pristine"
+  echo "database; every cell runs on a copy of it, for at most $secs s or \`operationcount\` operations, with"
+  echo "$threads client threads. Both engines"
   echo "get the same settings: direct reads (no page cache), an 8 MiB block cache (the data is"
   echo "~$((records / 1000)) MB), a 16 MiB memtable and 10 filter bits per key. RocksDB runs its default leveled LSM with"
   echo "its full Bloom filter (\`rocksdb_filterpolicy_create_bloom_full(10)\`) or its Ribbon filter"
@@ -219,7 +263,7 @@ repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { 
   echo "\"n/s\": not supported — workload E scans, and the hash layout keeps data in hash order"
   echo "(kvbench stops with exit status 3 and says to use \`--layout ordered\`)."
   echo
-  echo "## Headline ratios (throughput, same run)"
+  echo "### Headline ratios (throughput, same run)"
   echo
   echo "- workloadc (all reads hit): adaptkv-hash / rocksdb-bloom = **$(ratio c adaptkv-hash rocksdb-bloom)**,"
   echo "  adaptkv-ordered / rocksdb-bloom = **$(ratio c adaptkv-ordered rocksdb-bloom)**,"
@@ -228,13 +272,13 @@ repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { 
   echo "- workloadn (negative-heavy): adaptkv-hash / rocksdb-bloom = **$(ratio n adaptkv-hash rocksdb-bloom)**"
   echo "- workloadx (adversarial): adaptkv-hash / rocksdb-bloom = **$(ratio x adaptkv-hash rocksdb-bloom)**"
   echo
-  echo "## Throughput (operations per second)"
+  echo "### Throughput (operations per second)"
   echo
   table throughput_ops "%.0f"
   echo
   echo "![throughput](plots/throughput.png)"
   echo
-  echo "## Wasted probes per negative lookup"
+  echo "### Wasted probes per negative lookup"
   echo
   echo "A probe is a read of one SST (or memtable) whose filter said \"maybe\"; for a key that does not exist"
   echo "every probe is wasted. RocksDB's figure is its perf context's \`bloom_sst_hit_count\`."
@@ -249,17 +293,17 @@ repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { 
   echo
   echo "![wasted probes over time, workload X](plots/wasted-workloadx.png)"
   echo
-  echo "## RocksDB block reads per operation (perf context \`block_read_count\`)"
+  echo "### RocksDB block reads per operation (perf context \`block_read_count\`)"
   echo
   table block_reads_per_op "%.4f"
   echo
-  echo "## p99 latency of the main operation (µs; read, scan for E)"
+  echo "### p99 latency of the main operation (µs; read, scan for E)"
   echo
   table p99 "%.1f"
   echo
   echo "![p99 latency](plots/p99.png)"
   echo
-  echo "## Filter memory (bits per key)"
+  echo "### Filter memory (bits per key)"
   echo
   echo "SST filters only (what RocksDB's figure measures: filter block bytes × 8 / entries):"
   echo
@@ -269,13 +313,22 @@ repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { 
   echo
   table filter_bits_per_key "%.2f"
   echo
-  echo "## Adaptations during the run phase"
+  echo "### Adaptations during the run phase"
   echo
   table adaptations "%d"
   echo
   cat tools/bench-reading.md
   echo
   echo "Raw results: one CSV row per cell in \`$work/results.csv\` (not committed); JSON and logs in \`$work/runs/\`."
-} >"$docs/benchmarks.md"
+} >"$work/matrix.md"
 
-echo "bench: done in ${elapsed}s; wrote $docs/benchmarks.md and $plots/*.png" >&2
+# docs/benchmarks.md keeps what is above its "## Matrix" heading (the 1M
+# comparison written from tools/bench-1m.sh); the matrix replaces the rest.
+if [ -f "$docs/benchmarks.md" ]; then
+  sed '/^## Matrix/,$d' "$docs/benchmarks.md" >"$work/head.md"
+else
+  printf '# Benchmarks\n\n' >"$work/head.md"
+fi
+cat "$work/head.md" "$work/matrix.md" >"$docs/benchmarks.md"
+
+echo "bench: done in ${elapsed}s; wrote the matrix into $docs/benchmarks.md and $plots/*.png" >&2

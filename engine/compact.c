@@ -8,11 +8,12 @@
  * run, and one slot, per level. A compaction picks part of a level and
  * merges it into the overlapping part of the next, as RocksDB's leveled
  * compaction picks files:
+ *   - which level: the highest score (due_level), L0's being its run count
+ *     over the trigger, a deeper level's its size over its capacity;
  *   - L0 -> L1: every L0 run (they span the whole key space) and the L1
  *     runs their ranges overlap;
- *   - Li -> Li+1: the level with the highest size/capacity score over 1
- *     gives one run, chosen round-robin by key range, and the Li+1 runs its
- *     range overlaps.
+ *   - Li -> Li+1: one run of Li, chosen round-robin by key range, and the
+ *     Li+1 runs its range overlaps.
  * The output is cut into runs again; tombstones are dropped only when no
  * run lies below the output level.
  */
@@ -39,17 +40,27 @@ static uint64_t level_bytes(const akvi_version *v, int level)
     return b;
 }
 
-/* The level whose compaction is due (-1: none): L0 at its trigger first,
- * then the deeper level most over its capacity. */
+/*
+ * The level whose compaction is due (-1: none), scored as RocksDB scores
+ * them: L0 by its run count over l0_compaction_trigger, deeper levels by
+ * their bytes over their capacity; the highest score at or above 1 wins (L0
+ * on a tie). Giving L0 priority whatever the rest scored starved the
+ * deeper levels during a long load: everything piled up in L1, and since
+ * L0 runs span the whole key range each L0 compaction rewrote all of it,
+ * longer every time, while L0 filled up behind it.
+ */
 static int due_level(const akv_db *db, const akvi_version *v)
 {
-    if (akvi_runs_at_level(v, 0) >= (size_t)db->opt.l0_compaction_trigger)
-        return 0;
     int best = -1;
-    double best_score = 1.0;
+    double best_score = 0;
+    size_t l0 = akvi_runs_at_level(v, 0);
+    if (l0 >= (size_t)db->opt.l0_compaction_trigger) {
+        best = 0;
+        best_score = (double)l0 / (double)db->opt.l0_compaction_trigger;
+    }
     for (int l = 1; l < AKV_MAX_LEVELS - 1; l++) {
         double score = (double)level_bytes(v, l) / (double)level_capacity(db, l);
-        if (score > best_score) {
+        if (score > 1.0 && score > best_score) {
             best = l;
             best_score = score;
         }

@@ -17,17 +17,17 @@
  * fingerprint.
  *
  * Memory: the budget bits_per_key · n pays for both parts. The list gets
- * max(64, n/256) 32-bit cells rounded up to whole buckets of 16 (one cache
- * line each, 0.125 bits/key), the Bloom filter the rest. A cell holds a
+ * max(16, n/256) 32-bit cells rounded up to whole buckets of 16 (one cache
+ * line each, 0.125 bits/key), the Bloom filter the rest, but never less
+ * than 3/4 of the budget (below ~200 keys a slot exceeds its budget by its
+ * one bucket rather than starve its Bloom filter). A cell holds a
  * 31-bit value and a reference bit, which a query that the value answers
  * "no" sets. The list never grows: a value lives in the bucket its hash
- * names, and an adaptation whose bucket is full is admitted one time in
- * four (a coin flip per attempt) and replaces a value by CLOCK: from a
- * random cell on, referenced values lose their bit and the first one
- * without is replaced. So the values that keep saving probes stay, a
- * stream of one-off false positives does not churn the list (the refused
- * ones return AKV_NOTFOUND: not fixed), and a hot newcomer gets in after a
- * few tries. Forgetting
+ * names, and an adaptation whose bucket is full replaces a value by CLOCK:
+ * from a random cell on, referenced values lose their bit and the first
+ * one without is replaced. So every false positive is fixed when it
+ * happens, and the values that keep saving probes stay while one-off
+ * false positives take turns in the rest of the bucket. Forgetting
  * a fixed false positive only lets it be a false positive again, never a
  * false negative, and a hot one is fixed again at its next probe; the slot
  * stays within its budget however long the stream of new false positives.
@@ -57,16 +57,16 @@
 extern const akv_filter_kind akv_kind_blocked;
 extern const akv_filter_kind akv_kind_ablocked;
 
-#define LIST_MIN 64
+#define LIST_MIN    16 /* cells: one bucket */
+#define V1_LIST_MIN 64 /* what version 1 payloads hold at least */
 #define BUCKET   16 /* cells of a bucket: 64 bytes, one cache line */
-#define EVICT_ONE_IN 4 /* a false positive whose bucket is full gets in one time in 4 */
 
 typedef struct ablocked {
     akv_filter base;
     akv_filter *bloom; /* a `blocked` filter */
     uint32_t *cells;   /* nbuckets × BUCKET, cache-line aligned */
     uint64_t nbuckets, count, unfixable, adaptations, evictions, preadapted;
-    uint64_t tick, rejected; /* in memory only: the admission coin, refusals */
+    uint64_t tick; /* in memory only: where CLOCK starts */
     pthread_mutex_t mu;
     /* build only: the negatives given to create and the keys' fingerprints */
     akv_negative *neg;
@@ -172,9 +172,12 @@ static int ab_create(const akv_filter_params *p, const akv_negative *neg, size_t
     uint64_t n = p->expected_keys ? p->expected_keys : 1;
     uint64_t nbuckets = buckets_for(n);
     double bpk = p->bits_per_key > 0 ? p->bits_per_key : 10;
+    /* The Bloom part keeps at least 3/4 of the budget: a slot of fewer
+     * than ~200 keys, whose one bucket would cost more, exceeds its budget
+     * by that bucket (64 bytes) rather than lose its fresh-key FPR. */
     double inner = bpk - 32.0 * (double)(nbuckets * BUCKET) / (double)n;
     akv_filter_params q = *p;
-    q.bits_per_key = inner < 1 ? 1 : inner;
+    q.bits_per_key = inner < 0.75 * bpk ? 0.75 * bpk : inner;
     akv_filter *b = NULL;
     int rc = akv_kind_blocked.create(&q, NULL, 0, &b);
     if (rc != AKV_OK)
@@ -302,20 +305,14 @@ static int ab_adapt(akv_filter *f, akv_hash y, akv_revmap *rm)
     } else if (listed(a, g, false)) {
         rc = AKV_NOTFOUND;
     } else {
-        rc = AKV_OK;
         if (!list_free_cell(a, g, 0)) {
-            /* Full bucket: admitted one time in EVICT_ONE_IN, replacing an
-             * unreferenced value (CLOCK from a random cell). */
-            uint64_t x = akv_mix64(++a->tick ^ y.lo);
-            if (x % EVICT_ONE_IN == 0) {
-                list_replace(a, g, (unsigned)((x >> 32) % BUCKET));
-                a->evictions++;
-            } else {
-                a->rejected++;
-                rc = AKV_NOTFOUND;
-            }
+            /* Full bucket: g replaces an unreferenced value (CLOCK from a
+             * cell chosen at random). */
+            list_replace(a, g, (unsigned)(akv_mix64(++a->tick ^ y.lo) % BUCKET));
+            a->evictions++;
         }
-        a->adaptations += rc == AKV_OK;
+        a->adaptations++;
+        rc = AKV_OK;
     }
     pthread_mutex_unlock(&a->mu);
     return rc;
@@ -383,7 +380,7 @@ static int ab_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **ou
     uint64_t left = r.err ? 0 : (len - r.off) / 4, ncells = 0;
     if (ver == 2 && h0 >= 1 && h0 <= left / BUCKET)
         ncells = h0 * BUCKET;
-    else if (ver == 1 && h0 >= LIST_MIN && h0 <= left)
+    else if (ver == 1 && h0 >= V1_LIST_MIN && h0 <= left)
         ncells = h0;
     if (r.err || !ncells || count > ncells)
         return AKV_ECORRUPT;
@@ -393,7 +390,7 @@ static int ab_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **ou
     int rc = load_bloom(&r, len, &b);
     if (rc != AKV_OK)
         return rc;
-    /* version 1 kept max(64, n/256) cells: the buckets a build gets now */
+    /* version 1 kept max(64, n/256) cells: as many, in whole buckets */
     ablocked *a = ab_alloc(b, ver == 2 ? h0 : (h0 + BUCKET - 1) / BUCKET);
     if (!a) {
         akv_kind_blocked.destroy(b);

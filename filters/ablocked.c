@@ -40,8 +40,9 @@
  * range to create): add() keeps the keys' 31-bit fingerprints while
  * negatives are pending, and finish() lists each negative, heaviest first,
  * that the Bloom filter passes and no key's fingerprint equals, into a free
- * cell of its bucket, referenced (the miss log saw it often). A compaction's output slot thus starts out adapted to
- * the negatives its inputs were fixed for, as far as the miss log saw them.
+ * cell of its bucket, referenced (the miss log saw it often). A
+ * compaction's output slot thus starts out adapted to the negatives its
+ * inputs were fixed for, as far as the miss log saw them.
  */
 #include <math.h>
 #include <pthread.h>
@@ -57,9 +58,9 @@
 extern const akv_filter_kind akv_kind_blocked;
 extern const akv_filter_kind akv_kind_ablocked;
 
+#define BUCKET      16 /* cells of a bucket: 64 bytes, one cache line */
 #define LIST_MIN    16 /* cells: one bucket */
 #define V1_LIST_MIN 64 /* what version 1 payloads hold at least */
-#define BUCKET   16 /* cells of a bucket: 64 bytes, one cache line */
 
 typedef struct ablocked {
     akv_filter base;
@@ -118,7 +119,7 @@ static bool list_free_cell(ablocked *a, uint32_t g, uint32_t ref)
 {
     uint32_t *b = bucket_of(a, g);
     for (int i = 0; i < BUCKET; i++)
-        if (b[i] == 0) {
+        if (__atomic_load_n(&b[i], __ATOMIC_RELAXED) == 0) {
             __atomic_store_n(&b[i], g << 1 | ref, __ATOMIC_RELAXED);
             a->count++;
             return true;
@@ -344,7 +345,7 @@ static int ab_save(const akv_filter *f, uint8_t *buf, size_t *len)
     akv_w_u64(&w, a->evictions);
     akv_w_u64(&w, a->preadapted);
     for (uint64_t i = 0; i < ncells; i++)
-        akv_w_u32(&w, buf ? a->cells[i] : 0);
+        akv_w_u32(&w, buf ? __atomic_load_n(&a->cells[i], __ATOMIC_RELAXED) : 0);
     pthread_mutex_unlock(&a->mu);
     akv_w_u16(&w, akv_kind_blocked.payload_version);
     akv_w_u64(&w, blen);

@@ -6,31 +6,28 @@
  * can see the value can also see the hash. When a memtable has been flushed
  * and its run installed, its hashes are removed again; readers still
  * holding an older version then see `flushed` and probe that memtable
- * directly, so a removal can never turn into a false negative. If the guard
- * ever refuses an insert (full), it is marked broken (all memtables probed)
- * and rebuilt at the next flush.
+ * directly, so a removal can never turn into a false negative.
+ *
+ * Sized by what the memtables hold, not by a worst case: twice the keys of
+ * the live memtables, at least GUARD_MIN. An insert that finds it full
+ * rebuilds it at twice the keys right away (from the hashes each memtable
+ * remembers; amortised, like a growing array), and a flush that leaves it
+ * more than four times too big rebuilds it smaller. If a rebuild fails the
+ * guard is marked broken (all memtables probed) and rebuilt at the next
+ * flush.
  */
 #include <stdlib.h>
 
 #include "engine/internal.h"
 #include "util/grow.h"
 
-/*
- * Keys the guard should hold: two live memtables (one filling, one being
- * flushed). Before the first flush the entry size is unknown, so guess
- * 256-byte entries; a guard that overflows is not wrong, only "broken"
- * (memtables are probed directly) until the next flush rebuilds it from the
- * key counts actually seen, with 25% headroom.
- */
-static uint64_t guard_capacity(const akv_db *db, size_t needed)
+#define GUARD_MIN 4096 /* keys: 30 KiB at 10 bits/key */
+
+/* Keys a guard is made for when the live memtables hold `needed`. */
+static uint64_t guard_capacity(size_t needed)
 {
-    uint64_t seen = atomic_load(&db->guard_observed);
-    uint64_t cap = seen ? seen * 2 + seen / 2 : db->opt.memtable_bytes / 256 * 2;
-    if (cap < (1u << 12))
-        cap = 1u << 12;
-    if (cap < 2 * (uint64_t)needed)
-        cap = 2 * (uint64_t)needed;
-    return cap;
+    uint64_t cap = 2 * (uint64_t)needed;
+    return cap < GUARD_MIN ? GUARD_MIN : cap;
 }
 
 /* The heaviest miss-log negatives, for a guard to encode before its first
@@ -69,7 +66,7 @@ int akvi_guard_init(akv_db *db)
     akvi_slot_init(&db->guard_stats, NULL);
     if (!db->policy.mem)
         return AKV_OK;
-    db->guard_cap = guard_capacity(db, 0);
+    db->guard_cap = guard_capacity(0);
     return guard_new(db, db->guard_cap, &db->guard);
 }
 
@@ -92,22 +89,88 @@ static int remember(akvi_mem *m, akv_hash h)
     return AKV_OK;
 }
 
-int akvi_guard_insert(akv_db *db, akvi_mem *m, akv_hash h)
+/* Under wmu (or alone, at open): a fresh guard over every memtable of the
+ * current version and `also` (a memtable being recovered, not yet in it);
+ * false, and the old guard kept, when it cannot be built. */
+static bool guard_rebuild(akv_db *db, const akvi_mem *also)
+{
+    akvi_version *v = akvi_current(db);
+    bool in_v = false;
+    size_t need = 0;
+    for (size_t i = 0; i < v->n_mem; i++) {
+        need += v->mems[i]->n_hashes;
+        in_v |= v->mems[i] == also;
+    }
+    if (also && !in_v)
+        need += also->n_hashes;
+    else
+        also = NULL;
+    akv_filter *f = NULL;
+    uint64_t cap = guard_capacity(need);
+    bool ok = guard_new(db, cap, &f) == AKV_OK;
+    for (size_t i = 0; ok && i <= v->n_mem; i++) {
+        const akvi_mem *m = i < v->n_mem ? v->mems[i] : also;
+        for (size_t j = 0; ok && m && j < m->n_hashes; j++)
+            ok = akv_filter_insert(f, m->hashes[j]) == AKV_OK;
+    }
+    akvi_version_unref(v);
+    db->guard_keys = need;
+    if (!ok) {
+        akv_filter_destroy(f);
+        akvi_log(db, "memtable guard rebuild failed; memtables are probed directly");
+        return false;
+    }
+    pthread_rwlock_wrlock(&db->guard_lock);
+    akv_filter *old = db->guard;
+    db->guard = f;
+    db->guard_cap = cap;
+    atomic_store(&db->guard_broken, false);
+    pthread_rwlock_unlock(&db->guard_lock);
+    akv_filter_destroy(old);
+    return true;
+}
+
+/* h into the guard for memtable m. Past its capacity (counting kinds
+ * accept more, at a rising false positive rate) or full, the guard is
+ * rebuilt at twice the keys right away when `grow` (a live database, under
+ * wmu), else marked broken (memtables being re-read at open, which are in
+ * no version yet: akvi_guard_refit follows). Precedes the RocksDB write. */
+static void guard_add(akv_db *db, akvi_mem *m, akv_hash h, bool grow)
 {
     if (!db->policy.mem)
-        return AKV_OK;
+        return;
     if (remember(m, h) != AKV_OK) {
         atomic_store(&db->guard_broken, true);
-        return AKV_OK;
+        return;
     }
-    if (atomic_load(&db->guard_broken))
-        return AKV_OK;
+    bool over = ++db->guard_keys > db->guard_cap;
+    if (over || atomic_load(&db->guard_broken)) {
+        if (!(grow && over && guard_rebuild(db, m)))
+            atomic_store(&db->guard_broken, true);
+        return;
+    }
     guard_lock_mut(db);
     int rc = akv_filter_insert(db->guard, h);
     pthread_rwlock_unlock(&db->guard_lock);
-    if (rc != AKV_OK)
-        atomic_store(&db->guard_broken, true); /* must precede the RocksDB write */
+    if (rc != AKV_OK && !(grow && guard_rebuild(db, m)))
+        atomic_store(&db->guard_broken, true);
+}
+
+int akvi_guard_insert(akv_db *db, akvi_mem *m, akv_hash h)
+{
+    guard_add(db, m, h, true);
     return AKV_OK;
+}
+
+void akvi_guard_recover_insert(akv_db *db, akvi_mem *m, akv_hash h)
+{
+    guard_add(db, m, h, false);
+}
+
+void akvi_guard_refit(akv_db *db)
+{
+    if (db->policy.mem && (atomic_load(&db->guard_broken) || db->guard_keys > db->guard_cap))
+        (void)guard_rebuild(db, NULL);
 }
 
 bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h)
@@ -141,34 +204,6 @@ void akvi_guard_absorb(akv_db *db, akv_hash h)
     pthread_rwlock_unlock(&db->guard_lock);
 }
 
-/* Under wmu: a fresh guard over every memtable of the current version. */
-static void guard_rebuild(akv_db *db)
-{
-    akvi_version *v = akvi_current(db);
-    size_t need = 0;
-    for (size_t i = 0; i < v->n_mem; i++)
-        need += v->mems[i]->n_hashes;
-    akv_filter *f = NULL;
-    uint64_t cap = guard_capacity(db, need);
-    bool ok = guard_new(db, cap, &f) == AKV_OK;
-    for (size_t i = 0; ok && i < v->n_mem; i++)
-        for (size_t j = 0; ok && j < v->mems[i]->n_hashes; j++)
-            ok = akv_filter_insert(f, v->mems[i]->hashes[j]) == AKV_OK;
-    akvi_version_unref(v);
-    if (!ok) {
-        akv_filter_destroy(f);
-        akvi_log(db, "memtable guard rebuild failed; memtables are probed directly");
-        return;
-    }
-    pthread_rwlock_wrlock(&db->guard_lock);
-    akv_filter *old = db->guard;
-    db->guard = f;
-    db->guard_cap = cap;
-    atomic_store(&db->guard_broken, false);
-    pthread_rwlock_unlock(&db->guard_lock);
-    akv_filter_destroy(old);
-}
-
 void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
 {
     atomic_store(&m->flushed, true);
@@ -181,22 +216,21 @@ void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
             (void)akv_filter_remove(db->guard, m->hashes[i]);
         pthread_rwlock_unlock(&db->guard_lock);
     }
-    uint64_t seen = atomic_load(&db->guard_observed);
-    if (m->n_hashes > seen)
-        atomic_store(&db->guard_observed, (uint64_t)m->n_hashes);
-    /* 2×: YCSB-style 1 KB values against the 256-byte guess leave a guard
-     * ~3.5× too big, which dominated filter memory in the benchmarks. */
-    bool oversized = !seen && db->guard_cap > 2 * guard_capacity(db, 0);
+    /* Rebuild when broken, or smaller when what is left in the memtables
+     * would fit a quarter of it. */
+    pthread_mutex_lock(&db->wmu);
+    db->guard_keys -= db->guard_keys < m->n_hashes ? db->guard_keys : m->n_hashes;
     free(m->hashes);
     m->hashes = NULL;
     m->n_hashes = m->cap_hashes = 0;
-    /* Rebuild when broken, or once after the first flush when the initial
-     * guess proved far too large (its memory is wasted otherwise). */
-    if (atomic_load(&db->guard_broken) || oversized) {
-        pthread_mutex_lock(&db->wmu);
-        guard_rebuild(db);
-        pthread_mutex_unlock(&db->wmu);
-    }
+    akvi_version *v = akvi_current(db);
+    size_t left = 0;
+    for (size_t i = 0; i < v->n_mem; i++)
+        left += v->mems[i]->n_hashes;
+    akvi_version_unref(v);
+    if (atomic_load(&db->guard_broken) || db->guard_cap > 4 * guard_capacity(left))
+        (void)guard_rebuild(db, NULL);
+    pthread_mutex_unlock(&db->wmu);
 }
 
 size_t akvi_guard_memory(akv_db *db)

@@ -310,7 +310,7 @@ struct akv_db {
     akvi_slot guard_stats;
     _Atomic bool guard_broken;
     uint64_t guard_cap;              /* keys the current guard was sized for (under wmu) */
-    _Atomic uint64_t guard_observed; /* most keys a flushed memtable held; 0 before the first */
+    uint64_t guard_keys;             /* hashes the live memtables remember (under wmu) */
 
     /* Background threads: one flushes, one compacts (neither waits for the
      * other); both publish under pubmu. */
@@ -424,8 +424,15 @@ uint64_t akvi_thread_block_reads(void);
 
 /* ---- the memtable guard (guard.c) -------------------------------------- */
 
-/* Writer side, under wmu: insert into the guard and remember the hash. */
+/* Writer side, under wmu: insert into the guard and remember the hash; a
+ * guard past its capacity is rebuilt at twice the keys. */
 int akvi_guard_insert(akv_db *db, akvi_mem *m, akv_hash h);
+/* Open, re-reading memtable m (in no version yet): the same, but a guard
+ * past its capacity is marked broken; akvi_guard_refit follows. */
+void akvi_guard_recover_insert(akv_db *db, akvi_mem *m, akv_hash h);
+/* Open, once the memtables are in the first version: rebuild a guard that
+ * is broken or past its capacity. */
+void akvi_guard_refit(akv_db *db);
 /* Reader side: false only when the key is certainly not in memtable m. */
 bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h);
 /* A lookup the guard let through found nothing in any memtable: let an

@@ -53,7 +53,7 @@ int akvi_mem_recover(akv_db *db, akvi_mem *m)
         const uint8_t *ik = (const uint8_t *)rocksdb_iter_key(it, &iklen);
         (void)rocksdb_iter_value(it, &vlen);
         const uint8_t *uk = akvi_ukey(db, ik, iklen, &klen);
-        akvi_guard_insert(db, m, akv_hash_key(uk, klen, db->seed));
+        akvi_guard_recover_insert(db, m, akv_hash_key(uk, klen, db->seed));
         atomic_fetch_add(&m->bytes, iklen + vlen);
         atomic_fetch_add(&m->entries, 1);
     }

@@ -1208,6 +1208,7 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
         akvi_sort_runs(db->cur->runs, L.n_run);
         L.n_mem = L.n_run = 0;
         clean_files(db, db->cur);
+        akvi_guard_refit(db); /* sized for the memtables just re-read */
     }
     loaded_free(db, &L, rc == AKV_OK);
     if (rc == AKV_OK)

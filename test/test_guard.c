@@ -2,7 +2,8 @@
  * test_guard.c — the memtable guard with a deliberately tiny dynamic kind:
  * inserts past its capacity fail, the engine must then probe memtables
  * directly (never a false negative) and rebuild the guard at a flush.
- * Also checks that a flush removes exactly the keys it inserted.
+ * Also checks that a flush removes exactly the keys it inserted, and that
+ * the guard is sized by the keys in the memtables.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -203,10 +204,21 @@ Test(guard, overflowing_guard_never_hides_a_key)
     cr_assert_eq(system(cmd), 0);
 }
 
-/* The first guard is a guess from memtable_bytes; after the first flush it
- * is resized from the key count actually seen. With large values the guess
- * is far too big, and the guard must shrink (and keep answering right). */
-Test(guard, resized_from_observed_memtable_keys)
+static akv_slot_info guard_row(akv_db *db)
+{
+    akv_slot_info *rows;
+    size_t nr;
+    cr_assert_eq(akv_slots(db, &rows, &nr), AKV_OK);
+    cr_assert(nr > 0 && rows[0].level == -1);
+    akv_slot_info g = rows[0];
+    akv_free(rows);
+    return g;
+}
+
+/* The guard is sized by the keys the memtables hold, not by memtable_bytes:
+ * small when they are empty, grown (right away, never "broken") as they
+ * fill, small again after a flush, and right all along. */
+Test(guard, sized_by_the_memtable_keys)
 {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/akvguard-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -214,31 +226,61 @@ Test(guard, resized_from_observed_memtable_keys)
     akv_options o;
     akv_options_init(&o);
     o.slot_policy = "mem=sscf,l0+=blocked";
-    o.memtable_bytes = 4 << 20;
+    o.memtable_bytes = 64 << 20;
     o.log = quiet;
     akv_db *db;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    akv_stats before, after;
-    cr_assert_eq(akv_get_stats(db, &before), AKV_OK);
-    static char val[4096];
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    uint64_t empty = st.filter_bytes;
+    /* 4096 keys at 60 bits: 30 KiB, whatever memtable_bytes says */
+    cr_assert_leq(empty, 40u << 10, "an empty guard takes %llu bytes", (unsigned long long)empty);
     unsigned n = 0;
-    for (; n < 600; n++) {
+    for (; n < 50000; n++) {
         char k[32];
         size_t kl = key(k, n);
-        cr_assert_eq(akv_put(db, k, kl, val, sizeof val), AKV_OK, "%s", akv_errmsg());
+        cr_assert_eq(akv_put(db, k, kl, k, kl), AKV_OK, "%s", akv_errmsg());
     }
-    cr_assert_eq(akv_flush(db), AKV_OK);
-    cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
-    cr_assert_lt(after.filter_bytes * 2, before.filter_bytes, "guard %llu -> %llu bytes",
-                 (unsigned long long)before.filter_bytes, (unsigned long long)after.filter_bytes);
-    for (unsigned i = 0; i < n; i++) {
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    /* capacity between the keys and four times them: 60 bits a key */
+    cr_assert(st.filter_bytes >= 50000ull * 60 / 8 && st.filter_bytes <= 4 * 50000ull * 60 / 8,
+              "50,000 keys, guard %llu bytes", (unsigned long long)st.filter_bytes);
+    akv_slot_info g0 = guard_row(db);
+    for (unsigned i = 0; i < 1000; i++) {
         char k[32];
-        size_t kl = key(k, i), vl;
-        void *v;
-        cr_assert_eq(akv_get(db, k, kl, &v, &vl), AKV_OK, "key %u lost", i);
-        cr_assert_eq(vl, sizeof val);
-        akv_free(v);
+        size_t kl = (size_t)snprintf(k, sizeof k, "absent-%u", i);
+        cr_assert_eq(akv_get(db, k, kl, NULL, NULL), AKV_NOTFOUND);
     }
+    akv_slot_info g1 = guard_row(db);
+    /* it grew instead of breaking: absent keys are still filtered */
+    cr_assert_geq(g1.filtered - g0.filtered, 950, "%llu of 1000 filtered",
+                  (unsigned long long)(g1.filtered - g0.filtered));
+    check_upto(db, n);
+    cr_assert_eq(akv_flush(db), AKV_OK);
+    akv_slot_info g2 = guard_row(db);
+    cr_assert_eq(g2.keys, 0);
+    cr_assert_leq(g2.bits_per_key * (double)(g2.keys ? g2.keys : 1), 40.0 * 8 * 1024,
+                  "after the flush the guard is small again");
+    check_upto(db, n);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    /* reopen with the memtable in the WAL: the guard grows while it is re-read */
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    for (unsigned i = n; i < n + 20000; i++) {
+        char k[32];
+        size_t kl = key(k, i);
+        cr_assert_eq(akv_put(db, k, kl, k, kl), AKV_OK, "%s", akv_errmsg());
+    }
+    cr_assert_eq(akv_close(db), AKV_OK);
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    check_upto(db, n + 20000);
+    g0 = guard_row(db);
+    for (unsigned i = 0; i < 1000; i++) {
+        char k[32];
+        size_t kl = (size_t)snprintf(k, sizeof k, "absent-%u", i);
+        cr_assert_eq(akv_get(db, k, kl, NULL, NULL), AKV_NOTFOUND);
+    }
+    g1 = guard_row(db);
+    cr_assert_geq(g1.filtered - g0.filtered, 950);
     cr_assert_eq(akv_close(db), AKV_OK);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

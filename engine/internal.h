@@ -51,6 +51,8 @@ int akvi_file_write_atomic(const char *dir, const char *name, const uint8_t *buf
 int akvi_file_rewrite(const char *path, const uint8_t *buf, size_t len);
 int akvi_fsync_dir(const char *dir);
 bool akvi_path_exists(const char *path);
+/* Read path once, so that the OS page cache holds it (errors ignored). */
+void akvi_file_warm(const char *path);
 
 /* ---- slot policy (policy.c) -------------------------------------------- */
 

@@ -77,9 +77,13 @@ int akvi_publish(akv_db *db, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi
         db->flushed_mem_gen = flushed;
         for (size_t i = 0; i < n_drop; i++)
             atomic_store(&drop[i]->obsolete, true);
-        if (mem)
+        if (mem) {
             atomic_store(&mem->obsolete, true);
+            akvi_guard_draining(db, mem);
+        }
         rc = akvi_apply(db, NULL, mem, drop, n_drop, add, n_add);
+        if (mem && rc != AKV_OK)
+            akvi_guard_draining(db, NULL);
     }
     pthread_mutex_unlock(&db->pubmu);
     if (mem && rc == AKV_OK)

@@ -17,6 +17,7 @@
  * flush.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/internal.h"
 #include "util/grow.h"
@@ -89,30 +90,42 @@ static int remember(akvi_mem *m, akv_hash h)
     return AKV_OK;
 }
 
-/* Under wmu (or alone, at open): a fresh guard over every memtable of the
- * current version and `also` (a memtable being recovered, not yet in it);
- * false, and the old guard kept, when it cannot be built. */
+static bool in_version(const akvi_version *v, const akvi_mem *m)
+{
+    for (size_t i = 0; i < v->n_mem; i++)
+        if (v->mems[i] == m)
+            return true;
+    return false;
+}
+
+/* Under wmu (or alone, at open): a fresh guard over the hashes the guard
+ * must hold: every memtable of the current version, the flushed one whose
+ * hashes akvi_guard_remove_mem has not taken out yet (it will remove them
+ * from this guard), and `also` (a memtable being recovered, in no version
+ * yet). False, and the old guard kept, when it cannot be built. */
 static bool guard_rebuild(akv_db *db, const akvi_mem *also)
 {
     akvi_version *v = akvi_current(db);
-    bool in_v = false;
-    size_t need = 0;
-    for (size_t i = 0; i < v->n_mem; i++) {
-        need += v->mems[i]->n_hashes;
-        in_v |= v->mems[i] == also;
+    const akvi_mem *extra[2] = {db->guard_draining, also};
+    size_t n = v->n_mem, need = 0;
+    const akvi_mem **mems = malloc((n + 2) * sizeof *mems);
+    if (!mems) {
+        akvi_version_unref(v);
+        return false;
     }
-    if (also && !in_v)
-        need += also->n_hashes;
-    else
-        also = NULL;
+    memcpy(mems, v->mems, n * sizeof *mems);
+    for (int e = 0; e < 2; e++)
+        if (extra[e] && !in_version(v, extra[e]) && (e == 0 || extra[e] != extra[0]))
+            mems[n++] = extra[e];
+    for (size_t i = 0; i < n; i++)
+        need += mems[i]->n_hashes;
     akv_filter *f = NULL;
     uint64_t cap = guard_capacity(need);
     bool ok = guard_new(db, cap, &f) == AKV_OK;
-    for (size_t i = 0; ok && i <= v->n_mem; i++) {
-        const akvi_mem *m = i < v->n_mem ? v->mems[i] : also;
-        for (size_t j = 0; ok && m && j < m->n_hashes; j++)
-            ok = akv_filter_insert(f, m->hashes[j]) == AKV_OK;
-    }
+    for (size_t i = 0; ok && i < n; i++)
+        for (size_t j = 0; ok && j < mems[i]->n_hashes; j++)
+            ok = akv_filter_insert(f, mems[i]->hashes[j]) == AKV_OK;
+    free(mems);
     akvi_version_unref(v);
     db->guard_keys = need;
     if (!ok) {
@@ -204,31 +217,37 @@ void akvi_guard_absorb(akv_db *db, akv_hash h)
     pthread_rwlock_unlock(&db->guard_lock);
 }
 
+void akvi_guard_draining(akv_db *db, akvi_mem *m)
+{
+    pthread_mutex_lock(&db->wmu);
+    db->guard_draining = m;
+    pthread_mutex_unlock(&db->wmu);
+}
+
 void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
 {
     atomic_store(&m->flushed, true);
     atomic_thread_fence(memory_order_seq_cst); /* see akvi_guard_may_contain */
     if (!db->policy.mem)
         return;
+    /* Under wmu, so that a writer's rebuild sees m's hashes either still in
+     * the guard (draining) or gone from it, never half removed. */
+    pthread_mutex_lock(&db->wmu);
     if (!atomic_load(&db->guard_broken)) {
         guard_lock_mut(db);
         for (size_t i = 0; i < m->n_hashes; i++)
             (void)akv_filter_remove(db->guard, m->hashes[i]);
         pthread_rwlock_unlock(&db->guard_lock);
     }
+    if (db->guard_draining == m)
+        db->guard_draining = NULL;
     /* Rebuild when broken, or smaller when what is left in the memtables
      * would fit a quarter of it. */
-    pthread_mutex_lock(&db->wmu);
     db->guard_keys -= db->guard_keys < m->n_hashes ? db->guard_keys : m->n_hashes;
     free(m->hashes);
     m->hashes = NULL;
     m->n_hashes = m->cap_hashes = 0;
-    akvi_version *v = akvi_current(db);
-    size_t left = 0;
-    for (size_t i = 0; i < v->n_mem; i++)
-        left += v->mems[i]->n_hashes;
-    akvi_version_unref(v);
-    if (atomic_load(&db->guard_broken) || db->guard_cap > 4 * guard_capacity(left))
+    if (atomic_load(&db->guard_broken) || db->guard_cap > 4 * guard_capacity(db->guard_keys))
         (void)guard_rebuild(db, NULL);
     pthread_mutex_unlock(&db->wmu);
 }

@@ -312,7 +312,8 @@ struct akv_db {
     akvi_slot guard_stats;
     _Atomic bool guard_broken;
     uint64_t guard_cap;              /* keys the current guard was sized for (under wmu) */
-    uint64_t guard_keys;             /* hashes the live memtables remember (under wmu) */
+    uint64_t guard_keys;             /* hashes the guard holds for memtables (under wmu) */
+    akvi_mem *guard_draining;        /* flushed, leaving the version, hashes still in the guard (under wmu) */
 
     /* Background threads: one flushes, one compacts (neither waits for the
      * other); both publish under pubmu. */
@@ -440,6 +441,9 @@ bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h);
 /* A lookup the guard let through found nothing in any memtable: let an
  * absorbing kind (ada-SSCF) learn the negative. */
 void akvi_guard_absorb(akv_db *db, akv_hash h);
+/* Before m leaves the version (its run is being installed): guard rebuilds
+ * keep m's hashes until akvi_guard_remove_mem takes them out. NULL: none. */
+void akvi_guard_draining(akv_db *db, akvi_mem *m);
 /* After m's run is installed: take m's keys out of the guard. */
 void akvi_guard_remove_mem(akv_db *db, akvi_mem *m);
 int akvi_guard_init(akv_db *db);

@@ -4,6 +4,7 @@
  * write to the active memtable's family, its keys' hashes inserted into the
  * guard first; a full memtable is rotated and the background thread woken.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -44,10 +45,8 @@ static int stall(akv_db *db, uint64_t bytes)
             if (over < 1)
                 return AKV_OK;
             atomic_fetch_add_explicit(&db->st.write_slowdowns, 1, memory_order_relaxed);
-            double rate = SLOW_WRITE_RATE;
-            for (int i = 1; i < over && i < 32; i++)
-                rate *= 0.8; /* RocksDB's write controller steps its rate down by 0.8 */
-            double secs = (double)(bytes + 64) / rate;
+            /* RocksDB's write controller steps its rate down by 0.8 */
+            double secs = (double)(bytes + 64) / (SLOW_WRITE_RATE * pow(0.8, over - 1));
             struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
             nanosleep(&ts, NULL);
             return AKV_OK;

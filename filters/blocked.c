@@ -87,9 +87,6 @@ static bool query_scalar(const blocked *b, akv_hash h)
     }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
 /* ln Γ(x) without touching the C library's global signgam, which lgamma()
  * writes: filters are built on several threads at once. */
 static double log_gamma(double x)
@@ -97,6 +94,10 @@ static double log_gamma(double x)
     int sign;
     return lgamma_r(x, &sign);
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
 #define HAVE_AVX2_PATH 1
 
 /*

@@ -278,6 +278,19 @@ Test(ablocked, huge_declared_sizes_are_corrupt)
     cr_assert_eq(K()->load(buf, sizeof buf, 3, &f), AKV_ENOTSUP);
 }
 
+/* Adapt f to the first `want` false positives of key space `space` (into
+ * out); returns the index after the last key tried. */
+static uint64_t fix_first(akv_filter *f, akv_memrevmap *rm, uint64_t space, akv_hash *out, size_t want)
+{
+    uint64_t i = 0;
+    for (size_t n = 0; n < want; i++) {
+        akv_hash y = akvt_key(space, i);
+        if (akv_filter_may_contain(f, y) && akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)) == AKV_OK)
+            out[n++] = y;
+    }
+    return i;
+}
+
 /* A version-1 payload (a linear-probing list of 32-bit values, as the
  * first release wrote it) still loads. Its values were checked against 32
  * bits of the keys, not the 31 a value covers now, so the list starts
@@ -289,12 +302,8 @@ Test(ablocked, version1_payload_loads_with_an_empty_list)
     size_t n = 20000;
     akv_filter *f = build(6, n, 10, &keys, &rm);
     akv_hash fixed[40];
-    size_t nf = 0;
-    for (uint64_t i = 0; nf < 40; i++) {
-        akv_hash y = akvt_key(66, i);
-        if (akv_filter_may_contain(f, y) && akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)) == AKV_OK)
-            fixed[nf++] = y;
-    }
+    size_t nf = 40;
+    fix_first(f, rm, 66, fixed, nf);
     size_t len = 0;
     cr_assert_eq(K()->save(f, NULL, &len), AKV_OK);
     uint8_t *v2 = malloc(len);
@@ -341,13 +350,8 @@ Test(ablocked, referenced_values_survive_a_stream_of_one_offs)
     size_t n = 20000;
     akv_filter *f = build(8, n, 10, &keys, &rm);
     akv_hash hot[40];
-    size_t nh = 0;
-    uint64_t i = 0;
-    for (; nh < 40; i++) {
-        akv_hash y = akvt_key(88, i);
-        if (akv_filter_may_contain(f, y) && akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)) == AKV_OK)
-            hot[nh++] = y;
-    }
+    size_t nh = 40;
+    uint64_t i = fix_first(f, rm, 88, hot, nh);
     size_t ones = 0;
     for (; ones < 3000; i++) {
         akv_hash y = akvt_key(88, i);

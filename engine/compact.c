@@ -161,7 +161,17 @@ static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
 {
     int deepest = akvi_deepest_level(v);
     if (full) {
-        p->out_level = deepest > 1 ? deepest : 1;
+        /* The deepest level, or the first one deep enough to hold it all:
+         * a full compaction leaves no compaction due (one into a level
+         * over its capacity went on in the background afterwards,
+         * rebuilding the filters it had just built). */
+        uint64_t total = 0;
+        for (size_t i = 0; i < v->n_run; i++)
+            total += v->runs[i]->info.raw_bytes;
+        int fit = 1;
+        while (fit < AKV_MAX_LEVELS - 1 && level_capacity(db, fit) < total)
+            fit++;
+        p->out_level = deepest > fit ? deepest : fit;
         for (size_t i = 0; i < v->n_run; i++)
             take(p, v->runs[i]);
         return;

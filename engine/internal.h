@@ -298,6 +298,12 @@ struct akv_db {
     rocksdb_column_family_handle_t *meta_cf;
     rocksdb_column_family_handle_t *default_cf;
     rocksdb_envoptions_t *envopt;
+    /* Open only: RocksDB's MANIFEST may name an SST that RocksDB itself
+     * removed (an ingestion whose MANIFEST sync failed). `missing_ok`: this
+     * open may then retry RocksDB without paranoid checks, which sets
+     * `missing_relaxed` (docs/reliability.md, "Missing SST of an uncommitted
+     * run"). */
+    bool missing_ok, missing_relaxed;
 
     pthread_rwlock_t vmu; /* guards `cur`: readers share it to pin, edits take it exclusively */
     akvi_version *cur;

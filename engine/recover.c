@@ -189,12 +189,30 @@ int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s)
     for (size_t i = 0; i < k; i++)
         opts[i] = akvi_cf_options_for(db, s->names[i]);
     rocksdb_options_set_create_if_missing(db->dbopt, create ? 1 : 0);
-    if (read_only)
-        db->rdb = rocksdb_open_for_read_only_column_families(
-            db->dbopt, db->rdir, (int)k, (const char *const *)s->names, opts, s->h, 0, &err);
-    else
-        db->rdb = rocksdb_open_column_families(db->dbopt, db->rdir, (int)k, (const char *const *)s->names,
-                                               opts, s->h, &err);
+    for (;;) {
+        if (read_only)
+            db->rdb = rocksdb_open_for_read_only_column_families(
+                db->dbopt, db->rdir, (int)k, (const char *const *)s->names, opts, s->h, 0, &err);
+        else
+            db->rdb = rocksdb_open_column_families(db->dbopt, db->rdir, (int)k,
+                                                   (const char *const *)s->names, opts, s->h, &err);
+        /* A table file the MANIFEST names is missing: RocksDB 7.8 deletes
+         * an ingested file when the MANIFEST sync of its ingestion fails,
+         * though the record may have reached the disk. Open once more
+         * without paranoid checks; load_existing then refuses unless every
+         * missing file belongs to a family the catalog does not name. */
+        if (!err || !db->missing_ok || db->missing_relaxed || !strstr(err, "Corruption") ||
+            !strstr(err, "No such file"))
+            break;
+        akvi_log(db, "warning: RocksDB's MANIFEST names a missing SST (%s); opening without its paranoid checks "
+                     "to see whose it is",
+                 err);
+        free(err);
+        err = NULL;
+        memset(s->h, 0, s->n * sizeof *s->h);
+        rocksdb_options_set_paranoid_checks(db->dbopt, 0);
+        db->missing_relaxed = true;
+    }
     free(opts);
     if (err) {
         db->rdb = NULL;
@@ -368,11 +386,40 @@ static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_ru
     return rc;
 }
 
+/* After an open without paranoid checks: every SST file that is missing
+ * must belong to a family the catalog does not name (a leftover, dropped
+ * when the open goes live), never to a run, a memtable or meta. */
+static int check_missing_files(akv_db *db, const akvi_cf_set *cfs, const akvi_live_sst *l, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *path = akvi_path_join(db->rdir, l[i].name + (l[i].name[0] == '/'));
+        if (!path)
+            return akvi_err(AKV_ENOMEM, "out of memory");
+        bool there = akvi_path_exists(path);
+        free(path);
+        if (there)
+            continue;
+        bool leftover = false;
+        for (size_t j = 0; j < cfs->n; j++)
+            if (strcmp(cfs->names[j], l[i].cf) == 0)
+                leftover = cfs->state[j] == CF_LEFTOVER;
+        if (!leftover)
+            return akvi_err(AKV_ECORRUPT, "RocksDB's file %s of family %s is missing" REPAIR_HINT,
+                            l[i].name + (l[i].name[0] == '/'), l[i].cf);
+        akvi_log(db, "warning: RocksDB's file %s is missing; it belongs to family %s, which no committed run "
+                     "names (an interrupted flush or compaction): the family is dropped",
+                 l[i].name + (l[i].name[0] == '/'), l[i].cf);
+    }
+    return AKV_OK;
+}
+
 static int check_catalog_files(akv_db *db, const akvi_cf_set *cfs, const akvi_catalog *c)
 {
     akvi_live_sst *l = NULL;
     size_t n = 0;
     int rc = akvi_live_ssts(db->rdb, &l, &n);
+    if (rc == AKV_OK && db->missing_relaxed)
+        rc = check_missing_files(db, cfs, l, n);
     for (size_t i = 0; rc == AKV_OK && i < c->n_run; i++)
         rc = check_run_files(db, cfs, &c->runs[i], l, n);
     akvi_live_ssts_free(l, n);
@@ -1156,22 +1203,15 @@ static int inspect(akv_db *db, open_mode *mode)
     return AKV_OK;
 }
 
-int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
+/* One open; `missing_ok`: it may open RocksDB without paranoid checks
+ * when its MANIFEST names a missing SST (see akvi_cf_set_open). */
+static int open_once(const char *dir, const akv_options *opt, bool missing_ok, akv_db **out)
 {
-    if (!out)
-        return akvi_err(AKV_EINVAL, "akv_open: NULL output handle");
-    *out = NULL;
-    if (!dir || !*dir)
-        return akvi_err(AKV_EINVAL, "akv_open: no directory given");
-    akv_options defaults;
-    akv_options_init(&defaults);
-    const akv_options *opt = opt_in ? opt_in : &defaults;
-    int rc = akvi_check_options(opt);
-    if (rc != AKV_OK)
-        return rc;
+    int rc;
     akv_db *db = akvi_db_new(dir, opt, &rc);
     if (!db)
         return rc;
+    db->missing_ok = missing_ok;
     open_mode mode = OPEN_CREATE;
     loaded L = {0};
     created made = {0};
@@ -1225,6 +1265,31 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     }
     *out = db;
     return AKV_OK;
+}
+
+int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
+{
+    if (!out)
+        return akvi_err(AKV_EINVAL, "akv_open: NULL output handle");
+    *out = NULL;
+    if (!dir || !*dir)
+        return akvi_err(AKV_EINVAL, "akv_open: no directory given");
+    akv_options defaults;
+    akv_options_init(&defaults);
+    const akv_options *opt = opt_in ? opt_in : &defaults;
+    int rc = akvi_check_options(opt);
+    if (rc != AKV_OK)
+        return rc;
+    rc = open_once(dir, opt, true, out);
+    if (rc != AKV_OK || !(*out)->missing_relaxed)
+        return rc;
+    /* Opened without RocksDB's paranoid checks; the families that held the
+     * missing files are dropped now. Open again with the checks on. */
+    rc = akv_close(*out);
+    *out = NULL;
+    if (rc != AKV_OK)
+        return akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg());
+    return open_once(dir, opt, false, out);
 }
 
 akv_layout akv_db_layout(const akv_db *db)

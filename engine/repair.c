@@ -1342,6 +1342,7 @@ int akv_repair(const char *dir, const akv_options *opt_in, akv_repair_report *re
     akv_db *db = akvi_db_new(dir, &o, &rc);
     if (!db)
         return rc;
+    db->missing_ok = true; /* a missing SST: look without paranoid checks, salvage the rest */
     rep R = {.db = db};
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))

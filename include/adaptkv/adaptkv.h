@@ -117,7 +117,13 @@ typedef struct akv_db akv_db;
  * Besides the argument checks (AKV_EINVAL), an existing database whose
  * stored policy does not parse (damaged, or naming a filter kind not
  * registered) is refused with AKV_ECORRUPT naming the catalog file; see
- * akv_repair. */
+ * akv_repair. Damage open repairs by itself, with a warning through the
+ * log hook: leftovers of an interrupted flush or compaction (families,
+ * files, an SST RocksDB removed of a run no catalog names), filter files
+ * rebuilt from their SSTs. Damage it cannot account for is refused with
+ * AKV_ECORRUPT naming akv_repair, the directory left as it was
+ * (docs/reliability.md, "Damage and what open does"); AKV_EIO when a read
+ * or write fails. */
 AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
 
 /* Wait for background work, persist the miss log and adapted filters, close.

@@ -392,7 +392,8 @@ static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_ru
 static int check_missing_files(akv_db *db, const akvi_cf_set *cfs, const akvi_live_sst *l, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        char *path = akvi_path_join(db->rdir, l[i].name + (l[i].name[0] == '/'));
+        const char *file = l[i].name + (l[i].name[0] == '/');
+        char *path = akvi_path_join(db->rdir, file);
         if (!path)
             return akvi_err(AKV_ENOMEM, "out of memory");
         bool there = akvi_path_exists(path);
@@ -404,11 +405,11 @@ static int check_missing_files(akv_db *db, const akvi_cf_set *cfs, const akvi_li
             if (strcmp(cfs->names[j], l[i].cf) == 0)
                 leftover = cfs->state[j] == CF_LEFTOVER;
         if (!leftover)
-            return akvi_err(AKV_ECORRUPT, "RocksDB's file %s of family %s is missing" REPAIR_HINT,
-                            l[i].name + (l[i].name[0] == '/'), l[i].cf);
+            return akvi_err(AKV_ECORRUPT, "RocksDB's file %s of family %s is missing" REPAIR_HINT, file,
+                            l[i].cf);
         akvi_log(db, "warning: RocksDB's file %s is missing; it belongs to family %s, which no committed run "
                      "names (an interrupted flush or compaction): the family is dropped",
-                 l[i].name + (l[i].name[0] == '/'), l[i].cf);
+                 file, l[i].cf);
     }
     return AKV_OK;
 }

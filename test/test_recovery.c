@@ -75,42 +75,65 @@ static bool has_cf(const char *dir, const char *name)
 /* Open the bare RocksDB instance and add families an interrupted flush or
  * compaction could have left behind: run `id` (an id the catalog reserved
  * but no run took) and a flushed memtable. */
+/* The bare RocksDB instance of database `dir`, every family open with
+ * RocksDB's default options. */
+typedef struct bare {
+    char rdir[600];
+    rocksdb_options_t *o;
+    rocksdb_t *db;
+    char **names;
+    size_t n;
+    rocksdb_column_family_handle_t **h;
+} bare;
+
+static void bare_open(bare *b, const char *dir)
+{
+    snprintf(b->rdir, sizeof b->rdir, "%s/rocksdb", dir);
+    b->o = rocksdb_options_create();
+    char *err = NULL;
+    b->n = 0;
+    b->names = rocksdb_list_column_families(b->o, b->rdir, &b->n, &err);
+    cr_assert_null(err);
+    const rocksdb_options_t **cfo = calloc(b->n, sizeof *cfo);
+    b->h = calloc(b->n, sizeof *b->h);
+    for (size_t i = 0; i < b->n; i++)
+        cfo[i] = b->o;
+    b->db = rocksdb_open_column_families(b->o, b->rdir, (int)b->n, (const char *const *)b->names, cfo, b->h,
+                                         &err);
+    free(cfo);
+    cr_assert_null(err, "%s", err);
+}
+
+static void bare_close(bare *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        rocksdb_column_family_handle_destroy(b->h[i]);
+    rocksdb_close(b->db);
+    rocksdb_list_column_families_destroy(b->names, b->n);
+    free(b->h);
+    rocksdb_options_destroy(b->o);
+}
+
 static void plant_leftovers(const char *dir, unsigned long long id)
 {
-    char rdir[600];
-    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
-    rocksdb_options_t *o = rocksdb_options_create();
+    bare b;
+    bare_open(&b, dir);
     char *err = NULL;
-    size_t n = 0;
-    char **names = rocksdb_list_column_families(o, rdir, &n, &err);
-    cr_assert_null(err);
-    const rocksdb_options_t **cfo = calloc(n, sizeof *cfo);
-    rocksdb_column_family_handle_t **h = calloc(n, sizeof *h);
-    for (size_t i = 0; i < n; i++)
-        cfo[i] = o;
-    rocksdb_t *db = rocksdb_open_column_families(o, rdir, (int)n, (const char *const *)names, cfo, h, &err);
-    cr_assert_null(err, "%s", err);
     char run[32], rmap[32];
     snprintf(run, sizeof run, "run.%llu", id);
     snprintf(rmap, sizeof rmap, "rmap.%llu", id);
     const char *extra[] = {run, rmap, "mem.1"};
     for (size_t i = 0; i < 3; i++) {
         bool exists = false;
-        for (size_t j = 0; j < n; j++)
-            exists |= strcmp(names[j], extra[i]) == 0;
+        for (size_t j = 0; j < b.n; j++)
+            exists |= strcmp(b.names[j], extra[i]) == 0;
         if (exists)
             continue;
-        rocksdb_column_family_handle_t *c = rocksdb_create_column_family(db, o, extra[i], &err);
+        rocksdb_column_family_handle_t *c = rocksdb_create_column_family(b.db, b.o, extra[i], &err);
         cr_assert_null(err);
         rocksdb_column_family_handle_destroy(c);
     }
-    for (size_t i = 0; i < n; i++)
-        rocksdb_column_family_handle_destroy(h[i]);
-    rocksdb_close(db);
-    rocksdb_list_column_families_destroy(names, n);
-    free(cfo);
-    free(h);
-    rocksdb_options_destroy(o);
+    bare_close(&b);
     char path[700];
     snprintf(path, sizeof path, "%s/filters/%llu-0.akf", dir, id);
     FILE *f = fopen(path, "w");
@@ -128,28 +151,19 @@ static void plant_leftovers(const char *dir, unsigned long long id)
  * fails after the record was written (docs/reliability.md). */
 static void remove_sst_of(const char *dir, const char *cf, bool ingest)
 {
-    char rdir[600], path[800];
-    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
-    rocksdb_options_t *o = rocksdb_options_create();
+    char path[800];
+    bare b;
+    bare_open(&b, dir);
     char *err = NULL;
-    size_t n = 0;
-    char **names = rocksdb_list_column_families(o, rdir, &n, &err);
-    cr_assert_null(err);
-    const rocksdb_options_t **cfo = calloc(n, sizeof *cfo);
-    rocksdb_column_family_handle_t **h = calloc(n, sizeof *h);
-    for (size_t i = 0; i < n; i++)
-        cfo[i] = o;
-    rocksdb_t *db = rocksdb_open_column_families(o, rdir, (int)n, (const char *const *)names, cfo, h, &err);
-    cr_assert_null(err, "%s", err);
     if (ingest) {
         rocksdb_column_family_handle_t *target = NULL;
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(names[i], cf) == 0)
-                target = h[i];
+        for (size_t i = 0; i < b.n; i++)
+            if (strcmp(b.names[i], cf) == 0)
+                target = b.h[i];
         cr_assert_not_null(target, "no family %s", cf);
         snprintf(path, sizeof path, "%s/planted.sst", dir);
         rocksdb_envoptions_t *eo = rocksdb_envoptions_create();
-        rocksdb_sstfilewriter_t *w = rocksdb_sstfilewriter_create(eo, o);
+        rocksdb_sstfilewriter_t *w = rocksdb_sstfilewriter_create(eo, b.o);
         rocksdb_sstfilewriter_open(w, path, &err);
         cr_assert_null(err);
         rocksdb_sstfilewriter_put(w, "x", 1, "y", 1, &err);
@@ -160,23 +174,17 @@ static void remove_sst_of(const char *dir, const char *cf, bool ingest)
         rocksdb_envoptions_destroy(eo);
         rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
         const char *files[] = {path};
-        rocksdb_ingest_external_file_cf(db, target, files, 1, io, &err);
+        rocksdb_ingest_external_file_cf(b.db, target, files, 1, io, &err);
         cr_assert_null(err, "%s", err);
         rocksdb_ingestexternalfileoptions_destroy(io);
     }
-    const rocksdb_livefiles_t *lf = rocksdb_livefiles(db);
+    const rocksdb_livefiles_t *lf = rocksdb_livefiles(b.db);
     path[0] = 0;
     for (int i = 0; i < rocksdb_livefiles_count(lf); i++)
         if (strcmp(rocksdb_livefiles_column_family_name(lf, i), cf) == 0)
-            snprintf(path, sizeof path, "%s%s", rdir, rocksdb_livefiles_name(lf, i));
+            snprintf(path, sizeof path, "%s%s", b.rdir, rocksdb_livefiles_name(lf, i));
     rocksdb_livefiles_destroy(lf);
-    for (size_t i = 0; i < n; i++)
-        rocksdb_column_family_handle_destroy(h[i]);
-    rocksdb_close(db);
-    rocksdb_list_column_families_destroy(names, n);
-    free(cfo);
-    free(h);
-    rocksdb_options_destroy(o);
+    bare_close(&b);
     cr_assert(path[0], "family %s has no SST file", cf);
     cr_assert_eq(unlink(path), 0, "%s", path);
 }

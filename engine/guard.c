@@ -106,7 +106,7 @@ static bool in_version(const akvi_version *v, const akvi_mem *m)
 static bool guard_rebuild(akv_db *db, const akvi_mem *also)
 {
     akvi_version *v = akvi_current(db);
-    const akvi_mem *extra[2] = {db->guard_draining, also};
+    const akvi_mem *draining = db->guard_draining;
     size_t n = v->n_mem, need = 0;
     const akvi_mem **mems = malloc((n + 2) * sizeof *mems);
     if (!mems) {
@@ -114,9 +114,10 @@ static bool guard_rebuild(akv_db *db, const akvi_mem *also)
         return false;
     }
     memcpy(mems, v->mems, n * sizeof *mems);
-    for (int e = 0; e < 2; e++)
-        if (extra[e] && !in_version(v, extra[e]) && (e == 0 || extra[e] != extra[0]))
-            mems[n++] = extra[e];
+    if (draining && !in_version(v, draining))
+        mems[n++] = draining;
+    if (also && also != draining && !in_version(v, also))
+        mems[n++] = also;
     for (size_t i = 0; i < n; i++)
         need += mems[i]->n_hashes;
     akv_filter *f = NULL;

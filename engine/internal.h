@@ -356,7 +356,9 @@ struct akv_db {
 /* bits_per_key when neither the options nor the database give one. */
 #define AKVI_DEFAULT_BITS_PER_KEY 10.0
 
-int akvi_check_options(const akv_options *o);
+/* *out = in, or the defaults when in is NULL; AKV_EINVAL (with a message)
+ * when they are out of range. */
+int akvi_options_resolve(const akv_options *in, akv_options *out);
 
 /* ---- keys (keys.c) ----------------------------------------------------- */
 

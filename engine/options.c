@@ -23,7 +23,7 @@ void akv_options_init(akv_options *opt)
     opt->create_if_missing = 1;
 }
 
-int akvi_check_options(const akv_options *o)
+static int check_options(const akv_options *o)
 {
     if (o->layout != AKV_LAYOUT_HASH && o->layout != AKV_LAYOUT_ORDERED && o->layout != AKV_LAYOUT_AUTO)
         return akvi_err(AKV_EINVAL, "unknown layout %d", (int)o->layout);
@@ -45,4 +45,13 @@ int akvi_check_options(const akv_options *o)
     if (o->level_multiplier < 2)
         return akvi_err(AKV_EINVAL, "level_multiplier %d is below 2", o->level_multiplier);
     return AKV_OK;
+}
+
+int akvi_options_resolve(const akv_options *in, akv_options *out)
+{
+    if (in)
+        *out = *in;
+    else
+        akv_options_init(out);
+    return check_options(out);
 }

@@ -1275,13 +1275,11 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     *out = NULL;
     if (!dir || !*dir)
         return akvi_err(AKV_EINVAL, "akv_open: no directory given");
-    akv_options defaults;
-    akv_options_init(&defaults);
-    const akv_options *opt = opt_in ? opt_in : &defaults;
-    int rc = akvi_check_options(opt);
+    akv_options opt;
+    int rc = akvi_options_resolve(opt_in, &opt);
     if (rc != AKV_OK)
         return rc;
-    rc = open_once(dir, opt, true, out);
+    rc = open_once(dir, &opt, true, out);
     if (rc != AKV_OK || !(*out)->missing_relaxed)
         return rc;
     /* Opened without RocksDB's paranoid checks; the families that held the
@@ -1290,7 +1288,7 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     *out = NULL;
     if (rc != AKV_OK)
         return akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg());
-    return open_once(dir, opt, false, out);
+    return open_once(dir, &opt, false, out);
 }
 
 akv_layout akv_db_layout(const akv_db *db)

@@ -1330,13 +1330,10 @@ int akv_repair(const char *dir, const akv_options *opt_in, akv_repair_report *re
         memset(report, 0, sizeof *report);
     if (!dir || !*dir)
         return akvi_err(AKV_EINVAL, "akv_repair: no directory given");
-    akv_options defaults;
-    akv_options_init(&defaults);
-    const akv_options *opt = opt_in ? opt_in : &defaults;
-    int rc = akvi_check_options(opt);
+    akv_options o;
+    int rc = akvi_options_resolve(opt_in, &o);
     if (rc != AKV_OK)
         return rc;
-    akv_options o = *opt;
     if (!opt_in)
         o.layout = AKV_LAYOUT_AUTO;
     akv_db *db = akvi_db_new(dir, &o, &rc);

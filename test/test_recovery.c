@@ -202,6 +202,19 @@ static unsigned long long newest_run(akv_db *db)
     return id;
 }
 
+/* A new database in dir: 3000 numbered keys, flushed, closed; the id of
+ * its newest run. */
+static unsigned long long flushed_db(const char *dir, const akv_options *o)
+{
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, o, &db), AKV_OK, "%s", akv_errmsg());
+    load(db, 3000);
+    cr_assert_eq(akv_flush(db), AKV_OK);
+    unsigned long long id = newest_run(db);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    return id;
+}
+
 static void leftovers_test(akv_layout layout)
 {
     char dir[512], path[700], run[32], rmap[32];
@@ -209,12 +222,8 @@ static void leftovers_test(akv_layout layout)
     akv_options o;
     opts(&o, layout);
     akv_db *db;
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    load(db, 3000);
-    cr_assert_eq(akv_flush(db), AKV_OK);
     /* A commit reserves the id after the next one (docs/format.md §6). */
-    unsigned long long id = newest_run(db) + 1;
-    cr_assert_eq(akv_close(db), AKV_OK);
+    unsigned long long id = flushed_db(dir, &o) + 1;
     snprintf(run, sizeof run, "run.%llu", id);
     snprintf(rmap, sizeof rmap, "rmap.%llu", id);
     plant_leftovers(dir, id);
@@ -257,12 +266,8 @@ Test(recovery, missing_sst_of_an_uncommitted_run_is_dropped)
     akv_options o;
     opts(&o, AKV_LAYOUT_HASH);
     akv_db *db;
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    load(db, 3000);
-    cr_assert_eq(akv_flush(db), AKV_OK);
-    unsigned long long committed = newest_run(db);
+    unsigned long long committed = flushed_db(dir, &o);
     unsigned long long id = committed + 1; /* reserved, not taken */
-    cr_assert_eq(akv_close(db), AKV_OK);
     snprintf(run, sizeof run, "run.%llu", id);
     plant_leftovers(dir, id);
     remove_sst_of(dir, run, true);

@@ -116,7 +116,7 @@ static void bare_close(bare *b)
 
 static void plant_leftovers(const char *dir, unsigned long long id)
 {
-    bare b;
+    bare b = {0};
     bare_open(&b, dir);
     char *err = NULL;
     char run[32], rmap[32];
@@ -152,7 +152,7 @@ static void plant_leftovers(const char *dir, unsigned long long id)
 static void remove_sst_of(const char *dir, const char *cf, bool ingest)
 {
     char path[800];
-    bare b;
+    bare b = {0};
     bare_open(&b, dir);
     char *err = NULL;
     if (ingest) {

@@ -49,6 +49,16 @@ void akvi_bg_wake(akv_db *db)
 
 enum { FLUSHER, COMPACTOR };
 
+void (*_Atomic akvi_hook_before_compaction)(void);
+
+static int compact_step(akv_db *db, bool full)
+{
+    void (*hook)(void) = atomic_load(&akvi_hook_before_compaction);
+    if (hook)
+        hook();
+    return akvi_compact_step(db, full);
+}
+
 /* Under bgmu: is there work for this thread? */
 static bool pending(akv_db *db, int role)
 {
@@ -104,7 +114,7 @@ static void run(akv_db *db, int role)
         uint64_t req = db->compact_req;
         bool full = role == COMPACTOR && req > db->compact_done;
         pthread_mutex_unlock(&db->bgmu);
-        int rc = role == FLUSHER ? flush_oldest(db) : akvi_compact_step(db, full);
+        int rc = role == FLUSHER ? flush_oldest(db) : compact_step(db, full);
         if (rc != AKV_OK)
             akvi_log(db, "background %s failed: %s", role == FLUSHER ? "flush" : "compaction", akv_errmsg());
         else if (role == FLUSHER)

@@ -73,6 +73,18 @@ bool akvi_compaction_needed(akv_db *db, const akvi_version *v)
     return due_level(db, v) >= 0;
 }
 
+uint64_t akvi_compaction_debt(const akv_db *db, const akvi_version *v)
+{
+    uint64_t debt = 0;
+    if (akvi_runs_at_level(v, 0) >= (size_t)db->opt.l0_compaction_trigger)
+        debt += level_bytes(v, 0);
+    for (int l = 1; l < AKV_MAX_LEVELS - 1; l++) {
+        uint64_t b = level_bytes(v, l), cap = level_capacity(db, l);
+        debt += b > cap ? b - cap : 0;
+    }
+    return debt;
+}
+
 static const akvi_cat_sst *first_sst(const akvi_run *r)
 {
     return &r->info.ssts[0];

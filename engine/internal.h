@@ -544,6 +544,9 @@ int akvi_publish(akv_db *db, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi
 
 int akvi_flush_one(akv_db *db, akvi_mem *m);
 bool akvi_compaction_needed(akv_db *db, const akvi_version *v);
+/* Raw bytes over the levels' capacities, L0's all of it once at its
+ * trigger: what the compactions due now have to move (akv_stats). */
+uint64_t akvi_compaction_debt(const akv_db *db, const akvi_version *v);
 int akvi_compact_step(akv_db *db, bool full);
 
 /* ---- background thread (bg.c) ------------------------------------------ */
@@ -596,5 +599,8 @@ void akvi_db_free(akv_db *db);
 /* Test hook: called at the steps of a create ("rocksdb", "catalog",
  * "identity"); a result other than AKV_OK fails the open there. */
 extern int (*_Atomic akvi_hook_create_step)(const char *step);
+/* Test hook: the compaction thread calls it before each compaction step
+ * (holding no lock); a test holds compactions back by blocking in it. */
+extern void (*_Atomic akvi_hook_before_compaction)(void);
 
 #endif

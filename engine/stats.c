@@ -45,6 +45,7 @@ int akv_get_stats(akv_db *db, akv_stats *st)
         for (size_t j = 0; j < r->info.n_sst; j++)
             st->filter_bytes += akvi_slot_memory(&r->slots[j]);
     }
+    st->compaction_debt_bytes = akvi_compaction_debt(db, v);
     akvi_version_unref(v);
     return AKV_OK;
 }
@@ -103,6 +104,7 @@ int akv_stats_json(akv_db *db, char **json)
     U64(live_keys_estimate);
     U64(levels);
     U64(memtables);
+    U64(compaction_debt_bytes);
 #undef U64
     put_array32(&p, end, "runs_per_level", s.runs_per_level);
     put_array32(&p, end, "ssts_per_level", s.ssts_per_level);

@@ -12,6 +12,7 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "adaptkv/adaptkv.h"
+#include "engine/internal.h" /* the compaction test hook */
 #include "support/filter_props.h"
 #include "support/kvmodel.h"
 #include "util/order.h"
@@ -906,6 +908,87 @@ Test(writes, slow_down_from_l0_slowdown_runs)
             cr_assert_eq(akv_get(db, k, (size_t)n, &v, &vl), AKV_OK, "%s lost", k);
             akv_free(v);
         }
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_rmrf(dir);
+}
+
+/* ---- compaction debt ----------------------------------------------------- */
+
+/* The hook holds the compaction thread until the test lets it go. */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static bool hold_compactions;
+
+static void hold_hook(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    while (hold_compactions)
+        pthread_cond_wait(&hold_cv, &hold_mu);
+    pthread_mutex_unlock(&hold_mu);
+}
+
+static void set_hold(bool on)
+{
+    pthread_mutex_lock(&hold_mu);
+    hold_compactions = on;
+    pthread_cond_broadcast(&hold_cv);
+    pthread_mutex_unlock(&hold_mu);
+}
+
+/* akv_stats.compaction_debt_bytes: 0 once compactions have caught up;
+ * while they are held back, what the over-full levels hold beyond their
+ * capacities, which is more than 0 and less than all the data. */
+Test(stats, compaction_debt_while_compactions_are_held)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "debt");
+    akv_options o;
+    small_options(&o, AKV_LAYOUT_HASH, NULL);
+    o.memtable_bytes = 4u << 20; /* one level holds all of it */
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    char k[32], v[1000];
+    memset(v, 'v', sizeof v);
+    const int n = 600;
+    for (int i = 0; i < n; i++) {
+        int kl = snprintf(k, sizeof k, "debt-%d", i);
+        cr_assert_eq(akv_put(db, k, (size_t)kl, v, sizeof v), AKV_OK, "%s", akv_errmsg());
+    }
+    cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_eq(st.compaction_debt_bytes, 0, "%llu bytes owed after akv_compact",
+                 (unsigned long long)st.compaction_debt_bytes);
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+
+    /* Reopened with 64 KiB memtables (levels of 256 KiB, 1 MiB, ...), the
+     * ~600 KB level is over capacity; the compaction thread waits. */
+    set_hold(true);
+    atomic_store(&akvi_hook_before_compaction, hold_hook);
+    o.memtable_bytes = 64u << 10;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    uint64_t all = (uint64_t)n * sizeof v;
+    cr_assert_gt(st.compaction_debt_bytes, 0, "a level over its capacity owes nothing");
+    cr_assert_lt(st.compaction_debt_bytes, all, "%llu owed of %llu bytes", (unsigned long long)st.compaction_debt_bytes,
+                 (unsigned long long)all);
+    char *json = NULL;
+    cr_assert_eq(akv_stats_json(db, &json), AKV_OK);
+    char want[64];
+    snprintf(want, sizeof want, "\"compaction_debt_bytes\":%llu", (unsigned long long)st.compaction_debt_bytes);
+    cr_assert_not_null(strstr(json, want), "%s has no %s", json, want);
+    akv_free(json);
+
+    set_hold(false);
+    cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+    atomic_store(&akvi_hook_before_compaction, NULL);
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_eq(st.compaction_debt_bytes, 0, "%llu bytes owed after catching up",
+                 (unsigned long long)st.compaction_debt_bytes);
+    for (int i = 0; i < n; i++) {
+        int kl = snprintf(k, sizeof k, "debt-%d", i);
+        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_OK, "%s lost", k);
+    }
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
     akvt_rmrf(dir);
 }

@@ -330,6 +330,7 @@ typedef struct sample {
     double t;
     uint64_t ops, neg, neg_wasted, block_reads, adv, adv_wasted, adaptations;
     uint64_t max_ns; /* slowest call since the previous sample */
+    uint64_t l0_files, pending_bytes;
 } sample;
 
 static void take_sample(bench *b, sample *s)
@@ -348,8 +349,11 @@ static void take_sample(bench *b, sample *s)
         s->max_ns = m > s->max_ns ? m : s->max_ns;
     }
     akv_kb_estats es;
-    if (b->timeline && b->e->stats(b->e, &es) == 0)
+    if (b->timeline && b->e->stats(b->e, &es) == 0) {
         s->adaptations = es.adaptations;
+        s->l0_files = es.l0_files;
+        s->pending_bytes = es.pending_compaction_bytes;
+    }
 }
 
 static double ratio(uint64_t a, uint64_t b)
@@ -362,13 +366,14 @@ static void timeline_row(bench *b, const sample *p, const sample *s)
     double dt = s->t - p->t;
     char label[128];
     akv_kb_csv_label(label, sizeof label, b->e->label);
-    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu,%s,%.1f\n", label,
+    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu,%s,%.1f,%llu,%.1f\n", label,
             b->w ? b->w->name : "trace", s->t, (unsigned long long)s->ops,
             dt > 0 ? (double)(s->ops - p->ops) / dt : 0, (unsigned long long)s->neg,
             ratio(s->neg_wasted - p->neg_wasted, s->neg - p->neg), ratio(s->neg_wasted, s->neg),
             ratio(s->block_reads - p->block_reads, s->ops - p->ops), (unsigned long long)s->adv,
             ratio(s->adv_wasted - p->adv_wasted, s->adv - p->adv), (unsigned long long)s->adaptations,
-            b->load ? "load" : "run", (double)s->max_ns / 1000.0);
+            b->load ? "load" : "run", (double)s->max_ns / 1000.0, (unsigned long long)s->l0_files,
+            (double)s->pending_bytes / 1048576.0);
     fflush(b->timeline);
 }
 
@@ -828,7 +833,7 @@ static FILE *open_timeline(const char *path)
     if (f)
         fputs("engine,workload,seconds,ops,ops_per_sec,negative_lookups,wasted_per_negative,"
               "wasted_per_negative_cumulative,block_reads_per_op,adversary_reads,adversary_wasted_per_read,"
-              "adaptations,phase,max_latency_us\n",
+              "adaptations,phase,max_latency_us,l0_files,pending_compaction_mb\n",
               f);
     return f;
 }

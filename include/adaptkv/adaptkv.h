@@ -293,6 +293,10 @@ typedef struct akv_stats {
     /* SST bytes written into each level (flushes into L0); divided by
      * bytes_written_user, the write amplification of that level. */
     uint64_t bytes_written_per_level[AKV_MAX_LEVELS];
+    /* Compaction debt: raw bytes over the levels' capacities, plus all of
+     * L0 once it holds l0_compaction_trigger runs; 0 when no compaction is
+     * due. It falls to 0 when background work has caught up. */
+    uint64_t compaction_debt_bytes;
 } akv_stats;
 
 AKV_API int akv_get_stats(akv_db *db, akv_stats *st);

@@ -143,6 +143,8 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
     s->write_amp = st.bytes_written_user ? (double)st.bytes_written_disk / (double)st.bytes_written_user : 0;
     s->write_stalls = st.write_stalls;
     s->write_slowdowns = st.write_slowdowns;
+    s->l0_files = st.runs_per_level[0];
+    s->pending_compaction_bytes = st.compaction_debt_bytes;
     return 0;
 }
 

@@ -252,6 +252,8 @@ static int r_stats(akv_kb_engine *e, akv_kb_estats *s)
     }
     free(st);
     s->write_amp = ingest > 0 ? (flush + compact) / ingest : 0;
+    rocksdb_property_int(r->db, "rocksdb.num-files-at-level0", &s->l0_files);
+    rocksdb_property_int(r->db, "rocksdb.estimate-pending-compaction-bytes", &s->pending_compaction_bytes);
     return 0;
 }
 

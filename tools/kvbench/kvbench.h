@@ -228,6 +228,12 @@ typedef struct akv_kb_estats {
     double write_amp;
     uint64_t write_stalls, write_slowdowns; /* adaptkv: writes stopped / delayed */
     double stall_seconds;                   /* rocksdb: cumulative stall time */
+    /* Background work still owed, each engine's own figure (so compare
+     * when each reaches 0, not their sizes): L0 files (adaptkv: L0 runs),
+     * and pending compaction bytes (adaptkv: its compaction debt, raw bytes
+     * over the levels' capacities; RocksDB: its estimate of the bytes its
+     * due compactions will rewrite, next levels included). */
+    uint64_t l0_files, pending_compaction_bytes;
 } akv_kb_estats;
 
 enum { AKV_KB_FOUND = 0, AKV_KB_NOTFOUND = 1, AKV_KB_ENOTSUP = -4 };

@@ -7,7 +7,10 @@
  * posix_fallocate, ftruncate, rename, link — and counts those that touch a
  * path under one directory (file-descriptor calls are matched through an
  * fd → path table filled at open and cleared at close). The N-th counted
- * call fails with EIO or ENOSPC without reaching the kernel.
+ * call fails with EIO or ENOSPC without reaching the kernel. An open that
+ * appends to a file without truncating it is reported as "reopen" (RocksDB
+ * reopens files that way: the last WAL at open, to cut its preallocated
+ * tail; an ingested SST, to sync it).
  *
  * Environment:
  *   AKV_FAULT_DIR     count only calls on paths under this directory (required)
@@ -334,6 +337,8 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode, const ch
 {
     char abs[PATH_MAX];
     bool mine = under_dir(dirfd, path, abs, sizeof abs);
+    if ((flags & O_APPEND) && !(flags & O_TRUNC))
+        op = "reopen";
     if (mine && for_writing(flags) && inject(C_OPEN, op, abs))
         FAIL_WITH(-1);
     int fd = real ? real(path, flags, mode) : real_at(dirfd, path, flags, mode);

@@ -87,17 +87,20 @@ static int flush_oldest(akv_db *db)
  * every filter file on disk is a complete filter of its SST). */
 #define ADAPT_SAVE_SECONDS 10
 
-/* Under bgmu: wait for work; the compactor saves adapted slots on every
- * idle timeout. */
+/* Under bgmu: wait for work; on every idle timeout, the flusher empties
+ * the grave (what readers released) and the compactor saves adapted slots. */
 static void wait_for_work(akv_db *db, int role)
 {
     while (!db->shutdown && !pending(db, role)) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += ADAPT_SAVE_SECONDS;
-        if (pthread_cond_timedwait(&db->bg_cv, &db->bgmu, &until) == ETIMEDOUT && role == COMPACTOR) {
+        if (pthread_cond_timedwait(&db->bg_cv, &db->bgmu, &until) == ETIMEDOUT) {
             pthread_mutex_unlock(&db->bgmu);
-            akvi_save_adapted_slots(db);
+            if (role == COMPACTOR)
+                akvi_save_adapted_slots(db);
+            else
+                akvi_grave_empty(db);
             pthread_mutex_lock(&db->bgmu);
         }
     }
@@ -106,6 +109,7 @@ static void wait_for_work(akv_db *db, int role)
 /* One background thread: flushes never wait behind a long compaction. */
 static void run(akv_db *db, int role)
 {
+    akvi_grave_background_thread();
     pthread_mutex_lock(&db->bgmu);
     for (;;) {
         wait_for_work(db, role);
@@ -114,6 +118,7 @@ static void run(akv_db *db, int role)
         uint64_t req = db->compact_req;
         bool full = role == COMPACTOR && req > db->compact_done;
         pthread_mutex_unlock(&db->bgmu);
+        akvi_grave_empty(db);
         int rc = role == FLUSHER ? flush_oldest(db) : compact_step(db, full);
         if (rc != AKV_OK)
             akvi_log(db, "background %s failed: %s", role == FLUSHER ? "flush" : "compaction", akv_errmsg());
@@ -159,6 +164,7 @@ int akvi_bg_start(akv_db *db)
         return akvi_err(AKV_EIO, "cannot start the compaction thread");
     }
     db->bg_started = true;
+    akvi_grave_set_open(db, true);
     return AKV_OK;
 }
 
@@ -173,6 +179,8 @@ void akvi_bg_stop(akv_db *db)
     pthread_join(db->flusher, NULL);
     pthread_join(db->compactor, NULL);
     db->bg_started = false;
+    akvi_grave_set_open(db, false);
+    akvi_grave_empty(db);
     /* Release writers stalled on the background thread. */
     pthread_mutex_lock(&db->wmu);
     pthread_cond_broadcast(&db->stall_cv);
@@ -211,6 +219,7 @@ int akv_flush(akv_db *db)
         pthread_cond_wait(&db->done_cv, &db->bgmu);
     rc = db->bg_error;
     pthread_mutex_unlock(&db->bgmu);
+    akvi_grave_empty(db);
     return rc ? akvi_err(rc, "flush failed in the background; see the log") : AKV_OK;
 }
 
@@ -226,5 +235,6 @@ int akv_compact(akv_db *db)
         pthread_cond_wait(&db->done_cv, &db->bgmu);
     rc = db->bg_error;
     pthread_mutex_unlock(&db->bgmu);
+    akvi_grave_empty(db);
     return rc ? akvi_err(rc, "compaction failed in the background; see the log") : AKV_OK;
 }

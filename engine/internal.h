@@ -226,6 +226,7 @@ typedef struct akvi_run {
     rocksdb_column_family_handle_t *cf;
     rocksdb_column_family_handle_t *rmap_cf; /* ordered layout only */
     _Atomic bool obsolete;                   /* drop CF + filter files at last unref */
+    struct akvi_run *grave_next;             /* in db->grave_runs */
 } akvi_run;
 
 typedef struct akvi_mem {
@@ -239,6 +240,7 @@ typedef struct akvi_mem {
     size_t n_hashes, cap_hashes;
     _Atomic bool flushed;  /* its data is in a run; guard entries may be gone */
     _Atomic bool obsolete; /* drop the CF at last unref */
+    struct akvi_mem *grave_next; /* in db->grave_mems */
 } akvi_mem;
 
 typedef struct akvi_version {
@@ -256,6 +258,19 @@ void akvi_run_ref(akvi_run *r);
 void akvi_run_unref(akvi_run *r);
 void akvi_mem_ref(akvi_mem *m);
 void akvi_mem_unref(akvi_mem *m);
+/* ---- the end of runs and memtables (grave.c) ----------------------------- */
+
+/* The last reference to r (m) is gone: destroy it, or, if it is obsolete
+ * and this is not a background thread while they run, leave it to them. */
+void akvi_grave_run(akvi_run *r);
+void akvi_grave_mem(akvi_mem *m);
+/* Called by each background thread once: it destroys at once. */
+void akvi_grave_background_thread(void);
+/* Whether other threads defer (while the background threads run). */
+void akvi_grave_set_open(akv_db *db, bool open);
+/* Destroy everything deferred so far. */
+void akvi_grave_empty(akv_db *db);
+
 /* Pin the current version (never NULL while the db is open). */
 akvi_version *akvi_current(akv_db *db);
 /* Replace the current version (takes ownership of v's reference). */
@@ -334,6 +349,10 @@ struct akv_db {
     _Atomic uint64_t next_run_id; /* flush and compaction threads allocate */
     uint64_t flushed_mem_gen;     /* under pubmu (and open) */
     pthread_mutex_t pubmu;        /* serialises publishes: commit + install */
+    pthread_mutex_t gravemu;      /* the grave (grave.c): */
+    bool grave_open;              /* other threads defer to the background threads */
+    akvi_run *grave_runs;         /* obsolete runs and memtables waiting for them */
+    akvi_mem *grave_mems;
 
     _Atomic uint64_t build_fallbacks; /* filter builds that needed a fallback */
     pthread_mutex_t catmu;            /* serialises catalog + miss-log writes */

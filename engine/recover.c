@@ -1076,6 +1076,7 @@ static void db_free(akv_db *db)
     pthread_mutex_destroy(&db->bgmu);
     pthread_mutex_destroy(&db->catmu);
     pthread_mutex_destroy(&db->pubmu);
+    pthread_mutex_destroy(&db->gravemu);
     for (int l = 0; l < AKV_MAX_LEVELS; l++)
         free(db->cursor[l].key);
     pthread_cond_destroy(&db->stall_cv);
@@ -1136,6 +1137,7 @@ akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
     pthread_mutex_init(&db->bgmu, NULL);
     pthread_mutex_init(&db->catmu, NULL);
     pthread_mutex_init(&db->pubmu, NULL);
+    pthread_mutex_init(&db->gravemu, NULL);
     pthread_cond_init(&db->stall_cv, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);

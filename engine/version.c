@@ -6,8 +6,8 @@
  * rotation) publish new versions. Runs and memtables are shared between
  * consecutive versions and carry their own counts; once a run or memtable
  * has been replaced (marked obsolete) its column family is dropped and its
- * filter files deleted by whoever drops the last reference, i.e. never
- * while a reader can still be looking at it.
+ * filter files deleted after the last reference goes, i.e. never while a
+ * reader can still be looking at it (grave.c: not on a reader's time).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,37 +58,10 @@ void akvi_run_ref(akvi_run *r)
     atomic_fetch_add(&r->refs, 1);
 }
 
-static void delete_filter_files(akvi_run *r)
-{
-    for (size_t j = 0; j < r->info.n_sst; j++) {
-        char name[64], path[4096];
-        akvi_filter_file_name(r->info.id, r->info.ssts[j].id, name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s", r->db->fdir, name);
-        unlink(path);
-    }
-}
-
 void akvi_run_unref(akvi_run *r)
 {
-    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
-        return;
-    if (atomic_load(&r->obsolete)) {
-        /* The catalog no longer names this run: its data and slots go. */
-        if (r->cf)
-            akvi_cf_drop(r->db, r->cf);
-        if (r->rmap_cf)
-            akvi_cf_drop(r->db, r->rmap_cf);
-        delete_filter_files(r);
-    }
-    if (r->cf)
-        rocksdb_column_family_handle_destroy(r->cf);
-    if (r->rmap_cf)
-        rocksdb_column_family_handle_destroy(r->rmap_cf);
-    for (size_t j = 0; r->slots && j < r->info.n_sst; j++)
-        akvi_slot_destroy(&r->slots[j]);
-    free(r->slots);
-    akvi_cat_run_free(&r->info);
-    free(r);
+    if (r && atomic_fetch_sub(&r->refs, 1) == 1)
+        akvi_grave_run(r);
 }
 
 void akvi_mem_ref(akvi_mem *m)
@@ -98,14 +71,8 @@ void akvi_mem_ref(akvi_mem *m)
 
 void akvi_mem_unref(akvi_mem *m)
 {
-    if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
-        return;
-    if (atomic_load(&m->obsolete) && m->cf)
-        akvi_cf_drop(m->db, m->cf);
-    if (m->cf)
-        rocksdb_column_family_handle_destroy(m->cf);
-    free(m->hashes);
-    free(m);
+    if (m && atomic_fetch_sub(&m->refs, 1) == 1)
+        akvi_grave_mem(m);
 }
 
 akvi_version *akvi_current(akv_db *db)

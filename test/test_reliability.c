@@ -259,7 +259,7 @@ Test(reliability, wal_stays_bounded)
     char k[32], v[200];
     memset(v, 'x', sizeof v);
     uint64_t written = 0;
-    for (unsigned i = 0; i < 6000; i++) {
+    for (unsigned i = 0; i < 20000; i++) {
         size_t kl = akvt_key_name(k, i);
         cr_assert_eq(akv_put(db, k, kl, v, sizeof v), AKV_OK, "%s", akv_errmsg());
         written += kl + sizeof v;
@@ -272,8 +272,12 @@ Test(reliability, wal_stays_bounded)
                 (unsigned long long)wal);
     /* What RocksDB keeps: up to a memtable's worth written since the meta
      * family was last flushed, plus the live memtables (up to about three
-     * with the WAL's own framing). */
-    cr_assert_lt(wal, 6 * o.memtable_bytes, "%llu bytes of WAL after writing %llu bytes in 64 KiB memtables",
+     * with the WAL's own framing), plus the flushed memtables a writer
+     * released since the flush thread's last turn (their families are
+     * dropped there, docs/design.md "Commit"; a WAL goes only when every
+     * family with data in it is flushed or dropped). Far below the ~4.4 MB
+     * written, which a WAL that never shrinks would hold. */
+    cr_assert_lt(wal, 10 * o.memtable_bytes, "%llu bytes of WAL after writing %llu bytes in 64 KiB memtables",
                  (unsigned long long)wal, (unsigned long long)written);
     akvt_rmrf(dir);
 }

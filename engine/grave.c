@@ -1,0 +1,129 @@
+/*
+ * grave.c — the end of a run or memtable (docs/design.md, "Versions").
+ *
+ * When the last reference to a run or memtable goes, it is destroyed; if it
+ * is obsolete (a flush or compaction replaced it), its column family is
+ * dropped and its filter files deleted. Dropping a column family writes
+ * and syncs RocksDB's MANIFEST: tens of milliseconds on a disk, which must
+ * not land on a reader's get. A reader usually holds that last reference
+ * (it pinned the version the compaction just replaced), so:
+ *   - a background thread, or any thread while no background thread runs
+ *     (open, repair, close), destroys at once;
+ *   - any other thread hands the obsolete object to the background threads
+ *     (the grave), which destroy it at their next turn, at the latest after
+ *     their idle timeout; akv_flush and akv_compact empty the grave before
+ *     they return, and close empties it after the threads stop.
+ * Until then its column family and filter files stay: a crash meanwhile
+ * leaves a leftover the catalog accounts for, which open drops.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "engine/internal.h"
+
+static _Thread_local bool on_background_thread;
+
+void akvi_grave_background_thread(void)
+{
+    on_background_thread = true;
+}
+
+static void delete_filter_files(akvi_run *r)
+{
+    for (size_t j = 0; j < r->info.n_sst; j++) {
+        char name[64], path[4096];
+        akvi_filter_file_name(r->info.id, r->info.ssts[j].id, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", r->db->fdir, name);
+        unlink(path);
+    }
+}
+
+static void destroy_run(akvi_run *r)
+{
+    if (atomic_load(&r->obsolete)) {
+        /* The catalog no longer names this run: its data and slots go. */
+        if (r->cf)
+            akvi_cf_drop(r->db, r->cf);
+        if (r->rmap_cf)
+            akvi_cf_drop(r->db, r->rmap_cf);
+        delete_filter_files(r);
+    }
+    if (r->cf)
+        rocksdb_column_family_handle_destroy(r->cf);
+    if (r->rmap_cf)
+        rocksdb_column_family_handle_destroy(r->rmap_cf);
+    for (size_t j = 0; r->slots && j < r->info.n_sst; j++)
+        akvi_slot_destroy(&r->slots[j]);
+    free(r->slots);
+    akvi_cat_run_free(&r->info);
+    free(r);
+}
+
+static void destroy_mem(akvi_mem *m)
+{
+    if (atomic_load(&m->obsolete) && m->cf)
+        akvi_cf_drop(m->db, m->cf);
+    if (m->cf)
+        rocksdb_column_family_handle_destroy(m->cf);
+    free(m->hashes);
+    free(m);
+}
+
+/* Put r or m in the grave if this thread must not destroy it; false: the
+ * caller destroys it now. */
+static bool defer(akv_db *db, akvi_run *r, akvi_mem *m)
+{
+    if (on_background_thread)
+        return false;
+    pthread_mutex_lock(&db->gravemu);
+    bool open = db->grave_open;
+    if (open && r) {
+        r->grave_next = db->grave_runs;
+        db->grave_runs = r;
+    } else if (open) {
+        m->grave_next = db->grave_mems;
+        db->grave_mems = m;
+    }
+    pthread_mutex_unlock(&db->gravemu);
+    return open;
+}
+
+void akvi_grave_run(akvi_run *r)
+{
+    if (!atomic_load(&r->obsolete) || !defer(r->db, r, NULL))
+        destroy_run(r);
+}
+
+void akvi_grave_mem(akvi_mem *m)
+{
+    if (!atomic_load(&m->obsolete) || !defer(m->db, NULL, m))
+        destroy_mem(m);
+}
+
+void akvi_grave_set_open(akv_db *db, bool open)
+{
+    pthread_mutex_lock(&db->gravemu);
+    db->grave_open = open;
+    pthread_mutex_unlock(&db->gravemu);
+}
+
+void akvi_grave_empty(akv_db *db)
+{
+    pthread_mutex_lock(&db->gravemu);
+    akvi_run *runs = db->grave_runs;
+    akvi_mem *mems = db->grave_mems;
+    db->grave_runs = NULL;
+    db->grave_mems = NULL;
+    pthread_mutex_unlock(&db->gravemu);
+    while (runs) {
+        akvi_run *next = runs->grave_next;
+        destroy_run(runs);
+        runs = next;
+    }
+    while (mems) {
+        akvi_mem *next = mems->grave_next;
+        destroy_mem(mems);
+        mems = next;
+    }
+}

@@ -252,7 +252,9 @@ static int r_stats(akv_kb_engine *e, akv_kb_estats *s)
     }
     free(st);
     s->write_amp = ingest > 0 ? (flush + compact) / ingest : 0;
-    rocksdb_property_int(r->db, "rocksdb.num-files-at-level0", &s->l0_files);
+    char *l0 = rocksdb_property_value(r->db, "rocksdb.num-files-at-level0"); /* a string property */
+    s->l0_files = l0 ? strtoull(l0, NULL, 10) : 0;
+    free(l0);
     rocksdb_property_int(r->db, "rocksdb.estimate-pending-compaction-bytes", &s->pending_compaction_bytes);
     return 0;
 }

@@ -9,9 +9,7 @@
  * filter files deleted after the last reference goes, i.e. never while a
  * reader can still be looking at it (grave.c: not on a reader's time).
  */
-#include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "engine/internal.h"
 #include "util/order.h"

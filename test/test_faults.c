@@ -485,7 +485,7 @@ typedef struct outcome {
     bool open_failed;
     bool rocks_aborted; /* RocksDB's no-space recovery aborted the child */
     /* from the shim's report */
-    long calls, fired, fault_n;
+    long calls, fired;
     char fault_op[32], fault_phase[32], fault_path[600], fault_prev[600];
     struct {
         char name[32];
@@ -520,8 +520,8 @@ static void read_report(outcome *o, const char *path)
         if (strncmp(line, "fault ", 6) == 0) {
             o->fired++;
             if (o->fired == 1) {
-                sscanf(line, "fault N=%ld op=%31s errno=%*s phase=%31s path=%599s prev=%599s", &o->fault_n,
-                       o->fault_op, o->fault_phase, o->fault_path, o->fault_prev);
+                sscanf(line, "fault N=%*d op=%31s errno=%*s phase=%31s path=%599s prev=%599s", o->fault_op,
+                       o->fault_phase, o->fault_path, o->fault_prev);
             }
         } else if (strncmp(line, "calls ", 6) == 0) {
             char *p = line + 6;

@@ -124,13 +124,13 @@ static void run(akv_db *db, int role)
             akvi_log(db, "background %s failed: %s", role == FLUSHER ? "flush" : "compaction", akv_errmsg());
         else if (role == FLUSHER)
             akvi_save_adapted_slots(db);
+        if (rc != AKV_OK)
+            akvi_stop(db, rc);
         pthread_mutex_lock(&db->wmu);
         pthread_cond_broadcast(&db->stall_cv);
         pthread_mutex_unlock(&db->wmu);
         pthread_mutex_lock(&db->bgmu);
-        if (rc != AKV_OK)
-            db->bg_error = rc;
-        else if (full)
+        if (rc == AKV_OK && full)
             db->compact_done = req;
         pthread_cond_broadcast(&db->done_cv);
         pthread_cond_broadcast(&db->bg_cv); /* a flush can make a compaction due */

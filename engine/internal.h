@@ -428,6 +428,10 @@ void akvi_rocks_teardown(akv_db *db);
 int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_family_handle_t **out);
 const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name);
 void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf);
+/* Stops background work and writes until reopen, keeping the first error:
+ * after any failed flush, compaction, write or change of column families
+ * (docs/reliability.md). Not under bgmu. Returns rc. */
+int akvi_stop(akv_db *db, int rc);
 int akvi_meta_put(akv_db *db, const char *key, const uint8_t *val, size_t len, bool sync);
 /* AKV_NOTFOUND when absent; *val malloc'd. */
 int akvi_meta_get(akv_db *db, const char *key, uint8_t **val, size_t *len);

@@ -118,8 +118,28 @@ const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name)
     return db->metaopt;
 }
 
+int akvi_stop(akv_db *db, int rc)
+{
+    pthread_mutex_lock(&db->bgmu);
+    if (!db->bg_error)
+        db->bg_error = rc;
+    pthread_cond_broadcast(&db->done_cv);
+    pthread_mutex_unlock(&db->bgmu);
+    return rc;
+}
+
+/* Creating or dropping a column family writes and syncs RocksDB's MANIFEST.
+ * Once a RocksDB write failed, neither is tried again until reopen: RocksDB
+ * 7.8 may be recovering from a failed MANIFEST write on its own thread, and
+ * aborts the process on an assertion (`!versions_->descriptor_log_` in
+ * DBImpl::ResumeImpl) if another MANIFEST write came in between. */
 int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_family_handle_t **out)
 {
+    *out = NULL;
+    int stopped = atomic_load(&db->bg_error);
+    if (stopped)
+        return akvi_err(stopped, "creating column family %s: the database stopped after a failure (reopen to recover)",
+                        name);
     char *err = NULL;
     const rocksdb_options_t *o = akvi_cf_options_for(db, name);
     if (level >= 1 && strncmp(name, "run.", 4) == 0)
@@ -127,19 +147,22 @@ int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_famil
     *out = rocksdb_create_column_family(db->rdb, o, name, &err);
     if (err) {
         *out = NULL;
-        return akvi_rocks_err(err, "creating column family");
+        return akvi_stop(db, akvi_rocks_err(err, "creating column family"));
     }
     return AKV_OK;
 }
 
 void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf)
 {
+    /* No catalog names a family that is dropped: if it stays, the next open
+     * drops it (recover.c). */
+    if (atomic_load(&db->bg_error))
+        return;
     char *err = NULL;
     rocksdb_drop_column_family(db->rdb, cf, &err);
     if (err) {
-        /* Not fatal: the next open removes families the catalog does not name. */
         akvi_log(db, "dropping a column family failed: %s", err);
-        rocksdb_free(err);
+        akvi_stop(db, akvi_rocks_err(err, "dropping a column family"));
     }
 }
 

@@ -247,7 +247,7 @@ static int ingest(akv_db *db, rocksdb_column_family_handle_t *cf, char **paths, 
     char *err = NULL;
     rocksdb_ingest_external_file_cf(db->rdb, cf, (const char *const *)paths, n, io, &err);
     rocksdb_ingestexternalfileoptions_destroy(io);
-    return err ? akvi_rocks_err(err, "ingesting SST files") : AKV_OK;
+    return err ? akvi_stop(db, akvi_rocks_err(err, "ingesting SST files")) : AKV_OK;
 }
 
 /* Ordered layout: write the sorted reverse map as one SST and ingest it. */

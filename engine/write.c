@@ -104,14 +104,10 @@ static int apply_locked(akv_db *db, const akvi_op *ops, size_t n, bool sync)
         rocksdb_write(db->rdb, sync ? db->wo_sync : db->wo, wb, &err);
     rocksdb_writebatch_destroy(wb);
     if (err) {
-        rc = akvi_rocks_err(err, "writing to the memtable");
         /* RocksDB has stopped on this error (its WAL failed): so does
          * background work, which would otherwise ingest into a stopped
          * RocksDB (7.8 aborts on an assertion there). Reopen to recover. */
-        pthread_mutex_lock(&db->bgmu);
-        if (!db->bg_error)
-            db->bg_error = rc;
-        pthread_mutex_unlock(&db->bgmu);
+        rc = akvi_stop(db, akvi_rocks_err(err, "writing to the memtable"));
     }
     if (rc == AKV_OK) {
         atomic_fetch_add(&m->bytes, bytes);

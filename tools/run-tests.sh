@@ -21,7 +21,10 @@ for t in "$@"; do
     status=1
     [ -z "$syn" ] && f=$((f + 1))
     cat "$out"
-    mapfile -t lines < <(grep -a -E '^\[FAIL\]|^\[----\] [^ ]+:[0-9]+: ' "$out" | head -n 8)
+    # A failed assertion's location, then its message (Criterion prints
+    # it on the indented "[----]" lines that follow), then the test.
+    mapfile -t lines < <(awk '/^\[FAIL\]/ || /^\[----\] [^ ]+:[0-9]+: / { print; m = 1; next }
+                             m && /^\[----\]   / { if (NF > 1) print; next } { m = 0 }' "$out" | head -n 12)
     [ ${#lines[@]} -eq 0 ] && lines=("exit $rc, no synthesis")
     for l in "${lines[@]}"; do failed+=("$name: $l"); done
   fi

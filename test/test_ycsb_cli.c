@@ -296,3 +296,49 @@ Test(ycsb_cli, replays_every_operation_of_real_ycsb_traces)
               "%s", r.err);
     run_free(&r);
 }
+
+/* --negative-stream opens no database and reports the stream's first
+ * occurrences: every share is in [0, 1]; after the first sixth the share of
+ * first-ever keys falls (keys come back), and each oracle miss log leaves
+ * at most the keys unseen within the last tenth, fewer as it grows. */
+Test(ycsb_cli, negative_stream_reports_first_occurrences)
+{
+    run r = kvbench("-P workloads/workloadn -p recordcount=20000 --negative-stream 120000");
+    cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+    cr_assert_not_null(strstr(r.out, "negative stream: 120000 draws over 20000 keys (zipfian)"), "%s", r.out);
+    char dbpath[600];
+    snprintf(dbpath, sizeof dbpath, "%s/db", r.dir);
+    cr_assert_neq(access(dbpath, F_OK), 0, "a database was created");
+    const char *p = strstr(r.out, "\n1 ");
+    cr_assert_not_null(p, "%s", r.out);
+    double prev_first = 2;
+    for (int s = 1; s <= 6; s++) {
+        int sixth;
+        double first, unseen, top[4];
+        cr_assert_eq(sscanf(p + 1, "%d %lf %lf %lf %lf %lf %lf", &sixth, &first, &unseen, &top[0], &top[1], &top[2],
+                            &top[3]),
+                     7, "%s", r.out);
+        cr_assert_eq(sixth, s);
+        cr_assert(first >= 0 && first <= 1 && unseen >= 0 && unseen <= 1, "%s", r.out);
+        if (s >= 2)
+            cr_assert_lt(first, prev_first, "sixth %d: first-ever %.3f after %.3f\n%s", s, first, prev_first, r.out);
+        prev_first = first;
+        double bound = unseen;
+        for (int m = 0; m < 4; m++) {
+            cr_assert(top[m] >= 0 && top[m] <= bound + 1e-9, "sixth %d: %s", s, r.out);
+            bound = top[m];
+        }
+        p = strchr(p + 1, '\n');
+        cr_assert_not_null(p);
+    }
+    run_free(&r);
+
+    r = kvbench("--negative-stream 1000");
+    cr_assert_eq(r.status, 2);
+    cr_assert_not_null(strstr(r.err, "workload"), "%s", r.err);
+    run_free(&r);
+    r = kvbench("-P workloads/workloadn --negative-stream 5");
+    cr_assert_neq(r.status, 0);
+    cr_assert_not_null(strstr(r.err, "--negative-stream"), "%s", r.err);
+    run_free(&r);
+}

@@ -27,7 +27,7 @@ typedef struct args {
     const char *traces[16];
     int ntraces;
     unsigned threads, interval_ms;
-    uint64_t seed;
+    uint64_t seed, negative_stream;
     bool flush_after_load, quiet, threads_given;
 } args;
 
@@ -93,7 +93,10 @@ static void usage(FILE *out)
                  "  --timeline FILE      CSV samples of the run phase, one per interval\n"
                  "  --load-timeline FILE the same for the load phase\n"
                  "  --interval MS        timeline interval (default 1000)\n"
-                 "  --quiet              no text report on stdout\n");
+                 "  --quiet              no text report on stdout\n"
+                 "  --negative-stream N  open no database: draw N of the workload's negative keys and\n"
+                 "                       print how many come for the first time (what no adaptive\n"
+                 "                       filter can save) and what the most frequent keys carry\n");
 }
 
 static double now_since(const struct timespec *t0)
@@ -561,6 +564,7 @@ enum {
     O_INTERVAL,
     O_QUIET,
     O_MEMBLOOM,
+    O_NEGSTREAM,
     O_HELP
 };
 
@@ -576,6 +580,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},     {"db",
                                           {"load-timeline", 1, 0, O_LOAD_TIMELINE},
                                           {"interval", 1, 0, O_INTERVAL}, {"quiet", 0, 0, O_QUIET},
                                           {"rocksdb-memtable-bloom", 1, 0, O_MEMBLOOM},
+                                          {"negative-stream", 1, 0, O_NEGSTREAM},
                                           {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
 
 static void defaults(args *a)
@@ -606,7 +611,8 @@ static const struct num_opt {
                 {O_CACHE, "--cache-mb", 1, 1e6, 1048576},
                 {O_SEED, "--seed", 0, 1e18, 1},
                 {O_INTERVAL, "--interval", 10, 1e6, 1},
-                {O_MEMBLOOM, "--rocksdb-memtable-bloom", 0, 0.25, 1}};
+                {O_MEMBLOOM, "--rocksdb-memtable-bloom", 0, 0.25, 1},
+                {O_NEGSTREAM, "--negative-stream", 6, 1e10, 1}};
 
 static void set_num(args *a, int id, double v)
 {
@@ -623,6 +629,8 @@ static void set_num(args *a, int id, double v)
         a->seed = (uint64_t)v;
     } else if (id == O_MEMBLOOM) {
         a->cfg.memtable_bloom_ratio = v;
+    } else if (id == O_NEGSTREAM) {
+        a->negative_stream = (uint64_t)v;
     } else {
         a->interval_ms = (unsigned)v;
     }
@@ -911,6 +919,13 @@ int main(int argc, char **argv)
     }
     if (rc == 0 && akv_kb_clientopts_load(&a.opts, &a.props))
         rc = die("%s", a.props.err);
+    if (rc == 0 && a.negative_stream) {
+        rc = a.workload_name ? akv_kb_negative_stream(&w, a.negative_stream, a.seed, stdout)
+                             : die("--negative-stream needs a workload (-P)%s", "");
+        akv_kb_workload_free(&w);
+        akv_kb_props_free(&a.props);
+        return rc;
+    }
     if (rc == 0 && !a.threads_given && a.opts.threadcount)
         a.threads = (unsigned)a.opts.threadcount;
     for (int i = 0; rc == 0 && i < a.ntraces; i++)

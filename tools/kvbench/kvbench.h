@@ -345,6 +345,9 @@ uint64_t akv_kb_last_acked(akv_kb_shared *s);
 void akv_kb_client_init(akv_kb_client *c, const akv_kb_workload *w, akv_kb_shared *s, uint64_t seed,
                         unsigned thread);
 bool akv_kb_client_load_next(akv_kb_client *c, akv_kb_req *r);
+/* --negative-stream: draws the workload's negative keys as client 0 would,
+ * prints first-occurrence shares (negstream.c); 0, or an exit status. */
+int akv_kb_negative_stream(const akv_kb_workload *w, uint64_t draws, uint64_t seed, FILE *out);
 void akv_kb_client_next(akv_kb_client *c, akv_kb_req *r);
 uint64_t akv_kb_value_len(akv_kb_client *c);
 void akv_kb_client_done(akv_kb_client *c, const akv_kb_req *r, int rc, const akv_kb_cost *cost);

@@ -28,7 +28,7 @@ struct akvi_runwriter {
     int level;
     uint64_t run_id;
     uint32_t prefix_bits;
-    uint64_t target;
+    uint64_t target, est_bytes;
     const rocksdb_options_t *sstopt;
 
     akvi_cat_sst *ssts; /* finished SSTs */
@@ -75,6 +75,7 @@ int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, akvi_runwriter **ou
         return rc;
     }
     w->target = db->opt.sst_target_bytes ? db->opt.sst_target_bytes : 64u << 20;
+    w->est_bytes = est_bytes;
     if (db->layout == AKV_LAYOUT_HASH)
         w->prefix_bits = choose_prefix_bits(est_bytes, w->target);
     /* Hot, freshly flushed data stays uncompressed; deeper levels use zstd. */
@@ -127,6 +128,17 @@ static int open_sst(akvi_runwriter *w, uint64_t prefix)
     return AKV_OK;
 }
 
+/* The keys of the whole flush or compaction output this run is part of,
+ * for its slots' bits per key (their unit's share of the filter memory,
+ * slotbuild.c): est_bytes of what this run's SSTs so far hold per key.
+ * After finish_sst counted the current SST in. */
+static uint64_t output_keys_estimate(const akvi_runwriter *w)
+{
+    if (w->raw_bytes == 0 || w->est_bytes <= w->raw_bytes)
+        return w->keys;
+    return (uint64_t)((double)w->keys * (double)w->est_bytes / (double)w->raw_bytes);
+}
+
 static int finish_sst(akvi_runwriter *w)
 {
     char *err = NULL;
@@ -169,6 +181,7 @@ static int finish_sst(akvi_runwriter *w)
     akvi_cat_run run = {.id = w->run_id,
                         .level = (uint32_t)w->level,
                         .prefix_bits = w->prefix_bits,
+                        .keys = output_keys_estimate(w),
                         .n_sst = w->n_sst,
                         .ssts = w->ssts};
     int rc = akvi_build_filter(w->db, w->level, &run, s, w->hashes, w->n, w->n, &w->filters[w->n_sst - 1]);

@@ -4,6 +4,7 @@
  * fallbacks when that kind cannot be built. Shared by flush and compaction
  * (runwriter.c), recovery (a missing or damaged file) and growth (adapt.c).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -78,6 +79,72 @@ static int build_with_fallback(akv_db *db, const akv_filter_kind *k, akv_filter_
     return rc;
 }
 
+/* A unit of the tree that an absent key's lookup probes once: each L0 run,
+ * and each deeper level (one run of it is probed). */
+typedef struct units {
+    double n, n_ln; /* keys, and the sum of keys · ln(keys) */
+} units;
+
+static void add_unit(units *u, double keys)
+{
+    if (keys >= 1) {
+        u->n += keys;
+        u->n_ln += keys * log(keys);
+    }
+}
+
+/*
+ * Filter memory by level (docs/design.md, "Filter memory by level"). A
+ * lookup of an absent key probes every L0 run and one run per deeper
+ * level, so the wasted probes are the sum of the units' false-positive
+ * rates, and a bit buys the most where a unit holds few keys. Minimising
+ * that sum at a fixed total (the Monkey allocation) makes each unit's rate
+ * proportional to its keys: bits_i = B + (mean ln n - ln n_i) / ln²2, the
+ * mean weighted by keys, so the units' bits average B. The units are the
+ * current version's, with the output being built (n keys: a flush's whole
+ * L0 run, or a compaction's whole output) as an L0 run of its own, or its
+ * level at least n keys. Clamped to [B/2, 3B]; B when there is no version
+ * yet (open) or a single unit.
+ */
+double akvi_level_bits(akv_db *db, int level, uint64_t n)
+{
+    double b = db->opt.bits_per_key;
+    akvi_version *v = akvi_current(db);
+    if (!v || n == 0) {
+        akvi_version_unref(v);
+        return b;
+    }
+    double level_keys[AKV_MAX_LEVELS] = {0};
+    units u = {0, 0};
+    int units_n = 0;
+    for (size_t i = 0; i < v->n_run; i++) {
+        const akvi_cat_run *r = &v->runs[i]->info;
+        if (r->level == 0) {
+            add_unit(&u, (double)r->keys);
+            units_n += r->keys > 0;
+        } else if (r->level < AKV_MAX_LEVELS) {
+            level_keys[r->level] += (double)r->keys;
+        }
+    }
+    akvi_version_unref(v);
+    if (level > 0 && level < AKV_MAX_LEVELS && level_keys[level] < (double)n)
+        level_keys[level] = (double)n;
+    for (int l = 1; l < AKV_MAX_LEVELS; l++) {
+        add_unit(&u, level_keys[l]);
+        units_n += level_keys[l] >= 1;
+    }
+    double mine = level > 0 && level < AKV_MAX_LEVELS ? level_keys[level] : (double)n;
+    if (level <= 0) {
+        add_unit(&u, mine);
+        units_n++;
+    }
+    if (units_n < 2)
+        return b;
+    double bits = b + (u.n_ln / u.n - log(mine)) / (M_LN2 * M_LN2);
+    bits = bits < b / 2 ? b / 2 : bits > 3 * b ? 3 * b : bits;
+    return bits > 64 ? 64 : bits;
+}
+
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
                       akv_hash *hashes, size_t n, size_t capacity, akv_filter **out)
 {
@@ -90,7 +157,9 @@ int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi
     akv_filter_params p;
     akv_filter_params_init(&p);
     p.expected_keys = capacity > n ? capacity : n;
-    p.bits_per_key = db->opt.bits_per_key;
+    /* By the whole output's keys (a lookup probes one SST of a run, one
+     * run of a level): the run writer's estimate, else the run's count. */
+    p.bits_per_key = akvi_level_bits(db, level, run->keys ? run->keys : n);
     /* The shard prefix is already shifted out (akv_slot_hash). */
     p.prefix_bits = 0;
     p.seed = db->seed;

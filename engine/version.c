@@ -77,7 +77,8 @@ akvi_version *akvi_current(akv_db *db)
 {
     pthread_rwlock_rdlock(&db->vmu);
     akvi_version *v = db->cur;
-    akvi_version_ref(v);
+    if (v) /* NULL only while open builds the first version */
+        akvi_version_ref(v);
     pthread_rwlock_unlock(&db->vmu);
     return v;
 }

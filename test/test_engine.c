@@ -865,6 +865,77 @@ Test(slots, counters_under_each_available_policy)
     cr_assert_gt(tested, 0);
 }
 
+/* Filter memory by level (docs/design.md): a small L0 run's slots get more
+ * bits per key than the deepest level's, and the runs' slots together stay
+ * near the budget. Every key is still found. */
+static void bits_follow_run_sizes(akv_layout layout)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "bits");
+    akv_options o;
+    small_options(&o, layout, "mem=sscf,l0+=blocked"); /* static: no growth */
+    o.bits_per_key = 10;
+    o.l0_compaction_trigger = 8; /* the small runs stay in L0 */
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    char k[32], v[100];
+    memset(v, 'v', sizeof v);
+    const int big = 12000, small = 150;
+    for (int i = 0; i < big + 2 * small; i++) {
+        int kl = snprintf(k, sizeof k, "bits-%06d", i);
+        cr_assert_eq(akv_put(db, k, (size_t)kl, v, sizeof v), AKV_OK, "%s", akv_errmsg());
+        if (i + 1 == big)
+            cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+        else if (i + 1 == big + small || i + 1 == big + 2 * small)
+            cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    }
+    akv_slot_info *rows = NULL;
+    size_t n = 0;
+    cr_assert_eq(akv_slots(db, &rows, &n), AKV_OK, "%s", akv_errmsg());
+    int deepest = 0;
+    for (size_t i = 0; i < n; i++)
+        deepest = rows[i].level > deepest ? rows[i].level : deepest;
+    cr_assert_gt(deepest, 0, "akv_compact left no deeper level");
+    /* Key-weighted means: a slot of a few hundred keys rounds its filter
+     * to whole cache lines, so single slots scatter around their target. */
+    double mem[3] = {0}, keys[3] = {0}; /* L0, deepest, all runs */
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].level < 0 || rows[i].keys == 0)
+            continue;
+        int c = rows[i].level == 0 ? 0 : rows[i].level == deepest ? 1 : -1;
+        double m = rows[i].bits_per_key * (double)rows[i].keys;
+        if (c >= 0) {
+            mem[c] += m;
+            keys[c] += (double)rows[i].keys;
+        }
+        mem[2] += m;
+        keys[2] += (double)rows[i].keys;
+    }
+    akv_free(rows);
+    cr_assert_eq(keys[0], 2.0 * small, "%.0f keys in L0", keys[0]);
+    double l0 = mem[0] / keys[0], deep = mem[1] / keys[1], all = mem[2] / keys[2];
+    cr_assert_gt(l0, deep + 3, "L0 %.2f bits/key, deepest level %.2f", l0, deep);
+    /* Slots of ~200 keys round up to whole cache lines: a few % over. */
+    cr_assert_leq(deep, 11, "deepest level %.2f bits/key", deep);
+    cr_assert(all > 9 && all < 11.5, "runs' slots: %.2f bits/key on average", all);
+    for (int i = 0; i < big + 2 * small; i++) {
+        int kl = snprintf(k, sizeof k, "bits-%06d", i);
+        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_OK, "%s lost", k);
+    }
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_rmrf(dir);
+}
+
+Test(slots, bits_follow_run_sizes_hash)
+{
+    bits_follow_run_sizes(AKV_LAYOUT_HASH);
+}
+
+Test(slots, bits_follow_run_sizes_ordered)
+{
+    bits_follow_run_sizes(AKV_LAYOUT_ORDERED);
+}
+
 /* ---- the write controller ---------------------------------------------- */
 
 /* Writes are rate-limited from l0_slowdown_runs L0 runs on, not before;

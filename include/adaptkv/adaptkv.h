@@ -74,7 +74,10 @@ typedef struct akv_options {
      * default policy for the budget: "mem=sscf,l0+=ablocked" below 12
      * bits/key, "mem=sscf,l0+=aqf" from 12 up. */
     const char *slot_policy;   /* e.g. "mem=sscf,l0=aqf,l1+=blocked"; NULL = unset */
-    double bits_per_key;       /* filter memory per key, (0, 64]; 0 = unset */
+    /* Filter memory per key, (0, 64]; 0 = unset. The runs' slots average
+     * it: smaller runs get more, the deepest level less (docs/design.md,
+     * "Filter memory by level"). */
+    double bits_per_key;
     uint64_t memtable_bytes;   /* rotate the memtable past this; default 64 MiB */
     uint64_t block_cache_bytes;/* shared LRU block cache; default 64 MiB */
     uint64_t sst_target_bytes; /* target SST size in runs; default 64 MiB */

@@ -514,9 +514,6 @@ void akvi_merge_destroy(akvi_merge *m);
  * slot hashes and sorted in place), sized for `capacity` >= n keys (room
  * for adaptations), pre-adapted to the miss log's negatives in its range.
  * A kind that cannot be built falls back (docs/design.md). */
-/* Bits per key for a slot of a flush or compaction output of about n keys
- * at `level` (its share of the filter memory). */
-double akvi_level_bits(akv_db *db, int level, uint64_t n);
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
                       akv_hash *hashes, size_t n, size_t capacity, akv_filter **out);
 /* What binds a filter to its SST's contents: the keys' 128-bit hashes in SST

@@ -106,7 +106,7 @@ static void add_unit(units *u, double keys)
  * level at least n keys. Clamped to [B/2, 3B]; B when there is no version
  * yet (open) or a single unit.
  */
-double akvi_level_bits(akv_db *db, int level, uint64_t n)
+static double level_bits(akv_db *db, int level, uint64_t n)
 {
     double b = db->opt.bits_per_key;
     akvi_version *v = akvi_current(db);
@@ -159,7 +159,7 @@ int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi
     p.expected_keys = capacity > n ? capacity : n;
     /* By the whole output's keys (a lookup probes one SST of a run, one
      * run of a level): the run writer's estimate, else the run's count. */
-    p.bits_per_key = akvi_level_bits(db, level, run->keys ? run->keys : n);
+    p.bits_per_key = level_bits(db, level, run->keys ? run->keys : n);
     /* The shard prefix is already shifted out (akv_slot_hash). */
     p.prefix_bits = 0;
     p.seed = db->seed;

@@ -83,6 +83,7 @@ static int build_with_fallback(akv_db *db, const akv_filter_kind *k, akv_filter_
  * and each deeper level (one run of it is probed). */
 typedef struct units {
     double n, n_ln; /* keys, and the sum of keys · ln(keys) */
+    int count;
 } units;
 
 static void add_unit(units *u, double keys)
@@ -90,6 +91,7 @@ static void add_unit(units *u, double keys)
     if (keys >= 1) {
         u->n += keys;
         u->n_ln += keys * log(keys);
+        u->count++;
     }
 }
 
@@ -115,13 +117,11 @@ static double level_bits(akv_db *db, int level, uint64_t n)
         return b;
     }
     double level_keys[AKV_MAX_LEVELS] = {0};
-    units u = {0, 0};
-    int units_n = 0;
+    units u = {0, 0, 0};
     for (size_t i = 0; i < v->n_run; i++) {
         const akvi_cat_run *r = &v->runs[i]->info;
         if (r->level == 0) {
             add_unit(&u, (double)r->keys);
-            units_n += r->keys > 0;
         } else if (r->level < AKV_MAX_LEVELS) {
             level_keys[r->level] += (double)r->keys;
         }
@@ -129,16 +129,12 @@ static double level_bits(akv_db *db, int level, uint64_t n)
     akvi_version_unref(v);
     if (level > 0 && level < AKV_MAX_LEVELS && level_keys[level] < (double)n)
         level_keys[level] = (double)n;
-    for (int l = 1; l < AKV_MAX_LEVELS; l++) {
+    for (int l = 1; l < AKV_MAX_LEVELS; l++)
         add_unit(&u, level_keys[l]);
-        units_n += level_keys[l] >= 1;
-    }
     double mine = level > 0 && level < AKV_MAX_LEVELS ? level_keys[level] : (double)n;
-    if (level <= 0) {
+    if (level <= 0)
         add_unit(&u, mine);
-        units_n++;
-    }
-    if (units_n < 2)
+    if (u.count < 2)
         return b;
     double bits = b + (u.n_ln / u.n - log(mine)) / (M_LN2 * M_LN2);
     bits = bits < b / 2 ? b / 2 : bits > 3 * b ? 3 * b : bits;

@@ -46,16 +46,24 @@ static int by_count_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* One pass over the stream; with rank (0 = most frequent), the oracle miss
- * logs' leftovers too. count, if given, receives each key's draws. */
+/* One pass over the stream. Counting (count given): each key's draws, and
+ * nothing else. Tallying (rank given, 0 = most frequent): the shares. */
 static void draw(const akv_kb_workload *w, uint64_t draws, uint64_t seed, int64_t *last, uint32_t *count,
                  const uint32_t *rank, tally *t)
 {
-    for (uint64_t k = 0; k < w->negative_keys; k++)
-        last[k] = -1;
     akv_kb_shared sh = {0};
     akv_kb_client c;
     akv_kb_client_init(&c, w, &sh, seed, 0);
+    if (count) {
+        for (uint64_t i = 0; i < draws; i++) {
+            uint64_t k = akv_kb_gen_next(&c.neg, &c.rng, 0);
+            if (count[k] < UINT32_MAX)
+                count[k]++;
+        }
+        return;
+    }
+    for (uint64_t k = 0; k < w->negative_keys; k++)
+        last[k] = -1;
     uint64_t part = draws / PARTS, tenth = draws / 10;
     for (uint64_t i = 0; i < draws; i++) {
         uint64_t k = akv_kb_gen_next(&c.neg, &c.rng, 0);
@@ -66,11 +74,9 @@ static void draw(const akv_kb_workload *w, uint64_t draws, uint64_t seed, int64_
             t->distinct++;
         }
         t->unseen[p] += fresh;
-        for (int m = 0; rank && fresh && m < N_COVER; m++)
+        for (int m = 0; fresh && m < N_COVER; m++)
             t->missed[m][p] += rank[k] >= cover[m];
         last[k] = (int64_t)i;
-        if (count && count[k] < UINT32_MAX)
-            count[k]++;
     }
 }
 
@@ -89,7 +95,7 @@ int akv_kb_negative_stream(const akv_kb_workload *w, uint64_t draws, uint64_t se
     int64_t *last = malloc(keys * sizeof *last);
     uint32_t *count = calloc(keys, sizeof *count), *rank = malloc(keys * sizeof *rank);
     kc *order = malloc(keys * sizeof *order);
-    tally *t = calloc(2, sizeof *t);
+    tally *t = calloc(1, sizeof *t);
     if (!last || !count || !rank || !order || !t) {
         free(last);
         free(count);
@@ -100,17 +106,17 @@ int akv_kb_negative_stream(const akv_kb_workload *w, uint64_t draws, uint64_t se
         return 1;
     }
     /* First pass: the counts; the same draws again, with each key's rank. */
-    draw(w, draws, seed, last, count, NULL, &t[0]);
+    draw(w, draws, seed, last, count, NULL, t);
     for (uint64_t k = 0; k < keys; k++)
         order[k] = (kc){count[k], (uint32_t)k};
     qsort(order, keys, sizeof *order, by_count_desc);
     for (uint64_t r = 0; r < keys; r++)
         rank[order[r].key] = (uint32_t)r;
-    draw(w, draws, seed, last, NULL, rank, &t[1]);
+    draw(w, draws, seed, last, NULL, rank, t);
 
     fprintf(out, "negative stream: %llu draws over %llu keys (%s), %llu distinct\n", (unsigned long long)draws,
             (unsigned long long)keys, w->negdist == AKV_KB_ZIPFIAN ? "zipfian" : "uniform",
-            (unsigned long long)t[1].distinct);
+            (unsigned long long)t->distinct);
     fprintf(out, "%-6s %10s %12s", "sixth", "first-ever", "unseen-10%");
     for (int m = 0; m < N_COVER; m++)
         fprintf(out, " %9s%-6u", "not-top-", cover[m]);
@@ -118,9 +124,9 @@ int akv_kb_negative_stream(const akv_kb_workload *w, uint64_t draws, uint64_t se
     uint64_t part = draws / PARTS;
     for (unsigned p = 0; p < PARTS; p++) {
         double n = (double)(p == PARTS - 1 ? draws - part * (PARTS - 1) : part);
-        fprintf(out, "%-6u %10.3f %12.3f", p + 1, (double)t[1].first[p] / n, (double)t[1].unseen[p] / n);
+        fprintf(out, "%-6u %10.3f %12.3f", p + 1, (double)t->first[p] / n, (double)t->unseen[p] / n);
         for (int m = 0; m < N_COVER; m++)
-            fprintf(out, " %15.3f", (double)t[1].missed[m][p] / n);
+            fprintf(out, " %15.3f", (double)t->missed[m][p] / n);
         fputc('\n', out);
     }
     uint64_t sum = 0;

@@ -17,12 +17,34 @@
  * flush.
  */
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/internal.h"
 #include "util/grow.h"
 
-#define GUARD_MIN 4096 /* keys: 30 KiB at 10 bits/key */
+#define GUARD_MIN 4096 /* keys: 15 KiB at 10 bits/key */
+
+/* The guard's memory is averaged over about this long for the runs'
+ * budget (akvi_guard_memory_over_floor). Tests shorten it. */
+_Atomic double akvi_guard_avg_seconds = 60.0;
+
+static double mono_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Under guard_lock: the guard's memory averaged over time, up to `now`
+ * (an exponential average; the guard's size changes only when swapped). */
+static double guard_avg_at(const akv_db *db, double now)
+{
+    double cur = db->guard ? (double)akv_filter_memory(db->guard) : 0;
+    double w = 1 - exp(-(now - db->guard_avg_since) / atomic_load(&akvi_guard_avg_seconds));
+    return db->guard_avg + w * (cur - db->guard_avg);
+}
 
 /* Keys a guard is made for when the live memtables hold `needed`. */
 static uint64_t guard_capacity(size_t needed)
@@ -42,10 +64,12 @@ static int guard_new(akv_db *db, uint64_t cap, akv_filter **out)
     akv_filter_params p;
     akv_filter_params_init(&p);
     p.expected_keys = cap;
-    /* Counting kinds spend several bits per counter: give the guard as
-     * many counters per key as a plain filter gets bits, so its false
-     * positive rate is comparable to the run slots'. */
-    p.bits_per_key = db->opt.bits_per_key * 6;
+    /* Counting kinds spend several bits per counter. A guard false
+     * positive costs a memtable probe in memory, not a disk read, so the
+     * guard gets 3 × bits_per_key bits per key of capacity: 7.5 counters
+     * per key at 10 bits/key, 15 per key it holds just after it grew
+     * (docs/design.md, "The memtable guard"). */
+    p.bits_per_key = db->opt.bits_per_key * 3;
     p.seed = db->seed;
     akv_filter *f = NULL;
     int rc = akv_filter_create(db->policy.mem, &p, neg, n_neg, &f);
@@ -68,7 +92,10 @@ int akvi_guard_init(akv_db *db)
     if (!db->policy.mem)
         return AKV_OK;
     db->guard_cap = guard_capacity(0);
-    return guard_new(db, db->guard_cap, &db->guard);
+    int rc = guard_new(db, db->guard_cap, &db->guard);
+    db->guard_avg = db->guard ? (double)akv_filter_memory(db->guard) : 0;
+    db->guard_avg_since = mono_seconds();
+    return rc;
 }
 
 /* Mutations take the lock exclusively unless the kind locks internally. */
@@ -135,6 +162,9 @@ static bool guard_rebuild(akv_db *db, const akvi_mem *also)
         return false;
     }
     pthread_rwlock_wrlock(&db->guard_lock);
+    double now = mono_seconds();
+    db->guard_avg = guard_avg_at(db, now);
+    db->guard_avg_since = now;
     akv_filter *old = db->guard;
     db->guard = f;
     db->guard_cap = cap;
@@ -251,6 +281,18 @@ void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
     if (atomic_load(&db->guard_broken) || db->guard_cap > 4 * guard_capacity(db->guard_keys))
         (void)guard_rebuild(db, NULL);
     pthread_mutex_unlock(&db->wmu);
+}
+
+size_t akvi_guard_memory_over_floor(akv_db *db)
+{
+    if (!db->policy.mem)
+        return 0;
+    pthread_rwlock_rdlock(&db->guard_lock);
+    double avg = guard_avg_at(db, mono_seconds());
+    /* A guard's memory is proportional to the keys it is sized for. */
+    double floor = db->guard && db->guard_cap ? (double)akv_filter_memory(db->guard) * GUARD_MIN / (double)db->guard_cap : 0;
+    pthread_rwlock_unlock(&db->guard_lock);
+    return avg > floor ? (size_t)(avg - floor) : 0;
 }
 
 size_t akvi_guard_memory(akv_db *db)

@@ -333,6 +333,7 @@ struct akv_db {
     akvi_slot guard_stats;
     _Atomic bool guard_broken;
     uint64_t guard_cap;              /* keys the current guard was sized for (under wmu) */
+    double guard_avg, guard_avg_since; /* its memory averaged over time, as of then (guard_lock) */
     uint64_t guard_keys;             /* hashes the guard holds for memtables (under wmu) */
     akvi_mem *guard_draining;        /* flushed, leaving the version, hashes still in the guard (under wmu) */
 
@@ -479,6 +480,12 @@ void akvi_guard_draining(akv_db *db, akvi_mem *m);
 void akvi_guard_remove_mem(akv_db *db, akvi_mem *m);
 int akvi_guard_init(akv_db *db);
 size_t akvi_guard_memory(akv_db *db);
+/* The guard's memory averaged over the last minute or so, beyond what a
+ * guard of its minimum size (4096 keys) takes: the part that grows with the
+ * memtables' keys. */
+size_t akvi_guard_memory_over_floor(akv_db *db);
+/* Test knob: the period that average is taken over (60 s). */
+extern _Atomic double akvi_guard_avg_seconds;
 
 /* ---- memtables (memtable.c) -------------------------------------------- */
 

@@ -96,6 +96,20 @@ static void add_unit(units *u, double keys)
 }
 
 /*
+ * The bits per key the runs' slots share (docs/design.md, "Filter memory by
+ * level"): bits_per_key bounds all filter memory per key, so what the
+ * memtable guard holds over its fixed minimum, spread over the runs' keys,
+ * comes off B. At most a quarter comes off: a small database whose
+ * memtables are a large part of it keeps three quarters of B in its runs.
+ */
+static double runs_budget(akv_db *db, double keys)
+{
+    double b = db->opt.bits_per_key;
+    double guard = keys >= 1 ? (double)akvi_guard_memory_over_floor(db) * 8 / keys : 0;
+    return b - (guard < b / 4 ? guard : b / 4);
+}
+
+/*
  * Filter memory by level (docs/design.md, "Filter memory by level"). A
  * lookup of an absent key probes every L0 run and one run per deeper
  * level, so the wasted probes are the sum of the units' false-positive
@@ -106,7 +120,8 @@ static void add_unit(units *u, double keys)
  * current version's, with the output being built (n keys: a flush's whole
  * L0 run, or a compaction's whole output) as an L0 run of its own, or its
  * level at least n keys. Clamped to [B/2, 3B]; B when there is no version
- * yet (open) or a single unit.
+ * yet (open) or a single unit. B is what the runs' slots share now
+ * (runs_budget).
  */
 static double level_bits(akv_db *db, int level, uint64_t n)
 {
@@ -116,10 +131,11 @@ static double level_bits(akv_db *db, int level, uint64_t n)
         akvi_version_unref(v);
         return b;
     }
-    double level_keys[AKV_MAX_LEVELS] = {0};
+    double level_keys[AKV_MAX_LEVELS] = {0}, run_keys = 0;
     units u = {0, 0, 0};
     for (size_t i = 0; i < v->n_run; i++) {
         const akvi_cat_run *r = &v->runs[i]->info;
+        run_keys += (double)r->keys;
         if (r->level == 0) {
             add_unit(&u, (double)r->keys);
         } else if (r->level < AKV_MAX_LEVELS) {
@@ -127,6 +143,7 @@ static double level_bits(akv_db *db, int level, uint64_t n)
         }
     }
     akvi_version_unref(v);
+    b = runs_budget(db, run_keys > (double)n ? run_keys : (double)n);
     if (level > 0 && level < AKV_MAX_LEVELS && level_keys[level] < (double)n)
         level_keys[level] = (double)n;
     for (int l = 1; l < AKV_MAX_LEVELS; l++)

@@ -233,8 +233,8 @@ Test(guard, sized_by_the_memtable_keys)
     akv_stats st;
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
     uint64_t empty = st.filter_bytes;
-    /* 4096 keys at 60 bits: 30 KiB, whatever memtable_bytes says */
-    cr_assert_leq(empty, 40u << 10, "an empty guard takes %llu bytes", (unsigned long long)empty);
+    /* 4096 keys at 30 bits: 15 KiB, whatever memtable_bytes says */
+    cr_assert_leq(empty, 20u << 10, "an empty guard takes %llu bytes", (unsigned long long)empty);
     unsigned n = 0;
     for (; n < 50000; n++) {
         char k[32];
@@ -242,8 +242,8 @@ Test(guard, sized_by_the_memtable_keys)
         cr_assert_eq(akv_put(db, k, kl, k, kl), AKV_OK, "%s", akv_errmsg());
     }
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
-    /* capacity between the keys and four times them: 60 bits a key */
-    cr_assert(st.filter_bytes >= 50000ull * 60 / 8 && st.filter_bytes <= 4 * 50000ull * 60 / 8,
+    /* capacity between the keys and four times them: 30 bits a key */
+    cr_assert(st.filter_bytes >= 50000ull * 30 / 8 && st.filter_bytes <= 4 * 50000ull * 30 / 8,
               "50,000 keys, guard %llu bytes", (unsigned long long)st.filter_bytes);
     akv_slot_info g0 = guard_row(db);
     for (unsigned i = 0; i < 1000; i++) {

@@ -74,8 +74,10 @@ typedef struct akv_options {
      * default policy for the budget: "mem=sscf,l0+=ablocked" below 12
      * bits/key, "mem=sscf,l0+=aqf" from 12 up. */
     const char *slot_policy;   /* e.g. "mem=sscf,l0=aqf,l1+=blocked"; NULL = unset */
-    /* Filter memory per key, (0, 64]; 0 = unset. The runs' slots average
-     * it: smaller runs get more, the deepest level less (docs/design.md,
+    /* Filter memory per key, (0, 64]; 0 = unset. It bounds all filter
+     * memory, the memtable guard's included (beyond the guard's fixed
+     * minimum of 4096 keys' worth); the runs' slots average what the guard
+     * leaves: smaller runs get more, the deepest level less (docs/design.md,
      * "Filter memory by level"). */
     double bits_per_key;
     uint64_t memtable_bytes;   /* rotate the memtable past this; default 64 MiB */

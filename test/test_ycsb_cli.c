@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,43 @@ Test(ycsb_cli, operationcount_zero_runs_until_maxexecutiontime)
     cr_assert_eq(r.status, 0, "%s", r.err);
     double ops = metric(r.out, "READ", "Operations");
     cr_expect(ops > 1000, "%.0f reads: operationcount=0 is no limit, not the default 1000", ops);
+    run_free(&r);
+}
+
+/* The timeline's last column is all filter memory per key at each row;
+ * the report's mean is the mean of those rows. */
+Test(ycsb_cli, timeline_reports_filter_memory)
+{
+    run r = kvbench("-P workloads/workloadn -p recordcount=3000 -p operationcount=0 -p maxexecutiontime=2 "
+                    "--memtable-mb 1 --interval 250 --timeline {D}/tl.csv");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char path[600];
+    snprintf(path, sizeof path, "%s/tl.csv", r.dir);
+    char *tl = slurp(path);
+    cr_assert_not_null(tl);
+    const char *line = strchr(tl, '\n');
+    cr_assert_not_null(line);
+    cr_assert_not_null(strstr(tl, ",filter_bits_per_key\n"), "header: %.*s", (int)(line - tl), tl);
+    double sum = 0, lo = 1e9, hi = 0;
+    int rows = 0;
+    for (line++; *line; rows++) {
+        const char *end = strchr(line, '\n');
+        cr_assert_not_null(end);
+        const char *last = end;
+        while (last > line && last[-1] != ',')
+            last--;
+        double bits = strtod(last, NULL);
+        cr_assert(bits > 0 && bits < 1000, "row %d: %.*s", rows, (int)(end - line), line);
+        sum += bits;
+        lo = bits < lo ? bits : lo;
+        hi = bits > hi ? bits : hi;
+        line = end + 1;
+    }
+    free(tl);
+    cr_assert_geq(rows, 4, "%d timeline rows in 2 s at 250 ms", rows);
+    double mean = metric(r.out, "FILTER", "BitsPerKeyMean");
+    cr_assert(mean >= lo - 0.01 && mean <= hi + 0.01, "mean %.2f outside the rows' %.2f..%.2f", mean, lo, hi);
+    cr_assert(fabs(mean - sum / rows) < 0.01, "mean %.2f, rows' mean %.2f", mean, sum / rows);
     run_free(&r);
 }
 

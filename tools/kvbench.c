@@ -60,6 +60,8 @@ typedef struct bench {
     struct timespec start;
     worker *ws;
     FILE *timeline;
+    double bits_sum; /* filter bits per key, summed over the timeline's rows */
+    unsigned bits_rows;
     char failmsg[AKV_KB_ERRLEN];
 } bench;
 
@@ -334,6 +336,7 @@ typedef struct sample {
     uint64_t ops, neg, neg_wasted, block_reads, adv, adv_wasted, adaptations;
     uint64_t max_ns; /* slowest call since the previous sample */
     uint64_t l0_files, pending_bytes;
+    double bits; /* all filter memory per key */
 } sample;
 
 static void take_sample(bench *b, sample *s)
@@ -356,6 +359,7 @@ static void take_sample(bench *b, sample *s)
         s->adaptations = es.adaptations;
         s->l0_files = es.l0_files;
         s->pending_bytes = es.pending_compaction_bytes;
+        s->bits = es.filter_bits_per_key;
     }
 }
 
@@ -369,14 +373,16 @@ static void timeline_row(bench *b, const sample *p, const sample *s)
     double dt = s->t - p->t;
     char label[128];
     akv_kb_csv_label(label, sizeof label, b->e->label);
-    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu,%s,%.1f,%llu,%.1f\n", label,
+    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu,%s,%.1f,%llu,%.1f,%.2f\n", label,
             b->w ? b->w->name : "trace", s->t, (unsigned long long)s->ops,
             dt > 0 ? (double)(s->ops - p->ops) / dt : 0, (unsigned long long)s->neg,
             ratio(s->neg_wasted - p->neg_wasted, s->neg - p->neg), ratio(s->neg_wasted, s->neg),
             ratio(s->block_reads - p->block_reads, s->ops - p->ops), (unsigned long long)s->adv,
             ratio(s->adv_wasted - p->adv_wasted, s->adv - p->adv), (unsigned long long)s->adaptations,
             b->load ? "load" : "run", (double)s->max_ns / 1000.0, (unsigned long long)s->l0_files,
-            (double)s->pending_bytes / 1048576.0);
+            (double)s->pending_bytes / 1048576.0, s->bits);
+    b->bits_sum += s->bits;
+    b->bits_rows++;
     fflush(b->timeline);
 }
 
@@ -841,7 +847,7 @@ static FILE *open_timeline(const char *path)
     if (f)
         fputs("engine,workload,seconds,ops,ops_per_sec,negative_lookups,wasted_per_negative,"
               "wasted_per_negative_cumulative,block_reads_per_op,adversary_reads,adversary_wasted_per_read,"
-              "adaptations,phase,max_latency_us,l0_files,pending_compaction_mb\n",
+              "adaptations,phase,max_latency_us,l0_files,pending_compaction_mb,filter_bits_per_key\n",
               f);
     return f;
 }
@@ -863,6 +869,8 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     if (rc == 0 && do_run && a->timeline && !(b.timeline = open_timeline(a->timeline)))
         return die("cannot write --timeline %s", a->timeline);
     e->stats(e, &before);
+    b.bits_sum = 0;
+    b.bits_rows = 0;
     if (rc == 0 && do_run)
         rc = do_phase(&b, &run, false);
     if (b.timeline)
@@ -879,6 +887,7 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     r->load_ops = load.ops;
     r->load_seconds = load.seconds;
     e->stats(e, &r->es);
+    r->filter_bits_mean = b.bits_rows ? b.bits_sum / b.bits_rows : 0;
     r->adaptations = r->es.adaptations - before.adaptations;
     if (rc == 0)
         rc = write_outputs(a, r);

@@ -401,6 +401,9 @@ typedef struct akv_kb_result {
     uint64_t intended_negatives, adversary_reads, adversary_wasted, adversary_pool;
     uint64_t scans_unsupported;
     akv_kb_estats es;
+    /* All filter memory per key averaged over the timeline's rows (the
+     * memtable filters come and go with flushes); 0 without --timeline. */
+    double filter_bits_mean;
     uint64_t adaptations; /* during the run phase */
     uint64_t insert_retries;
     /* hist: what measurement.interval measures (op, or intended with

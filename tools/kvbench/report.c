@@ -70,6 +70,8 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
                 (unsigned long long)r->adversary_reads, per(r->adversary_wasted, r->adversary_reads));
     fprintf(out, "[IO], BlockReadsPerOp, %.4f\n", per(r->block_reads, r->ops));
     fprintf(out, "[FILTER], BitsPerKey, %.2f\n", r->es.filter_bits_per_key);
+    if (r->filter_bits_mean > 0)
+        fprintf(out, "[FILTER], BitsPerKeyMean, %.2f\n", r->filter_bits_mean);
     fprintf(out, "[FILTER], SstBitsPerKey, %.2f\n", r->es.sst_filter_bits_per_key);
     fprintf(out, "[FILTER], Adaptations, %llu\n", (unsigned long long)r->adaptations);
     if (r->es.write_amp > 0)
@@ -150,6 +152,8 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_u64(out, "block_reads", r->block_reads);
     json_f64(out, "block_reads_per_op", per(r->block_reads, r->ops));
     json_f64(out, "filter_bits_per_key", r->es.filter_bits_per_key);
+    if (r->filter_bits_mean > 0)
+        json_f64(out, "filter_bits_per_key_mean", r->filter_bits_mean);
     json_f64(out, "sst_filter_bits_per_key", r->es.sst_filter_bits_per_key);
     json_u64(out, "filter_bytes", r->es.filter_bytes);
     json_f64(out, "write_amp", r->es.write_amp);

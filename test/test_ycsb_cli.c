@@ -195,11 +195,12 @@ Test(ycsb_cli, operationcount_zero_runs_until_maxexecutiontime)
 }
 
 /* The timeline's last column is all filter memory per key at each row;
- * the report's mean is the mean of those rows. */
+ * the report's mean is the mean of those rows; the JSON has adaptkv's
+ * slots per level. */
 Test(ycsb_cli, timeline_reports_filter_memory)
 {
     run r = kvbench("-P workloads/workloadn -p recordcount=3000 -p operationcount=0 -p maxexecutiontime=2 "
-                    "--memtable-mb 1 --interval 250 --timeline {D}/tl.csv");
+                    "--memtable-mb 1 --interval 250 --timeline {D}/tl.csv --json {D}/r.json");
     cr_assert_eq(r.status, 0, "%s", r.err);
     char path[600];
     snprintf(path, sizeof path, "%s/tl.csv", r.dir);
@@ -228,6 +229,13 @@ Test(ycsb_cli, timeline_reports_filter_memory)
     double mean = metric(r.out, "FILTER", "BitsPerKeyMean");
     cr_assert(mean >= lo - 0.01 && mean <= hi + 0.01, "mean %.2f outside the rows' %.2f..%.2f", mean, lo, hi);
     cr_assert(fabs(mean - sum / rows) < 0.01, "mean %.2f, rows' mean %.2f", mean, sum / rows);
+    /* and the JSON sums the live slots per level, the guard first */
+    snprintf(path, sizeof path, "%s/r.json", r.dir);
+    char *js = slurp(path);
+    cr_assert_not_null(js);
+    cr_assert_not_null(strstr(js, "\"slot_levels\":[{\"level\":-1,\"slots\":1,"), "%s", js);
+    cr_assert_not_null(strstr(js, "{\"level\":0,"), "%s", js);
+    free(js);
     run_free(&r);
 }
 

@@ -109,22 +109,41 @@ static int a_flush(akv_kb_engine *e)
     return akv_flush(e->db);
 }
 
-/* Bits per key of the SST slots alone (the memtable guard is sized for a
- * full memtable, so it dominates the total while the memtable is small). */
-static double sst_bits_per_key(akv_db *db)
+/* The live slots summed per level, and the bits per key of the SST slots
+ * alone (the memtable guard comes and goes with the memtables). */
+static void slot_levels(akv_db *db, akv_kb_estats *s)
 {
     akv_slot_info *rows = NULL;
     size_t n = 0;
     if (akv_slots(db, &rows, &n) != AKV_OK)
-        return 0;
+        return;
+    const int cap = (int)(sizeof s->levels / sizeof s->levels[0]);
     double bits = 0, keys = 0;
-    for (size_t i = 0; i < n; i++)
-        if (rows[i].level >= 0) {
-            bits += rows[i].bits_per_key * (double)rows[i].keys;
-            keys += (double)rows[i].keys;
+    for (size_t i = 0; i < n; i++) {
+        const akv_slot_info *r = &rows[i];
+        if (r->level >= 0) {
+            bits += r->bits_per_key * (double)r->keys;
+            keys += (double)r->keys;
         }
+        int l = 0;
+        while (l < s->n_levels && s->levels[l].level != r->level)
+            l++;
+        if (l == s->n_levels) {
+            if (l == cap)
+                continue;
+            s->levels[s->n_levels++].level = r->level;
+        }
+        struct akv_kb_level *v = &s->levels[l];
+        double mem = v->bits_per_key * (double)v->keys + r->bits_per_key * (double)r->keys;
+        v->slots++;
+        v->keys += r->keys;
+        v->bits_per_key = v->keys ? mem / (double)v->keys : 0;
+        v->queries += r->queries;
+        v->false_positives += r->false_positives;
+        v->adaptations += r->adaptations;
+    }
     akv_free(rows);
-    return keys > 0 ? bits / keys : 0;
+    s->sst_filter_bits_per_key = keys > 0 ? bits / keys : 0;
 }
 
 static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
@@ -139,7 +158,7 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
     s->keys = st.live_keys_estimate;
     s->filter_bits_per_key =
         st.live_keys_estimate ? (double)st.filter_bytes * 8 / (double)st.live_keys_estimate : 0;
-    s->sst_filter_bits_per_key = sst_bits_per_key(e->db);
+    slot_levels(e->db, s);
     s->write_amp = st.bytes_written_user ? (double)st.bytes_written_disk / (double)st.bytes_written_user : 0;
     s->write_stalls = st.write_stalls;
     s->write_slowdowns = st.write_slowdowns;

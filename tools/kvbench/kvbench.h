@@ -234,6 +234,14 @@ typedef struct akv_kb_estats {
      * over the levels' capacities; RocksDB: its estimate of the bytes its
      * due compactions will rewrite, next levels included). */
     uint64_t l0_files, pending_compaction_bytes;
+    /* adaptkv: its live slots summed per level (-1: the memtable guard),
+     * counters since each slot was made; n_levels 0 for RocksDB. */
+    struct akv_kb_level {
+        int level;
+        uint64_t slots, keys, queries, false_positives, adaptations;
+        double bits_per_key;
+    } levels[9];
+    int n_levels;
 } akv_kb_estats;
 
 enum { AKV_KB_FOUND = 0, AKV_KB_NOTFOUND = 1, AKV_KB_ENOTSUP = -4 };

@@ -99,6 +99,24 @@ static void json_f64(FILE *out, const char *k, double v)
     fprintf(out, "\"%s\":%.6g,", k, v);
 }
 
+/* adaptkv's live slots per level at the end (-1: the memtable guard). */
+static void json_levels(const akv_kb_result *r, FILE *out)
+{
+    if (!r->es.n_levels)
+        return;
+    fputs("\"slot_levels\":[", out);
+    for (int i = 0; i < r->es.n_levels; i++) {
+        const struct akv_kb_level *v = &r->es.levels[i];
+        fprintf(out,
+                "%s{\"level\":%d,\"slots\":%llu,\"keys\":%llu,\"bits_per_key\":%.4g,\"queries\":%llu,"
+                "\"false_positives\":%llu,\"adaptations\":%llu}",
+                i ? "," : "", v->level, (unsigned long long)v->slots, (unsigned long long)v->keys, v->bits_per_key,
+                (unsigned long long)v->queries, (unsigned long long)v->false_positives,
+                (unsigned long long)v->adaptations);
+    }
+    fputs("],", out);
+}
+
 static void json_latency(const akv_kb_result *r, FILE *out)
 {
     fputs("\"latency_us\":{", out);
@@ -165,6 +183,7 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_f64(out, "adversary_wasted_probes_per_read", per(r->adversary_wasted, r->adversary_reads));
     json_u64(out, "adversary_pool", r->adversary_pool);
     json_u64(out, "scans_unsupported", r->scans_unsupported);
+    json_levels(r, out);
     json_latency(r, out);
     fputs("}\n", out);
     return ferror(out) ? -1 : 0;

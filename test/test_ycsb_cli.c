@@ -239,6 +239,36 @@ Test(ycsb_cli, timeline_reports_filter_memory)
     run_free(&r);
 }
 
+/* --compact-replay runs the same operations again after a compaction:
+ * the same absent keys are asked, on both engines. */
+Test(ycsb_cli, compact_replay_asks_the_same_keys_again)
+{
+    const char *engines[] = {"adaptkv", "rocksdb"};
+    for (int i = 0; i < 2; i++) {
+        char args[512];
+        snprintf(args, sizeof args,
+                 "--engine %s -P workloads/workloadn -p recordcount=3000 -p operationcount=4000 "
+                 "--memtable-mb 1 --threads 1 --compact-replay --json {D}/r.json",
+                 engines[i]);
+        run r = kvbench(args);
+        cr_assert_eq(r.status, 0, "%s: %s", engines[i], r.err);
+        double wasted = metric(r.out, "FIRST PASS", "WastedProbesPerNegative");
+        cr_assert(wasted >= 0 && wasted < 1, "%s: %s", engines[i], r.out);
+        char path[600];
+        snprintf(path, sizeof path, "%s/r.json", r.dir);
+        char *js = slurp(path);
+        cr_assert_not_null(js);
+        const char *a = strstr(js, "\"negative_lookups\":"), *b = strstr(js, "\"first_pass_negative_lookups\":");
+        cr_assert(a && b, "%s", js);
+        unsigned long long n1 = strtoull(a + strlen("\"negative_lookups\":"), NULL, 10);
+        unsigned long long n0 = strtoull(b + strlen("\"first_pass_negative_lookups\":"), NULL, 10);
+        cr_assert_gt(n0, 2000, "%s: %llu negative lookups in the first pass", engines[i], n0);
+        cr_assert_eq(n1, n0, "%s: %llu negative lookups replayed, %llu in the first pass", engines[i], n1, n0);
+        free(js);
+        run_free(&r);
+    }
+}
+
 Test(ycsb_cli, replays_basic_binding_traces)
 {
     run r = kvbench("--trace test/data/ycsb/basic-load.txt --trace test/data/ycsb/basic-run.txt "

@@ -109,6 +109,11 @@ static int a_flush(akv_kb_engine *e)
     return akv_flush(e->db);
 }
 
+static int a_compact(akv_kb_engine *e)
+{
+    return akv_compact(e->db);
+}
+
 /* The live slots summed per level, and the bits per key of the SST slots
  * alone (the memtable guard comes and goes with the memtables). */
 static void slot_levels(akv_db *db, akv_kb_estats *s)
@@ -186,6 +191,7 @@ int akv_kb_engine_akv(akv_kb_engine *e)
     e->scan = a_scan;
     e->can_scan = a_can_scan;
     e->flush = a_flush;
+    e->compact = a_compact;
     e->stats = a_stats;
     e->errmsg = a_errmsg;
     return 0;

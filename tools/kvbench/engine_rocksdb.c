@@ -205,6 +205,15 @@ static int r_flush(akv_kb_engine *e)
     return take_err(err);
 }
 
+static int r_compact(akv_kb_engine *e)
+{
+    rdb *r = e->db;
+    int rc = r_flush(e);
+    if (rc == 0)
+        rocksdb_compact_range(r->db, NULL, 0, NULL, 0);
+    return rc;
+}
+
 /* "key=value; key=value" from rocksdb.aggregated-table-properties. */
 static double table_prop(const char *s, const char *key)
 {
@@ -279,6 +288,7 @@ int akv_kb_engine_rocksdb(akv_kb_engine *e)
     e->scan = r_scan;
     e->can_scan = r_can_scan;
     e->flush = r_flush;
+    e->compact = r_compact;
     e->stats = r_stats;
     e->errmsg = r_errmsg;
     return 0;

@@ -263,6 +263,7 @@ struct akv_kb_engine {
     int (*scan)(akv_kb_engine *e, void *t, const char *k, size_t kn, uint32_t count, akv_kb_cost *c);
     bool (*can_scan)(akv_kb_engine *e);
     int (*flush)(akv_kb_engine *e);
+    int (*compact)(akv_kb_engine *e); /* everything into the last level, and wait */
     int (*stats)(akv_kb_engine *e, akv_kb_estats *s);
     const char *(*errmsg)(akv_kb_engine *e, int rc);
     char label[96]; /* "adaptkv hash default", "rocksdb bloom" */
@@ -413,6 +414,10 @@ typedef struct akv_kb_result {
      * memtable filters come and go with flushes); 0 without --timeline. */
     double filter_bits_mean;
     uint64_t adaptations; /* during the run phase */
+    /* --compact-replay: the first pass, before the compaction. */
+    bool first_pass;
+    uint64_t first_ops, first_negative_lookups, first_negative_wasted;
+    double first_seconds;
     uint64_t insert_retries;
     /* hist: what measurement.interval measures (op, or intended with
      * "intended"); ihist: the intended latencies when it is "both". A

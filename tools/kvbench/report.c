@@ -69,6 +69,9 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
         fprintf(out, "[ADVERSARY], Reads, %llu\n[ADVERSARY], WastedProbesPerRead, %.4f\n",
                 (unsigned long long)r->adversary_reads, per(r->adversary_wasted, r->adversary_reads));
     fprintf(out, "[IO], BlockReadsPerOp, %.4f\n", per(r->block_reads, r->ops));
+    if (r->first_pass)
+        fprintf(out, "[FIRST PASS], WastedProbesPerNegative, %.4f\n",
+                per(r->first_negative_wasted, r->first_negative_lookups));
     fprintf(out, "[FILTER], BitsPerKey, %.2f\n", r->es.filter_bits_per_key);
     if (r->filter_bits_mean > 0)
         fprintf(out, "[FILTER], BitsPerKeyMean, %.2f\n", r->filter_bits_mean);
@@ -183,6 +186,12 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_f64(out, "adversary_wasted_probes_per_read", per(r->adversary_wasted, r->adversary_reads));
     json_u64(out, "adversary_pool", r->adversary_pool);
     json_u64(out, "scans_unsupported", r->scans_unsupported);
+    if (r->first_pass) {
+        json_f64(out, "first_pass_throughput_ops", r->first_seconds > 0 ? (double)r->first_ops / r->first_seconds : 0);
+        json_u64(out, "first_pass_negative_lookups", r->first_negative_lookups);
+        json_f64(out, "first_pass_wasted_probes_per_negative_lookup",
+                 per(r->first_negative_wasted, r->first_negative_lookups));
+    }
     json_levels(r, out);
     json_latency(r, out);
     fputs("}\n", out);

@@ -13,8 +13,11 @@
 #include "util/grow.h"
 #include "util/order.h"
 
-/* At most this many miss-log negatives per build. */
+/* At most this many miss-log negatives per build; a costed kind (HABF),
+ * whose memory does not grow with them and whose point is to steer its
+ * keys' hash functions away from them, takes up to COSTED_NEGATIVES. */
 #define MAX_NEGATIVES 4096
+#define COSTED_NEGATIVES 65536
 
 static void sort_hashes(akv_hash *h, size_t n)
 {
@@ -26,13 +29,16 @@ static void sort_hashes(akv_hash *h, size_t n)
 }
 
 /* Negatives for this SST, minus any that are now keys of it. */
-static size_t negatives_for(akv_db *db, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                            const akv_hash *keys, size_t n, akv_negative **out)
+static size_t negatives_for(akv_db *db, const akv_filter_kind *kind, const akvi_cat_run *run,
+                            const akvi_cat_sst *sst, const akv_hash *keys, size_t n, akv_negative **out)
 {
     akvi_sst_ref ra = {db, run, sst};
     /* At most a quarter as many negatives as keys: pre-adapting costs the
-     * filter room that its keys need. */
+     * filter room that its keys need. A costed kind spends no room on
+     * them: as many as keys. */
     size_t max = n / 4 < MAX_NEGATIVES ? n / 4 : MAX_NEGATIVES;
+    if (kind->flags & AKV_FK_COSTED)
+        max = n < COSTED_NEGATIVES ? n : COSTED_NEGATIVES;
     size_t k = akvi_misslog_collect(db->ml, akvi_sst_holds_user_key, &ra, max, out);
     size_t j = 0;
     for (size_t i = 0; i < k; i++)
@@ -177,7 +183,7 @@ int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi
     p.prefix_bits = 0;
     p.seed = db->seed;
     akv_negative *neg = NULL;
-    size_t n_neg = negatives_for(db, run, sst, hashes, n, &neg);
+    size_t n_neg = negatives_for(db, k, run, sst, hashes, n, &neg);
     int rc = build_with_fallback(db, k, &p, hashes, n, neg, n_neg, out);
     free(neg);
     if (rc != AKV_OK)

@@ -89,6 +89,7 @@ static void usage(FILE *out)
                  "  --direct-reads       O_DIRECT reads for SSTs\n"
                  "  --sync               fsync every write\n"
                  "  --no-flush           do not flush the memtable between load and run\n"
+                 "  --miss-log-mb N      adaptkv: miss log budget (default 1)\n"
                  "  --compact-replay     after the run phase, compact everything and run the same\n"
                  "                       operations again (same seed); report that second pass\n"
                  "  --seed S             workload random seed (default 1)\n"
@@ -560,6 +561,7 @@ enum {
     O_FILTER,
     O_BPK,
     O_MEMTABLE,
+    O_MISSLOG,
     O_CACHE,
     O_DIRECT,
     O_SYNC,
@@ -591,6 +593,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},     {"db",
                                           {"rocksdb-memtable-bloom", 1, 0, O_MEMBLOOM},
                                           {"negative-stream", 1, 0, O_NEGSTREAM},
                                           {"compact-replay", 0, 0, O_REPLAY},
+                                          {"miss-log-mb", 1, 0, O_MISSLOG},
                                           {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
 
 static void defaults(args *a)
@@ -619,6 +622,7 @@ static const struct num_opt {
                 {O_BPK, "--bits-per-key", 1, 64, 1},
                 {O_MEMTABLE, "--memtable-mb", 1, 1e6, 1048576},
                 {O_CACHE, "--cache-mb", 1, 1e6, 1048576},
+                {O_MISSLOG, "--miss-log-mb", 1, 1e5, 1048576},
                 {O_SEED, "--seed", 0, 1e18, 1},
                 {O_INTERVAL, "--interval", 10, 1e6, 1},
                 {O_MEMBLOOM, "--rocksdb-memtable-bloom", 0, 0.25, 1},
@@ -635,6 +639,8 @@ static void set_num(args *a, int id, double v)
         a->cfg.memtable_bytes = (uint64_t)v;
     } else if (id == O_CACHE) {
         a->cfg.cache_bytes = (uint64_t)v;
+    } else if (id == O_MISSLOG) {
+        a->cfg.miss_log_bytes = (uint64_t)v;
     } else if (id == O_SEED) {
         a->seed = (uint64_t)v;
     } else if (id == O_MEMBLOOM) {

@@ -25,6 +25,8 @@ static int a_open(akv_kb_engine *e, const akv_kb_cfg *c, char *err, size_t n)
     o.slot_policy = c->policy;
     o.bits_per_key = c->bits_per_key;
     o.memtable_bytes = c->memtable_bytes;
+    if (c->miss_log_bytes)
+        o.miss_log_bytes = c->miss_log_bytes;
     o.block_cache_bytes = c->cache_bytes;
     o.direct_reads = c->direct_reads;
     o.sync = c->sync;

@@ -206,6 +206,7 @@ typedef struct akv_kb_cfg {
     double memtable_bloom_ratio; /* rocksdb: memtable Bloom, x write buffer size (0 = off) */
     double bits_per_key;
     uint64_t memtable_bytes, cache_bytes;
+    uint64_t miss_log_bytes; /* adaptkv: 0 = its default */
     bool direct_reads, sync;
     uint64_t seed;
 } akv_kb_cfg;

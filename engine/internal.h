@@ -520,9 +520,12 @@ void akvi_merge_destroy(akvi_merge *m);
 /* Build the slot of SST `sst` of `run` from its keys' hashes (turned into
  * slot hashes and sorted in place), sized for `capacity` >= n keys (room
  * for adaptations), pre-adapted to the miss log's negatives in its range.
- * A kind that cannot be built falls back (docs/design.md). */
+ * A kind that cannot be built falls back (docs/design.md). `replaces`: the
+ * column families of the runs the output replaces (a compaction's inputs;
+ * NULL otherwise), left out of the tree its memory share is computed for. */
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                      akv_hash *hashes, size_t n, size_t capacity, akv_filter **out);
+                      akv_hash *hashes, size_t n, size_t capacity, rocksdb_column_family_handle_t *const *replaces,
+                      size_t n_replaces, akv_filter **out);
 /* What binds a filter to its SST's contents: the keys' 128-bit hashes in SST
  * order, each as 16 little-endian bytes (hi, then lo), hashed with XXH64 in
  * chunks of 256 keys, each chunk seeded with the previous chunk's digest

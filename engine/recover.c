@@ -492,7 +492,7 @@ static int load_slot(akv_db *db, akvi_run *r, size_t j, bool *upgraded)
         if (hrc == AKV_OK && rc != AKV_OK) {
             akvi_log(db, "warning: filter slot %llu-%llu unusable (%s); rebuilt from its SST",
                      (unsigned long long)r->info.id, (unsigned long long)s->id, why);
-            rc = akvi_build_filter(db, (int)r->info.level, &r->info, s, h, n, n, &f);
+            rc = akvi_build_filter(db, (int)r->info.level, &r->info, s, h, n, n, NULL, 0, &f);
         } else if (hrc != AKV_OK && (rc != AKV_OK || unbound)) {
             /* No filter rather than one that might answer "no" wrongly:
              * every lookup probes this SST, and reads of its damaged part

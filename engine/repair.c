@@ -617,7 +617,7 @@ static int verify_run(akv_db *db, rrun *r, rocksdb_column_family_handle_t *cf, f
             s->digest = digest;
             if (!akv_filter_kind_by_name(s->kind))
                 snprintf(s->kind, sizeof s->kind, "%s", db->policy.level[d->level]->name);
-            rc = akvi_build_filter(db, (int)d->level, d, s, hs.h, hs.n, hs.n, &filters[j]);
+            rc = akvi_build_filter(db, (int)d->level, d, s, hs.h, hs.n, hs.n, NULL, 0, &filters[j]);
             if (rc == AKV_OK)
                 snprintf(s->kind, sizeof s->kind, "%s", filters[j]->kind->name);
         }

@@ -44,6 +44,9 @@ struct akvi_runwriter {
     uint8_t *first, *last;
     size_t first_len, last_len, last_cap;
 
+    rocksdb_column_family_handle_t *const *replaces; /* a merge's inputs */
+    size_t n_replaces;
+
     rmap_ent *rm; /* ordered layout: the reverse map, sorted at the end */
     size_t n_rm, cap_rm;
     uint8_t *arena;
@@ -184,7 +187,8 @@ static int finish_sst(akvi_runwriter *w)
                         .keys = output_keys_estimate(w),
                         .n_sst = w->n_sst,
                         .ssts = w->ssts};
-    int rc = akvi_build_filter(w->db, w->level, &run, s, w->hashes, w->n, w->n, &w->filters[w->n_sst - 1]);
+    int rc = akvi_build_filter(w->db, w->level, &run, s, w->hashes, w->n, w->n, w->replaces, w->n_replaces,
+                               &w->filters[w->n_sst - 1]);
     if (rc == AKV_OK) /* the kind actually built (after any fallback) */
         snprintf(s->kind, sizeof s->kind, "%s", w->filters[w->n_sst - 1]->kind->name);
     if (rc == AKV_OK)
@@ -396,8 +400,8 @@ static int seal(akvi_runwriter *w, outputs *o)
  * (chosen from the whole merge's size) and a run ends only where a shard
  * ends. Ordered layout: a run may end after any key.
  */
-static int copy_merge(akv_db *db, akvi_merge *mg, int level, uint64_t est, uint64_t run_bytes,
-                      bool drop_tombstones, outputs *o)
+static int copy_merge(akv_db *db, akvi_merge *mg, rocksdb_column_family_handle_t *const *cfs, size_t n, int level,
+                      uint64_t est, uint64_t run_bytes, bool drop_tombstones, outputs *o)
 {
     akvi_runwriter *w = NULL;
     int rc = AKV_OK;
@@ -420,6 +424,8 @@ static int copy_merge(akv_db *db, akvi_merge *mg, int level, uint64_t est, uint6
         }
         if (!w && (rc = akvi_rw_begin(db, level, est, &w)) != AKV_OK)
             break;
+        w->replaces = cfs;
+        w->n_replaces = n;
         rc = akvi_rw_add(w, k, kl, val, vl);
     }
     if (rc == AKV_OK)
@@ -467,7 +473,7 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
     akvi_version *v = akvi_current(db); /* keeps the inputs' catalog entries alive */
     expect_runs(v, mg, cfs, n);
     outputs o = {NULL, 0};
-    int rc = copy_merge(db, mg, level, est, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones, &o);
+    int rc = copy_merge(db, mg, cfs, n, level, est, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones, &o);
     akvi_merge_destroy(mg);
     akvi_version_unref(v);
     if (rc != AKV_OK) {

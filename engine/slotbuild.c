@@ -125,11 +125,20 @@ static double runs_budget(akv_db *db, double keys)
  * mean weighted by keys, so the units' bits average B. The units are the
  * current version's, with the output being built (n keys: a flush's whole
  * L0 run, or a compaction's whole output) as an L0 run of its own, or its
- * level at least n keys. Clamped to [B/2, 3B]; B when there is no version
+ * level at least n keys, and without the runs it replaces. Clamped to [B/2, 3B]; B when there is no version
  * yet (open) or a single unit. B is what the runs' slots share now
  * (runs_budget).
  */
-static double level_bits(akv_db *db, int level, uint64_t n)
+static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *replaces, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (r->cf == replaces[i])
+            return true;
+    return false;
+}
+
+static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_family_handle_t *const *replaces,
+                         size_t n_replaces)
 {
     double b = db->opt.bits_per_key;
     akvi_version *v = akvi_current(db);
@@ -140,6 +149,8 @@ static double level_bits(akv_db *db, int level, uint64_t n)
     double level_keys[AKV_MAX_LEVELS] = {0}, run_keys = 0;
     units u = {0, 0, 0};
     for (size_t i = 0; i < v->n_run; i++) {
+        if (replaced(v->runs[i], replaces, n_replaces))
+            continue;
         const akvi_cat_run *r = &v->runs[i]->info;
         run_keys += (double)r->keys;
         if (r->level == 0) {
@@ -165,7 +176,8 @@ static double level_bits(akv_db *db, int level, uint64_t n)
 }
 
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                      akv_hash *hashes, size_t n, size_t capacity, akv_filter **out)
+                      akv_hash *hashes, size_t n, size_t capacity, rocksdb_column_family_handle_t *const *replaces,
+                      size_t n_replaces, akv_filter **out)
 {
     const akv_filter_kind *k = akv_filter_kind_by_name(sst->kind);
     if (!k)
@@ -178,7 +190,7 @@ int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi
     p.expected_keys = capacity > n ? capacity : n;
     /* By the whole output's keys (a lookup probes one SST of a run, one
      * run of a level): the run writer's estimate, else the run's count. */
-    p.bits_per_key = level_bits(db, level, run->keys ? run->keys : n);
+    p.bits_per_key = level_bits(db, level, run->keys ? run->keys : n, replaces, n_replaces);
     /* The shard prefix is already shifted out (akv_slot_hash). */
     p.prefix_bits = 0;
     p.seed = db->seed;
@@ -276,7 +288,7 @@ int akvi_build_from_sst(akv_db *db, const akvi_run *r, size_t j, size_t capacity
     int rc = akvi_sst_hashes(db, r, &r->info.ssts[j], &h, &n);
     if (rc == AKV_OK)
         rc = akvi_build_filter(db, (int)r->info.level, &r->info, &r->info.ssts[j], h, n,
-                               capacity > n ? capacity : n, out);
+                               capacity > n ? capacity : n, &r->cf, 1, out); /* r counts once, as the output */
     free(h);
     return rc;
 }

@@ -935,10 +935,13 @@ static void bits_follow_run_sizes(akv_layout layout)
 {
     double l0, deep, all;
     bits_by_level(layout, "mem=none,l0+=blocked", 100, &l0, &deep, &all);
+    cr_log_info("bits/key: L0 %.2f, deepest %.2f, all %.2f", l0, deep, all);
     cr_assert_gt(l0, deep + 3, "L0 %.2f bits/key, deepest level %.2f", l0, deep);
-    /* Slots of ~200 keys round up to whole cache lines: a few % over. */
-    cr_assert_leq(deep, 11, "deepest level %.2f bits/key", deep);
-    cr_assert(all > 9 && all < 11.5, "runs' slots: %.2f bits/key on average", all);
+    /* The deepest level, built by a full compaction as the whole tree,
+     * gets the budget; its slots of ~270 keys round up to whole 512-bit
+     * blocks: up to ~15 % over. */
+    cr_assert_leq(deep, 11.5, "deepest level %.2f bits/key", deep);
+    cr_assert(all > 9 && all < 11.75, "runs' slots: %.2f bits/key on average", all);
 }
 
 Test(slots, bits_follow_run_sizes_hash)

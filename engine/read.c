@@ -70,16 +70,18 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
             continue;
         }
         g->info.probes++;
+        g->info.mem_probes++;
         int rc = lookup(db, m->cf, ik, iklen, g->val, g->vlen);
         if (rc != LK_MISSING)
             return rc;
         g->info.wasted_probes++;
+        g->info.mem_wasted++;
         if (db->policy.mem) {
             atomic_fetch_add_explicit(&db->guard_stats.fps, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&db->st.false_positives, 1, memory_order_relaxed);
         }
     }
-    if (g->info.wasted_probes > 0)
+    if (g->info.mem_wasted > 0)
         akvi_guard_absorb(db, h); /* no memtable holds the key */
     for (size_t i = 0, end; i < v->n_run; i = end) {
         /* L0 runs one by one; a deeper level's one run by its range. */

@@ -1026,6 +1026,38 @@ Test(slots, costed_slots_take_the_miss_logs_negatives)
     akvt_rmrf(dir);
 }
 
+/* akv_get_info counts memtable probes apart from the SSTs': without a
+ * guard every memtable is probed, in vain for an absent key. */
+Test(slots, get_info_counts_memtable_probes_apart)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "meminfo");
+    akv_options o;
+    small_options(&o, AKV_LAYOUT_HASH, "mem=none,l0+=blocked");
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_put(db, "flushed", 7, "v", 1), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_put(db, "in-memory", 9, "v", 1), AKV_OK, "%s", akv_errmsg());
+    akv_get_info gi;
+    memset(&gi, 0, sizeof gi);
+    cr_assert_eq(akv_get_ex(db, "absent", 6, NULL, NULL, &gi), AKV_NOTFOUND);
+    cr_assert_geq(gi.mem_probes, 1, "%u memtables probed", gi.mem_probes);
+    cr_assert_eq(gi.mem_wasted, gi.mem_probes);
+    cr_assert_geq(gi.probes, gi.mem_probes);
+    cr_assert_eq(gi.wasted_probes, gi.probes, "an absent key: every probe was in vain");
+    memset(&gi, 0, sizeof gi);
+    cr_assert_eq(akv_get_ex(db, "in-memory", 9, NULL, NULL, &gi), AKV_OK);
+    cr_assert_eq(gi.probes, gi.mem_probes, "found in a memtable: no SST read");
+    cr_assert_eq(gi.mem_wasted + 1, gi.mem_probes);
+    memset(&gi, 0, sizeof gi);
+    cr_assert_eq(akv_get_ex(db, "flushed", 7, NULL, NULL, &gi), AKV_OK);
+    cr_assert_eq(gi.mem_wasted, gi.mem_probes, "the memtables did not hold it");
+    cr_assert_gt(gi.probes, gi.mem_probes, "found in an SST");
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_rmrf(dir);
+}
+
 /* ---- the write controller ---------------------------------------------- */
 
 /* Writes are rate-limited from l0_slowdown_runs L0 runs on, not before;

@@ -42,7 +42,7 @@ typedef struct worker {
     size_t vbuf_len;
     akv_kb_hist hist[AKV_KB_NOPS], ihist[AKV_KB_NOPS];
     uint64_t ret[AKV_KB_NOPS][AKV_KB_NRET];
-    _Atomic uint64_t ops, negatives, neg_wasted, neg_filters, block_reads, adv_reads, adv_wasted;
+    _Atomic uint64_t ops, negatives, neg_wasted, neg_mem_wasted, neg_filters, block_reads, adv_reads, adv_wasted;
     _Atomic uint64_t max_ns; /* slowest call since the timeline's last row */
     uint64_t reads_found, probes, wasted, intended, errors, unsupported, retries;
 } worker;
@@ -218,6 +218,7 @@ static void account(worker *w, const akv_kb_req *r, int rc, const akv_kb_cost *c
         if (rc == AKV_KB_NOTFOUND) {
             BUMP(w->negatives, 1);
             BUMP(w->neg_wasted, c->wasted);
+            BUMP(w->neg_mem_wasted, c->mem_wasted);
             BUMP(w->neg_filters, c->filters);
         }
     }
@@ -463,6 +464,7 @@ static void collect(bench *b, akv_kb_result *r)
         r->ops += LOAD(w->ops);
         r->negative_lookups += LOAD(w->negatives);
         r->negative_wasted += LOAD(w->neg_wasted);
+        r->negative_mem_wasted += LOAD(w->neg_mem_wasted);
         r->negative_filters += LOAD(w->neg_filters);
         r->block_reads += LOAD(w->block_reads);
         r->adversary_reads += LOAD(w->adv_reads);

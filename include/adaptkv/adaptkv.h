@@ -167,10 +167,12 @@ AKV_API int akv_get(akv_db *db, const void *key, size_t klen, void **val, size_t
 
 /* What one lookup cost (for benchmarks and the adversarial workload). */
 typedef struct akv_get_info {
-    uint32_t slots_checked; /* filter slots consulted */
+    uint32_t slots_checked; /* filter slots consulted, the memtable guard's included */
     uint32_t probes;        /* SSTs / memtables actually read */
     uint32_t wasted_probes; /* probes that did not hold the key */
     uint64_t block_reads;   /* RocksDB block_read_count for this lookup */
+    uint32_t mem_probes;    /* of `probes`, memtables (in memory: no disk read) */
+    uint32_t mem_wasted;    /* of `wasted_probes`, memtables */
 } akv_get_info;
 
 AKV_API int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen, akv_get_info *info);

@@ -58,8 +58,11 @@ static int a_read(akv_kb_engine *e, void *t, const char *k, size_t kn, akv_kb_co
     size_t vlen = 0;
     int rc = akv_get_ex(e->db, k, kn, &v, &vlen, &info);
     akv_free(v);
-    c->probes = info.probes;
-    c->wasted = info.wasted_probes;
+    /* SST probes only, as RocksDB's side counts them; memtable probes
+     * (the guard's false positives) apart. */
+    c->probes = info.probes - info.mem_probes;
+    c->wasted = info.wasted_probes - info.mem_wasted;
+    c->mem_wasted = info.mem_wasted;
     c->filters = info.slots_checked;
     c->block_reads = info.block_reads;
     return rc == AKV_OK ? AKV_KB_FOUND : rc == AKV_NOTFOUND ? AKV_KB_NOTFOUND : rc;

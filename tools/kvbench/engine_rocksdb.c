@@ -136,6 +136,10 @@ static void cost_of(void *t, akv_kb_cost *c, bool found)
     c->block_reads = rocksdb_perfcontext_metric(t, rocksdb_block_read_count);
     c->probes = (uint32_t)hits;
     c->wasted = (uint32_t)(found && hits ? hits - 1 : hits);
+    /* Memtable Bloom hits that found nothing: all of them for a lookup
+     * that found nothing (one less when the key came from a memtable). */
+    uint64_t mem_hits = rocksdb_perfcontext_metric(t, rocksdb_bloom_memtable_hit_count);
+    c->mem_wasted = (uint32_t)(found && !hits && mem_hits ? mem_hits - 1 : mem_hits);
 }
 
 static int r_read(akv_kb_engine *e, void *t, const char *k, size_t kn, akv_kb_cost *c)

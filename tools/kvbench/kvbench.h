@@ -211,10 +211,11 @@ typedef struct akv_kb_cfg {
     uint64_t seed;
 } akv_kb_cfg;
 
-/* What one operation cost. probes: SSTs/memtables read; wasted: probes that
- * did not hold the key (the attacker's side channel). */
+/* What one operation cost. probes: SSTs read; wasted: SST probes that did
+ * not hold the key (a disk read at worst: the attacker's side channel);
+ * mem_wasted: memtables probed in vain (in memory), counted apart. */
 typedef struct akv_kb_cost {
-    uint32_t probes, wasted;
+    uint32_t probes, wasted, mem_wasted;
     uint32_t filters; /* filters consulted, memtable filters included */
     uint64_t block_reads;
 } akv_kb_cost;
@@ -407,6 +408,7 @@ typedef struct akv_kb_result {
     double seconds, load_seconds;
     uint64_t load_ops;
     uint64_t reads_found, negative_lookups, wasted_probes, negative_wasted, probes, block_reads;
+    uint64_t negative_mem_wasted; /* memtables probed in vain by lookups that found nothing */
     uint64_t negative_filters; /* filters consulted by lookups that found nothing */
     uint64_t intended_negatives, adversary_reads, adversary_wasted, adversary_pool;
     uint64_t scans_unsupported;

@@ -64,6 +64,8 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
     }
     fprintf(out, "[NEGATIVE], Lookups, %llu\n", (unsigned long long)r->negative_lookups);
     fprintf(out, "[NEGATIVE], WastedProbesPerLookup, %.4f\n", per(r->negative_wasted, r->negative_lookups));
+    fprintf(out, "[NEGATIVE], MemtableWastedProbesPerLookup, %.4f\n",
+            per(r->negative_mem_wasted, r->negative_lookups));
     fprintf(out, "[NEGATIVE], FiltersPerLookup, %.4f\n", per(r->negative_filters, r->negative_lookups));
     if (r->adversary_reads)
         fprintf(out, "[ADVERSARY], Reads, %llu\n[ADVERSARY], WastedProbesPerRead, %.4f\n",
@@ -169,6 +171,7 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_u64(out, "probes", r->probes);
     json_u64(out, "wasted_probes", r->wasted_probes);
     json_f64(out, "wasted_probes_per_negative_lookup", per(r->negative_wasted, r->negative_lookups));
+    json_f64(out, "memtable_wasted_probes_per_negative_lookup", per(r->negative_mem_wasted, r->negative_lookups));
     json_f64(out, "filters_per_negative_lookup", per(r->negative_filters, r->negative_lookups));
     json_u64(out, "block_reads", r->block_reads);
     json_f64(out, "block_reads_per_op", per(r->block_reads, r->ops));

@@ -16,8 +16,8 @@
  * guard is marked broken (all memtables probed) and rebuilt at the next
  * flush.
  */
-#include <stdlib.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -290,7 +290,9 @@ size_t akvi_guard_memory_over_floor(akv_db *db)
     pthread_rwlock_rdlock(&db->guard_lock);
     double avg = guard_avg_at(db, mono_seconds());
     /* A guard's memory is proportional to the keys it is sized for. */
-    double floor = db->guard && db->guard_cap ? (double)akv_filter_memory(db->guard) * GUARD_MIN / (double)db->guard_cap : 0;
+    double floor = 0;
+    if (db->guard && db->guard_cap)
+        floor = (double)akv_filter_memory(db->guard) * GUARD_MIN / (double)db->guard_cap;
     pthread_rwlock_unlock(&db->guard_lock);
     return avg > floor ? (size_t)(avg - floor) : 0;
 }

@@ -524,8 +524,8 @@ void akvi_merge_destroy(akvi_merge *m);
  * column families of the runs the output replaces (a compaction's inputs;
  * NULL otherwise), left out of the tree its memory share is computed for. */
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                      akv_hash *hashes, size_t n, size_t capacity, rocksdb_column_family_handle_t *const *replaces,
-                      size_t n_replaces, akv_filter **out);
+                      akv_hash *hashes, size_t n, size_t capacity,
+                      rocksdb_column_family_handle_t *const *replaces, size_t n_replaces, akv_filter **out);
 /* What binds a filter to its SST's contents: the keys' 128-bit hashes in SST
  * order, each as 16 little-endian bytes (hi, then lo), hashed with XXH64 in
  * chunks of 256 keys, each chunk seeded with the previous chunk's digest

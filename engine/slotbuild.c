@@ -176,8 +176,8 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
 }
 
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                      akv_hash *hashes, size_t n, size_t capacity, rocksdb_column_family_handle_t *const *replaces,
-                      size_t n_replaces, akv_filter **out)
+                      akv_hash *hashes, size_t n, size_t capacity,
+                      rocksdb_column_family_handle_t *const *replaces, size_t n_replaces, akv_filter **out)
 {
     const akv_filter_kind *k = akv_filter_kind_by_name(sst->kind);
     if (!k)
@@ -286,9 +286,10 @@ int akvi_build_from_sst(akv_db *db, const akvi_run *r, size_t j, size_t capacity
     akv_hash *h = NULL;
     size_t n = 0;
     int rc = akvi_sst_hashes(db, r, &r->info.ssts[j], &h, &n);
+    /* r itself counts once in its level's share: as the output. */
     if (rc == AKV_OK)
         rc = akvi_build_filter(db, (int)r->info.level, &r->info, &r->info.ssts[j], h, n,
-                               capacity > n ? capacity : n, &r->cf, 1, out); /* r counts once, as the output */
+                               capacity > n ? capacity : n, &r->cf, 1, out);
     free(h);
     return rc;
 }

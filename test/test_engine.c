@@ -968,8 +968,8 @@ Test(slots, guard_memory_comes_off_the_runs)
     double l0, deep, all, l0_none, deep_none, all_none;
     bits_by_level(AKV_LAYOUT_HASH, "mem=sscf,l0+=blocked", 1, &l0, &deep, &all);
     bits_by_level(AKV_LAYOUT_HASH, "mem=none,l0+=blocked", 1, &l0_none, &deep_none, &all_none);
-    cr_log_info("bits/key with the guard: L0 %.2f, deepest %.2f, all %.2f; without: %.2f, %.2f, %.2f", l0, deep, all,
-                l0_none, deep_none, all_none);
+    cr_log_info("bits/key with the guard: L0 %.2f, deepest %.2f, all %.2f; without: %.2f, %.2f, %.2f", l0,
+                deep, all, l0_none, deep_none, all_none);
     cr_assert_lt(deep, deep_none * 0.85, "deepest level %.2f bits/key with the guard, %.2f without", deep,
                  deep_none);
     cr_assert_gt(deep, deep_none * 0.65, "deepest level %.2f bits/key with the guard, %.2f without", deep,
@@ -1016,8 +1016,8 @@ Test(slots, costed_slots_take_the_miss_logs_negatives)
     cr_log_info("false positives: %llu before, %llu after the rebuild", (unsigned long long)fp[0],
                 (unsigned long long)fp[1]);
     cr_assert_gt(fp[0], 20, "%llu false positives in %d absent lookups", (unsigned long long)fp[0], Q);
-    cr_assert_leq(fp[1] * 5, fp[0], "%llu false positives after the rebuild, %llu before", (unsigned long long)fp[1],
-                  (unsigned long long)fp[0]);
+    cr_assert_leq(fp[1] * 5, fp[0], "%llu false positives after the rebuild, %llu before",
+                  (unsigned long long)fp[1], (unsigned long long)fp[0]);
     for (int i = 0; i < N; i++) {
         int kl = snprintf(k, sizeof k, "costed-%06d", i);
         cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_OK, "%s lost", k);

@@ -258,12 +258,14 @@ Test(ycsb_cli, compact_replay_asks_the_same_keys_again)
         snprintf(path, sizeof path, "%s/r.json", r.dir);
         char *js = slurp(path);
         cr_assert_not_null(js);
-        const char *a = strstr(js, "\"negative_lookups\":"), *b = strstr(js, "\"first_pass_negative_lookups\":");
+        const char *a = strstr(js, "\"negative_lookups\":"),
+                   *b = strstr(js, "\"first_pass_negative_lookups\":");
         cr_assert(a && b, "%s", js);
         unsigned long long n1 = strtoull(a + strlen("\"negative_lookups\":"), NULL, 10);
         unsigned long long n0 = strtoull(b + strlen("\"first_pass_negative_lookups\":"), NULL, 10);
         cr_assert_gt(n0, 2000, "%s: %llu negative lookups in the first pass", engines[i], n0);
-        cr_assert_eq(n1, n0, "%s: %llu negative lookups replayed, %llu in the first pass", engines[i], n1, n0);
+        cr_assert_eq(n1, n0, "%s: %llu negative lookups replayed, %llu in the first pass", engines[i], n1,
+                     n0);
         free(js);
         run_free(&r);
     }

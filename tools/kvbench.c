@@ -42,7 +42,8 @@ typedef struct worker {
     size_t vbuf_len;
     akv_kb_hist hist[AKV_KB_NOPS], ihist[AKV_KB_NOPS];
     uint64_t ret[AKV_KB_NOPS][AKV_KB_NRET];
-    _Atomic uint64_t ops, negatives, neg_wasted, neg_mem_wasted, neg_filters, block_reads, adv_reads, adv_wasted;
+    _Atomic uint64_t ops, negatives, neg_wasted, neg_mem_wasted, neg_filters, block_reads, adv_reads,
+        adv_wasted;
     _Atomic uint64_t max_ns; /* slowest call since the timeline's last row */
     uint64_t reads_found, probes, wasted, intended, errors, unsupported, retries;
 } worker;
@@ -377,14 +378,15 @@ static void timeline_row(bench *b, const sample *p, const sample *s)
     double dt = s->t - p->t;
     char label[128];
     akv_kb_csv_label(label, sizeof label, b->e->label);
-    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu,%s,%.1f,%llu,%.1f,%.2f\n", label,
-            b->w ? b->w->name : "trace", s->t, (unsigned long long)s->ops,
+    const char *phase = b->load ? "load" : b->replay ? "replay" : "run";
+    fprintf(b->timeline, "%s,%s,%.3f,%llu,%.1f,%llu,%.4f,%.4f,%.4f,%llu,%.4f,%llu,%s,%.1f,%llu,%.1f,%.2f\n",
+            label, b->w ? b->w->name : "trace", s->t, (unsigned long long)s->ops,
             dt > 0 ? (double)(s->ops - p->ops) / dt : 0, (unsigned long long)s->neg,
             ratio(s->neg_wasted - p->neg_wasted, s->neg - p->neg), ratio(s->neg_wasted, s->neg),
             ratio(s->block_reads - p->block_reads, s->ops - p->ops), (unsigned long long)s->adv,
             ratio(s->adv_wasted - p->adv_wasted, s->adv - p->adv), (unsigned long long)s->adaptations,
-            b->load ? "load" : b->replay ? "replay" : "run", (double)s->max_ns / 1000.0, (unsigned long long)s->l0_files,
-            (double)s->pending_bytes / 1048576.0, s->bits);
+            phase, (double)s->max_ns / 1000.0, (unsigned long long)s->l0_files, (double)s->pending_bytes / 1048576.0,
+            s->bits);
     b->bits_sum += s->bits;
     b->bits_rows++;
     fflush(b->timeline);
@@ -581,22 +583,33 @@ enum {
     O_HELP
 };
 
-static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},     {"db", 1, 0, O_DB},
-                                          {"phase", 1, 0, O_PHASE},       {"threads", 1, 0, O_THREADS},
-                                          {"trace", 1, 0, O_TRACE},       {"layout", 1, 0, O_LAYOUT},
-                                          {"policy", 1, 0, O_POLICY},     {"filter", 1, 0, O_FILTER},
-                                          {"bits-per-key", 1, 0, O_BPK},  {"memtable-mb", 1, 0, O_MEMTABLE},
-                                          {"cache-mb", 1, 0, O_CACHE},    {"direct-reads", 0, 0, O_DIRECT},
-                                          {"sync", 0, 0, O_SYNC},         {"no-flush", 0, 0, O_NOFLUSH},
-                                          {"seed", 1, 0, O_SEED},         {"json", 1, 0, O_JSON},
-                                          {"csv", 1, 0, O_CSV},           {"timeline", 1, 0, O_TIMELINE},
+static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
+                                          {"db", 1, 0, O_DB},
+                                          {"phase", 1, 0, O_PHASE},
+                                          {"threads", 1, 0, O_THREADS},
+                                          {"trace", 1, 0, O_TRACE},
+                                          {"layout", 1, 0, O_LAYOUT},
+                                          {"policy", 1, 0, O_POLICY},
+                                          {"filter", 1, 0, O_FILTER},
+                                          {"bits-per-key", 1, 0, O_BPK},
+                                          {"memtable-mb", 1, 0, O_MEMTABLE},
+                                          {"cache-mb", 1, 0, O_CACHE},
+                                          {"direct-reads", 0, 0, O_DIRECT},
+                                          {"sync", 0, 0, O_SYNC},
+                                          {"no-flush", 0, 0, O_NOFLUSH},
+                                          {"seed", 1, 0, O_SEED},
+                                          {"json", 1, 0, O_JSON},
+                                          {"csv", 1, 0, O_CSV},
+                                          {"timeline", 1, 0, O_TIMELINE},
                                           {"load-timeline", 1, 0, O_LOAD_TIMELINE},
-                                          {"interval", 1, 0, O_INTERVAL}, {"quiet", 0, 0, O_QUIET},
+                                          {"interval", 1, 0, O_INTERVAL},
+                                          {"quiet", 0, 0, O_QUIET},
                                           {"rocksdb-memtable-bloom", 1, 0, O_MEMBLOOM},
                                           {"negative-stream", 1, 0, O_NEGSTREAM},
                                           {"compact-replay", 0, 0, O_REPLAY},
                                           {"miss-log-mb", 1, 0, O_MISSLOG},
-                                          {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
+                                          {"help", 0, 0, O_HELP},
+                                          {0, 0, 0, 0}};
 
 static void defaults(args *a)
 {

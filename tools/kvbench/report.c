@@ -115,8 +115,8 @@ static void json_levels(const akv_kb_result *r, FILE *out)
         fprintf(out,
                 "%s{\"level\":%d,\"slots\":%llu,\"keys\":%llu,\"bits_per_key\":%.4g,\"queries\":%llu,"
                 "\"false_positives\":%llu,\"adaptations\":%llu}",
-                i ? "," : "", v->level, (unsigned long long)v->slots, (unsigned long long)v->keys, v->bits_per_key,
-                (unsigned long long)v->queries, (unsigned long long)v->false_positives,
+                i ? "," : "", v->level, (unsigned long long)v->slots, (unsigned long long)v->keys,
+                v->bits_per_key, (unsigned long long)v->queries, (unsigned long long)v->false_positives,
                 (unsigned long long)v->adaptations);
     }
     fputs("],", out);
@@ -171,7 +171,8 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_u64(out, "probes", r->probes);
     json_u64(out, "wasted_probes", r->wasted_probes);
     json_f64(out, "wasted_probes_per_negative_lookup", per(r->negative_wasted, r->negative_lookups));
-    json_f64(out, "memtable_wasted_probes_per_negative_lookup", per(r->negative_mem_wasted, r->negative_lookups));
+    json_f64(out, "memtable_wasted_probes_per_negative_lookup",
+             per(r->negative_mem_wasted, r->negative_lookups));
     json_f64(out, "filters_per_negative_lookup", per(r->negative_filters, r->negative_lookups));
     json_u64(out, "block_reads", r->block_reads);
     json_f64(out, "block_reads_per_op", per(r->block_reads, r->ops));
@@ -190,7 +191,8 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_u64(out, "adversary_pool", r->adversary_pool);
     json_u64(out, "scans_unsupported", r->scans_unsupported);
     if (r->first_pass) {
-        json_f64(out, "first_pass_throughput_ops", r->first_seconds > 0 ? (double)r->first_ops / r->first_seconds : 0);
+        json_f64(out, "first_pass_throughput_ops",
+                 r->first_seconds > 0 ? (double)r->first_ops / r->first_seconds : 0);
         json_u64(out, "first_pass_negative_lookups", r->first_negative_lookups);
         json_f64(out, "first_pass_wasted_probes_per_negative_lookup",
                  per(r->first_negative_wasted, r->first_negative_lookups));

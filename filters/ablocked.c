@@ -12,9 +12,13 @@
  * reports nothing), or by the build's own keys when pre-adapting to the
  * negatives create() was given. So no key of the set can ever be answered
  * "no": a listed value is the fingerprint of absent keys only. If a stored
- * key shares them the false positive is counted as unfixable and left
- * alone. The kind is static (no insert), so no later key can join a listed
- * fingerprint.
+ * key shares them, the absent key's whole 128-bit hash goes into a small
+ * exact table instead (the scan showed no stored key has that hash), up to
+ * EXACT_MAX of them; past that the false positive is counted as unfixable
+ * and left alone. Without the table an attacker that keeps what stays slow
+ * ends up replaying exactly those keys (docs/filters.md). The kind is
+ * static (no insert), so no later key can join a listed fingerprint or an
+ * exact hash.
  *
  * Memory: the budget bits_per_key · n pays for both parts. The list gets
  * max(16, n/256) 32-bit cells rounded up to whole buckets of 16 (one cache
@@ -61,6 +65,10 @@ extern const akv_filter_kind akv_kind_ablocked;
 #define BUCKET      16 /* cells of a bucket: 64 bytes, one cache line */
 #define LIST_MIN    16 /* cells: one bucket */
 #define V1_LIST_MIN 64 /* what version 1 payloads hold at least */
+/* Absent keys whose 31-bit value a stored key shares, remembered by their
+ * whole hash. In memory only (not saved: after a reload they are false
+ * positives again, never false negatives). */
+#define EXACT_MAX 16
 
 typedef struct ablocked {
     akv_filter base;
@@ -68,6 +76,11 @@ typedef struct ablocked {
     uint32_t *cells;   /* nbuckets × BUCKET, cache-line aligned */
     uint64_t nbuckets, count, unfixable, adaptations, evictions, preadapted;
     uint64_t tick; /* in memory only: where CLOCK starts */
+    /* The exact table: allocated at its first entry; entries below n_exact
+     * are complete (each written before n_exact is raised, with release;
+     * queries load n_exact with acquire and never see a half-written one). */
+    akv_hash *exact;
+    unsigned n_exact;
     pthread_mutex_t mu;
     /* build only: the negatives given to create and the keys' fingerprints */
     akv_negative *neg;
@@ -250,10 +263,39 @@ static int ab_finish(akv_filter *f)
     return rc;
 }
 
+/* h is one of the exact table's absent keys. */
+static bool exact_absent(const ablocked *a, akv_hash h)
+{
+    unsigned n = __atomic_load_n(&a->n_exact, __ATOMIC_ACQUIRE);
+    const akv_hash *e = n ? __atomic_load_n(&a->exact, __ATOMIC_ACQUIRE) : NULL;
+    for (unsigned i = 0; i < n; i++)
+        if (e[i].hi == h.hi && e[i].lo == h.lo)
+            return true;
+    return false;
+}
+
 static bool ab_may_contain(const akv_filter *f, akv_hash h)
 {
     const ablocked *a = (const ablocked *)f;
-    return akv_kind_blocked.may_contain(a->bloom, h) && !listed(a, fp31(h), true);
+    return akv_kind_blocked.may_contain(a->bloom, h) && !listed(a, fp31(h), true) && !exact_absent(a, h);
+}
+
+/* Under a->mu: y into the exact table; false when it is full (or out of
+ * memory). */
+static bool exact_add(ablocked *a, akv_hash y)
+{
+    if (a->n_exact == EXACT_MAX)
+        return false;
+    akv_hash *e = a->exact;
+    if (!e) {
+        e = calloc(EXACT_MAX, sizeof *e);
+        if (!e)
+            return false;
+        __atomic_store_n(&a->exact, e, __ATOMIC_RELEASE);
+    }
+    e[a->n_exact] = y;
+    __atomic_store_n(&a->n_exact, a->n_exact + 1, __ATOMIC_RELEASE);
+    return true;
 }
 
 static void ab_prefetch(const akv_filter *f, akv_hash h)
@@ -266,7 +308,8 @@ static void ab_prefetch(const akv_filter *f, akv_hash h)
 static size_t ab_memory(const akv_filter *f)
 {
     const ablocked *a = (const ablocked *)f;
-    return akv_kind_blocked.memory_bytes(a->bloom) + (size_t)(a->nbuckets * BUCKET) * sizeof *a->cells;
+    size_t exact = __atomic_load_n(&a->exact, __ATOMIC_ACQUIRE) ? EXACT_MAX * sizeof(akv_hash) : 0;
+    return akv_kind_blocked.memory_bytes(a->bloom) + (size_t)(a->nbuckets * BUCKET) * sizeof *a->cells + exact;
 }
 
 typedef struct verify {
@@ -301,8 +344,17 @@ static int ab_adapt(akv_filter *f, akv_hash y, akv_revmap *rm)
     uint32_t g = fp31(y);
     pthread_mutex_lock(&a->mu);
     if (v.same_fp || g == 0) {
-        a->unfixable++;
-        rc = AKV_NOTFOUND;
+        /* Not a stored key (same_hash was checked): its whole hash is safe
+         * to answer "no" for. */
+        if (exact_absent(a, y)) {
+            rc = AKV_NOTFOUND;
+        } else if (exact_add(a, y)) {
+            a->adaptations++;
+            rc = AKV_OK;
+        } else {
+            a->unfixable++;
+            rc = AKV_NOTFOUND;
+        }
     } else if (listed(a, g, false)) {
         rc = AKV_NOTFOUND;
     } else {
@@ -432,6 +484,7 @@ static void ab_destroy(akv_filter *f)
     if (a->bloom)
         akv_kind_blocked.destroy(a->bloom);
     free(a->cells);
+    free(a->exact);
     free(a->neg);
     free(a->kfp);
     pthread_mutex_destroy(&a->mu);
@@ -451,9 +504,9 @@ static int ab_describe(const akv_filter *f, char *buf, size_t cap)
     pthread_mutex_lock(&a->mu);
     int n = snprintf(buf, cap,
                      "\"list_cells\":%llu,\"listed\":%llu,\"preadapted\":%llu,\"evictions\":%llu,"
-                     "\"unfixable\":%llu,\"bloom_bytes\":%llu",
+                     "\"exact\":%u,\"unfixable\":%llu,\"bloom_bytes\":%llu",
                      (unsigned long long)(a->nbuckets * BUCKET), (unsigned long long)a->count,
-                     (unsigned long long)a->preadapted, (unsigned long long)a->evictions,
+                     (unsigned long long)a->preadapted, (unsigned long long)a->evictions, a->n_exact,
                      (unsigned long long)a->unfixable,
                      (unsigned long long)akv_kind_blocked.memory_bytes(a->bloom));
     pthread_mutex_unlock(&a->mu);

@@ -168,7 +168,10 @@ Test(ablocked, build_preadapts_to_negatives)
 
 /* A false positive whose top 31 bits equal a stored key's cannot be listed
  * (the list would answer "no" for the key): counted, left positive. */
-Test(ablocked, shared_fingerprint_is_never_listed)
+/* An absent key whose 31-bit value a stored key shares cannot be listed;
+ * it goes into the exact table by its whole hash (16 of them), and the
+ * stored key is still found. Past 16 such keys they stay false positives. */
+Test(ablocked, shared_fingerprint_goes_to_the_exact_table)
 {
     uint64_t st = 5;
     size_t n = 2000;
@@ -180,21 +183,37 @@ Test(ablocked, shared_fingerprint_is_never_listed)
     p.expected_keys = n;
     akv_filter *f = NULL;
     cr_assert_eq(akv_filter_build(K(), &p, keys, n, NULL, 0, &f), AKV_OK);
+    size_t before = akv_filter_memory(f);
     akv_memrevmap *rm;
     cr_assert_eq(akv_memrevmap_create(keys, n, &rm), AKV_OK);
-    size_t tried = 0;
-    for (size_t i = 0; i < n && tried < 50; i++) {
+    size_t tried = 0, fixed = 0;
+    akv_hash ys[64];
+    for (size_t i = 0; i < n && tried < 40; i++) {
         /* same top 32 bits (so 31) as key i, other low bits */
         akv_hash y = {keys[i].hi ^ (akvt_rand(&st) & 0xffffffffULL), akvt_rand(&st)};
         if (!akv_filter_may_contain(f, y))
             continue;
+        int rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+        if (tried < 16) {
+            cr_assert_eq(rc, AKV_OK, "exact entry %zu", tried);
+            cr_assert_not(akv_filter_may_contain(f, y), "an exact entry is answered no");
+            ys[fixed++] = y;
+        } else {
+            cr_assert_eq(rc, AKV_NOTFOUND, "the exact table holds 16");
+            cr_assert(akv_filter_may_contain(f, y));
+        }
         tried++;
-        cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_NOTFOUND);
         cr_assert(akv_filter_may_contain(f, keys[i]));
     }
-    cr_assert_gt(tried, 5);
+    cr_assert_gt(tried, 16);
+    for (size_t i = 0; i < fixed; i++)
+        cr_assert_not(akv_filter_may_contain(f, ys[i]));
     for (size_t i = 0; i < n; i++)
         cr_assert(akv_filter_may_contain(f, keys[i]));
+    cr_assert_eq(akv_filter_memory(f), before + 16 * sizeof(akv_hash), "the table counts in the memory");
+    /* A stored key itself is never put in the table. */
+    cr_assert_eq(akv_filter_adapt(f, keys[7], akv_memrevmap_revmap(rm)), AKV_NOTFOUND);
+    cr_assert(akv_filter_may_contain(f, keys[7]));
     akv_memrevmap_destroy(rm);
     akv_filter_destroy(f);
     free(keys);

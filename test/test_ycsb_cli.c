@@ -233,8 +233,11 @@ Test(ycsb_cli, timeline_reports_filter_memory)
     snprintf(path, sizeof path, "%s/r.json", r.dir);
     char *js = slurp(path);
     cr_assert_not_null(js);
-    cr_assert_not_null(strstr(js, "\"slot_levels\":[{\"level\":-1,\"slots\":1,"), "%s", js);
-    cr_assert_not_null(strstr(js, "{\"level\":0,"), "%s", js);
+    const char *lv = strstr(js, "\"slot_levels\":[{\"level\":-1,\"slots\":1,");
+    cr_assert_not_null(lv, "%s", js);
+    /* and a row for at least one level of runs (which ones depends on how
+     * far compaction got) */
+    cr_assert_not_null(strstr(lv + 1, "{\"level\":"), "%s", js);
     free(js);
     run_free(&r);
 }

@@ -422,10 +422,12 @@ static int copy_merge(akv_db *db, akvi_merge *mg, rocksdb_column_family_handle_t
                     break;
             }
         }
-        if (!w && (rc = akvi_rw_begin(db, level, est, &w)) != AKV_OK)
-            break;
-        w->replaces = cfs;
-        w->n_replaces = n;
+        if (!w) {
+            if ((rc = akvi_rw_begin(db, level, est, &w)) != AKV_OK)
+                break;
+            w->replaces = cfs;
+            w->n_replaces = n;
+        }
         rc = akvi_rw_add(w, k, kl, val, vl);
     }
     if (rc == AKV_OK)

@@ -115,6 +115,15 @@ static double runs_budget(akv_db *db, double keys)
     return b - (guard < b / 4 ? guard : b / 4);
 }
 
+/* r is one of the runs a compaction's output replaces. */
+static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *replaces, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (r->cf == replaces[i])
+            return true;
+    return false;
+}
+
 /*
  * Filter memory by level (docs/design.md, "Filter memory by level"). A
  * lookup of an absent key probes every L0 run and one run per deeper
@@ -125,18 +134,10 @@ static double runs_budget(akv_db *db, double keys)
  * mean weighted by keys, so the units' bits average B. The units are the
  * current version's, with the output being built (n keys: a flush's whole
  * L0 run, or a compaction's whole output) as an L0 run of its own, or its
- * level at least n keys, and without the runs it replaces. Clamped to [B/2, 3B]; B when there is no version
- * yet (open) or a single unit. B is what the runs' slots share now
- * (runs_budget).
+ * level at least n keys, and without the runs it replaces. Clamped to
+ * [B/2, 3B]; B when there is no version yet (open) or a single unit. B is
+ * what the runs' slots share now (runs_budget).
  */
-static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *replaces, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (r->cf == replaces[i])
-            return true;
-    return false;
-}
-
 static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_family_handle_t *const *replaces,
                          size_t n_replaces)
 {

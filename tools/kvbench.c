@@ -904,7 +904,8 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     if (rc == 0 && do_run && a->compact_replay) {
         /* What the filters learned from the first pass, after every run
          * was rewritten: the same operations again (same seed). */
-        akv_kb_result first = run;
+        uint64_t ops = run.ops, negs = run.negative_lookups, wasted = run.negative_wasted;
+        double secs = run.seconds;
         if (e->compact(e))
             rc = die("compaction before the replay failed: %s", e->errmsg(e, -1));
         memset(&run, 0, sizeof run);
@@ -915,10 +916,10 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
         if (rc == 0)
             rc = do_phase(&b, &run, false);
         run.first_pass = true;
-        run.first_ops = first.ops;
-        run.first_seconds = first.seconds;
-        run.first_negative_lookups = first.negative_lookups;
-        run.first_negative_wasted = first.negative_wasted;
+        run.first_ops = ops;
+        run.first_seconds = secs;
+        run.first_negative_lookups = negs;
+        run.first_negative_wasted = wasted;
     }
     if (b.timeline)
         fclose(b.timeline);

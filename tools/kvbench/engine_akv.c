@@ -144,10 +144,9 @@ static void slot_levels(akv_db *db, akv_kb_estats *s)
             s->levels[s->n_levels++].level = r->level;
         }
         struct akv_kb_level *v = &s->levels[l];
-        double mem = v->bits_per_key * (double)v->keys + r->bits_per_key * (double)r->keys;
         v->slots++;
         v->keys += r->keys;
-        v->bits_per_key = v->keys ? mem / (double)v->keys : 0;
+        v->bits += r->bits_per_key * (double)r->keys;
         v->queries += r->queries;
         v->false_positives += r->false_positives;
         v->adaptations += r->adaptations;

@@ -241,7 +241,7 @@ typedef struct akv_kb_estats {
     struct akv_kb_level {
         int level;
         uint64_t slots, keys, queries, false_positives, adaptations;
-        double bits_per_key;
+        double bits; /* filter memory of its slots, in bits */
     } levels[9];
     int n_levels;
 } akv_kb_estats;

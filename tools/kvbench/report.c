@@ -116,7 +116,7 @@ static void json_levels(const akv_kb_result *r, FILE *out)
                 "%s{\"level\":%d,\"slots\":%llu,\"keys\":%llu,\"bits_per_key\":%.4g,\"queries\":%llu,"
                 "\"false_positives\":%llu,\"adaptations\":%llu}",
                 i ? "," : "", v->level, (unsigned long long)v->slots, (unsigned long long)v->keys,
-                v->bits_per_key, (unsigned long long)v->queries, (unsigned long long)v->false_positives,
+                v->keys ? v->bits / (double)v->keys : 0, (unsigned long long)v->queries, (unsigned long long)v->false_positives,
                 (unsigned long long)v->adaptations);
     }
     fputs("],", out);

@@ -274,6 +274,31 @@ Test(ycsb_cli, compact_replay_asks_the_same_keys_again)
     }
 }
 
+/* adversaryrecon: the attacker's pool is filled before the clock starts and
+ * the reconnaissance is not counted as operations. Against RocksDB's static
+ * filters (2 bits per key: many false positives) the pool's keys stay
+ * costly, so pure replays waste probes. */
+Test(ycsb_cli, recon_fills_the_attackers_pool_first)
+{
+    run r = kvbench("--engine rocksdb -P workloads/workloadx -p recordcount=3000 -p operationcount=2000 "
+                    "-p adversaryproportion=1 -p adversaryexplore=0 -p adversarypoolsize=100000 "
+                    "-p adversaryrecon=5000 --bits-per-key 2 --threads 1");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(metric(r.out, "ADVERSARY", "ReconLookups"), 5000, "%s", r.out);
+    double pool = metric(r.out, "ADVERSARY", "PoolAfterRecon");
+    cr_expect(pool > 100 && pool < 5000, "%g keys in the pool after 5000 lookups: %s", pool, r.out);
+    cr_expect_eq(metric(r.out, "ADVERSARY", "Reads"), metric(r.out, "READ", "Operations"), "%s", r.out);
+    double w = metric(r.out, "ADVERSARY", "WastedProbesPerRead");
+    cr_expect(w > 0.5, "replays of costly keys wasted %g probes per read: %s", w, r.out);
+    cr_expect(strstr(r.err, "reconnaissance: 5000 fresh absent keys") != NULL, "%s", r.err);
+    run_free(&r);
+
+    r = kvbench("-P workloads/workloada -p recordcount=100 -p operationcount=100 -p adversaryrecon=10");
+    cr_expect_neq(r.status, 0);
+    cr_expect(strstr(r.err, "adversaryrecon needs an attacker") != NULL, "%s", r.err);
+    run_free(&r);
+}
+
 Test(ycsb_cli, replays_basic_binding_traces)
 {
     run r = kvbench("--trace test/data/ycsb/basic-load.txt --trace test/data/ycsb/basic-run.txt "

@@ -54,8 +54,9 @@ typedef struct bench {
     const akv_kb_workload *w;
     akv_kb_shared sh;
     const akv_kb_trace *trace;
-    bool load, replay;
+    bool load, replay, recon;
     uint64_t total;
+    akv_kb_estats before; /* the engine's counters when the measured phase began */
     _Atomic uint64_t issued;
     _Atomic bool done, failed;
     struct timespec start;
@@ -288,6 +289,8 @@ static bool next_req(worker *w, akv_kb_req *r, uint64_t *i)
         trace_req(&b->trace->ops[*i], r);
     else if (b->load)
         return akv_kb_client_load_next(&w->cl, r);
+    else if (b->recon)
+        akv_kb_client_recon_next(&w->cl, r);
     else
         akv_kb_client_next(&w->cl, r);
     return true;
@@ -306,8 +309,10 @@ static void *worker_main(void *arg)
     uint64_t tick = o->target > 0 ? (uint64_t)(1e9 * b->a->threads / o->target) : 0;
     if (tick >= 1000000)
         sleep_until(now_ns() + akv_kb_rng_below(&w->cl.rng, tick));
-    /* maxexecutiontime bounds the run phase; a load always inserts every record. */
-    uint64_t i, limit_ns = b->w && !b->load ? b->w->maxexecutiontime * 1000000000ull : 0, t_start = now_ns();
+    /* maxexecutiontime bounds the run phase; a load always inserts every
+     * record, and a reconnaissance asks every key it was given. */
+    uint64_t i, limit_ns = b->w && !b->load && !b->recon ? b->w->maxexecutiontime * 1000000000ull : 0,
+                t_start = now_ns();
     uint64_t done = 0, intended = 0;
     while (next_req(w, &r, &i)) {
         akv_kb_cost c;
@@ -406,7 +411,7 @@ static void sample_loop(bench *b)
             uint64_t ops = 0;
             for (unsigned i = 0; i < b->a->threads; i++)
                 ops += LOAD(b->ws[i].ops);
-            akv_kb_progress(stderr, b->load ? "load" : "run", ops, b->total, t);
+            akv_kb_progress(stderr, b->load ? "load" : b->recon ? "recon" : "run", ops, b->total, t);
         }
         if (b->timeline && t >= next_row) {
             take_sample(b, &cur);
@@ -848,17 +853,44 @@ static int write_outputs(const args *a, const akv_kb_result *r)
     return 0;
 }
 
+/* adversaryrecon: before the run's clock starts, the attacker asks that many
+ * fresh absent keys and keeps those that cost a probe, so that its pool can
+ * be larger than the block cache from the first second. Nothing of it is
+ * measured; the engine's counters are read again when it ends. */
+static int recon(bench *b, akv_kb_result *r)
+{
+    akv_kb_result scratch = {0};
+    FILE *timeline = b->timeline;
+    b->timeline = NULL;
+    b->recon = true;
+    b->total = b->w->adv_recon;
+    int rc = run_phase(b, &scratch);
+    b->recon = false;
+    b->timeline = timeline;
+    r->recon_lookups = scratch.ops;
+    r->recon_pool = b->sh.pool_n;
+    if (!b->a->quiet)
+        fprintf(stderr, "kvbench: reconnaissance: %llu fresh absent keys asked in %.1f s, %llu cost a probe; "
+                        "the attacker starts with %llu keys\n",
+                (unsigned long long)scratch.ops, scratch.seconds, (unsigned long long)scratch.adversary_wasted,
+                (unsigned long long)b->sh.pool_n);
+    b->e->stats(b->e, &b->before);
+    return rc;
+}
+
 static int do_phase(bench *b, akv_kb_result *r, bool load)
 {
     const akv_kb_workload *w = b->w;
     b->load = load;
     if (w && akv_kb_shared_init(&b->sh, w, load))
         return die("%s", "out of memory");
+    int rc = !load && w && w->adv_recon ? recon(b, r) : 0;
     if (b->trace)
         b->total = b->trace->n;
     else if (w)
         b->total = load ? w->loadcount : w->operationcount ? w->operationcount : UINT64_MAX; /* 0: no limit */
-    int rc = run_phase(b, r);
+    if (rc == 0)
+        rc = run_phase(b, r);
     if (w)
         akv_kb_shared_free(&b->sh);
     if (rc)
@@ -884,7 +916,6 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
 {
     bench b = {.a = a, .e = e, .w = t->n ? NULL : w, .trace = t->n ? t : NULL};
     akv_kb_result load = {0}, run = {0};
-    akv_kb_estats before = {0};
     bool do_load = strcmp(a->phase, "run") && !b.trace, do_run = strcmp(a->phase, "load") || b.trace;
     int rc = 0;
     if (do_load && a->load_timeline && !(b.timeline = open_timeline(a->load_timeline)))
@@ -896,7 +927,7 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     b.timeline = NULL;
     if (rc == 0 && do_run && a->timeline && !(b.timeline = open_timeline(a->timeline)))
         return die("cannot write --timeline %s", a->timeline);
-    e->stats(e, &before);
+    e->stats(e, &b.before);
     b.bits_sum = 0;
     b.bits_rows = 0;
     if (rc == 0 && do_run)
@@ -909,7 +940,7 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
         if (e->compact(e))
             rc = die("compaction before the replay failed: %s", e->errmsg(e, -1));
         memset(&run, 0, sizeof run);
-        e->stats(e, &before);
+        e->stats(e, &b.before);
         b.bits_sum = 0;
         b.bits_rows = 0;
         b.replay = true;
@@ -936,7 +967,7 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     r->load_seconds = load.seconds;
     e->stats(e, &r->es);
     r->filter_bits_mean = b.bits_rows ? b.bits_sum / b.bits_rows : 0;
-    r->adaptations = r->es.adaptations - before.adaptations;
+    r->adaptations = r->es.adaptations - b.before.adaptations;
     if (rc == 0)
         rc = write_outputs(a, r);
     return rc ? rc : (load.errors || run.errors) ? 1 : 0;

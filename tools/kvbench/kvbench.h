@@ -302,7 +302,7 @@ typedef struct akv_kb_workload {
     akv_kb_lenhist fieldhist;
     bool hashed_inserts;
     double negative, adversary, adv_explore;
-    uint64_t negative_keys, adv_pool, maxexecutiontime;
+    uint64_t negative_keys, adv_pool, adv_recon, maxexecutiontime;
 } akv_kb_workload;
 
 int akv_kb_workload_load(akv_kb_workload *w, akv_kb_props *p);
@@ -360,6 +360,7 @@ bool akv_kb_client_load_next(akv_kb_client *c, akv_kb_req *r);
  * prints first-occurrence shares (negstream.c); 0, or an exit status. */
 int akv_kb_negative_stream(const akv_kb_workload *w, uint64_t draws, uint64_t seed, FILE *out);
 void akv_kb_client_next(akv_kb_client *c, akv_kb_req *r);
+void akv_kb_client_recon_next(akv_kb_client *c, akv_kb_req *r);
 uint64_t akv_kb_value_len(akv_kb_client *c);
 void akv_kb_client_done(akv_kb_client *c, const akv_kb_req *r, int rc, const akv_kb_cost *cost);
 
@@ -411,6 +412,7 @@ typedef struct akv_kb_result {
     uint64_t negative_mem_wasted; /* memtables probed in vain by lookups that found nothing */
     uint64_t negative_filters; /* filters consulted by lookups that found nothing */
     uint64_t intended_negatives, adversary_reads, adversary_wasted, adversary_pool;
+    uint64_t recon_lookups, recon_pool; /* adversaryrecon: keys asked before the run, pool after */
     uint64_t scans_unsupported;
     akv_kb_estats es;
     /* All filter memory per key averaged over the timeline's rows (the

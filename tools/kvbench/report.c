@@ -70,6 +70,9 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
     if (r->adversary_reads)
         fprintf(out, "[ADVERSARY], Reads, %llu\n[ADVERSARY], WastedProbesPerRead, %.4f\n",
                 (unsigned long long)r->adversary_reads, per(r->adversary_wasted, r->adversary_reads));
+    if (r->recon_lookups)
+        fprintf(out, "[ADVERSARY], ReconLookups, %llu\n[ADVERSARY], PoolAfterRecon, %llu\n",
+                (unsigned long long)r->recon_lookups, (unsigned long long)r->recon_pool);
     fprintf(out, "[IO], BlockReadsPerOp, %.4f\n", per(r->block_reads, r->ops));
     if (r->first_pass)
         fprintf(out, "[FIRST PASS], WastedProbesPerNegative, %.4f\n",
@@ -189,6 +192,8 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_u64(out, "adversary_reads", r->adversary_reads);
     json_f64(out, "adversary_wasted_probes_per_read", per(r->adversary_wasted, r->adversary_reads));
     json_u64(out, "adversary_pool", r->adversary_pool);
+    json_u64(out, "adversary_recon_lookups", r->recon_lookups);
+    json_u64(out, "adversary_recon_pool", r->recon_pool);
     json_u64(out, "scans_unsupported", r->scans_unsupported);
     if (r->first_pass) {
         json_f64(out, "first_pass_throughput_ops",

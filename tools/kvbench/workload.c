@@ -88,7 +88,8 @@ static int load_counts(akv_kb_workload *w, akv_kb_props *p)
     }
     if (akv_kb_props_u64(p, "insertcount", w->recordcount - w->insertstart, &w->insertcount) ||
         akv_kb_props_u64(p, "negativekeycount", w->recordcount, &w->negative_keys) ||
-        akv_kb_props_u64(p, "adversarypoolsize", 1024, &w->adv_pool))
+        akv_kb_props_u64(p, "adversarypoolsize", 1024, &w->adv_pool) ||
+        akv_kb_props_u64(p, "adversaryrecon", 0, &w->adv_recon))
         return -1;
     /* Written so that no sum can wrap (insertstart near 2^64, say). */
     if (w->insertcount == 0 || w->insertstart > w->recordcount ||
@@ -177,6 +178,11 @@ int akv_kb_workload_load(akv_kb_workload *w, akv_kb_props *p)
     if (w->negative + w->adversary > 1) {
         snprintf(p->err, sizeof p->err, "negativeproportion + adversaryproportion exceed 1 (%g)",
                  w->negative + w->adversary);
+        akv_kb_workload_free(w);
+        return -1;
+    }
+    if (w->adv_recon && w->adversary == 0) {
+        snprintf(p->err, sizeof p->err, "adversaryrecon needs an attacker (adversaryproportion > 0)");
         akv_kb_workload_free(w);
         return -1;
     }
@@ -354,6 +360,17 @@ static void adversary_key(akv_kb_client *c, akv_kb_req *r)
     r->kind = r->keynum ? AKV_KB_REQ_REPLAY : AKV_KB_REQ_EXPLORE;
     if (!r->keynum)
         r->keynum = AKV_KB_ADV_BASE + akv_kb_rng_below(&c->rng, AKV_KB_ADV_BASE);
+}
+
+/* A reconnaissance read: a fresh absent key, asked before the run's clock
+ * starts, to fill the attacker's pool (workloads/README.md, adversaryrecon). */
+void akv_kb_client_recon_next(akv_kb_client *c, akv_kb_req *r)
+{
+    memset(r, 0, sizeof *r);
+    r->op = AKV_KB_READ;
+    r->kind = AKV_KB_REQ_EXPLORE;
+    r->keynum = AKV_KB_ADV_BASE + akv_kb_rng_below(&c->rng, AKV_KB_ADV_BASE);
+    r->klen = akv_kb_key(r->key, sizeof r->key, r->keynum, true, (unsigned)c->w->zeropadding);
 }
 
 static void read_key(akv_kb_client *c, akv_kb_req *r)

@@ -126,11 +126,16 @@ static int grow_slot(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
         return rc;
     /* Two readers may have grown the same full filter at once: the first
      * swap wins, the other's work is dropped. */
+    size_t bytes = akv_filter_memory(f);
     rc = akvi_slot_swap(s, full, f);
-    if (rc != AKV_OK)
+    if (rc != AKV_OK) {
         akv_filter_destroy(f);
-    else
+    } else {
         atomic_fetch_add(&s->grows, 1);
+        /* Within bits_per_key: what the slot holds beyond its build comes
+         * off the budget of the slots built from now on (akvi_runs_budget). */
+        atomic_fetch_add(&db->grown_bytes, bytes);
+    }
     return rc == AKV_NOTFOUND ? AKV_OK : rc;
 }
 

@@ -53,8 +53,10 @@ static void destroy_run(akvi_run *r)
         rocksdb_column_family_handle_destroy(r->cf);
     if (r->rmap_cf)
         rocksdb_column_family_handle_destroy(r->rmap_cf);
-    for (size_t j = 0; r->slots && j < r->info.n_sst; j++)
+    for (size_t j = 0; r->slots && j < r->info.n_sst; j++) {
+        atomic_fetch_sub(&r->db->grown_bytes, atomic_load(&r->slots[j].grown_bytes));
         akvi_slot_destroy(&r->slots[j]);
+    }
     free(r->slots);
     akvi_cat_run_free(&r->info);
     free(r);

@@ -174,6 +174,7 @@ typedef struct akvi_slot {
     pthread_mutex_t grow_mu;     /* serialises swaps; guards `retired` */
     akv_filter **retired;        /* outgrown filters a reader may still hold */
     size_t n_retired;
+    _Atomic size_t grown_bytes;  /* memory of the filters swapped in: beyond what was built */
     /* The SST its file is bound to: ssts[sst] of run (akvi_slot_bind). */
     const akvi_cat_run *run;
     size_t sst;
@@ -197,6 +198,7 @@ int akvi_slot_adapt(akvi_slot *s, akv_filter *f, akv_hash h, akv_revmap *rm);
  * if it is no longer the current one); the old one is kept until the slot
  * is destroyed, since a reader may still hold it. */
 int akvi_slot_swap(akvi_slot *s, const akv_filter *expected, akv_filter *g);
+/* The filter's memory, and that of the outgrown filters it still holds. */
 size_t akvi_slot_memory(akvi_slot *s);
 /* Write the slot's filter to its bound file if it changed since the last
  * save: serialized under the shared lock, written after it is released. */
@@ -356,6 +358,7 @@ struct akv_db {
     akvi_mem *grave_mems;
 
     _Atomic uint64_t build_fallbacks; /* filter builds that needed a fallback */
+    _Atomic uint64_t grown_bytes;     /* live slots' grown_bytes, summed (adapt.c, grave.c) */
     pthread_mutex_t catmu;            /* serialises catalog + miss-log writes */
     uint8_t *cat_buf;                 /* under catmu: the catalog last written, its length, */
     size_t cat_len;                   /* sequence number and reserved run ids */
@@ -536,6 +539,10 @@ uint64_t akvi_key_digest(const akv_hash *h, size_t n);
  * catalog's, else AKV_ECORRUPT. */
 int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n);
 /* A new filter for SST j of r from its data, `capacity` keys of room. */
+/* The bits per key the runs' slots of `keys` keys share now: bits_per_key
+ * less what the memtable guard and grown slots hold over their share
+ * (less `leaving` grown bytes, in the runs a compaction replaces). */
+double akvi_runs_budget(akv_db *db, double keys, uint64_t leaving);
 int akvi_build_from_sst(akv_db *db, const akvi_run *r, size_t j, size_t capacity, akv_filter **out);
 
 /* ---- run writer (runwriter.c) ------------------------------------------ */

@@ -111,6 +111,7 @@ int akvi_slot_swap(akvi_slot *s, const akv_filter *expected, akv_filter *g)
     s->retired[s->n_retired++] = atomic_load(&s->f);
     atomic_store(&s->f, g);
     akvi_slot_unlock(s);
+    atomic_fetch_add(&s->grown_bytes, akv_filter_memory(g));
     pthread_mutex_unlock(&s->grow_mu);
     atomic_store(&s->dirty, true);
     return AKV_OK;
@@ -118,10 +119,14 @@ int akvi_slot_swap(akvi_slot *s, const akv_filter *expected, akv_filter *g)
 
 size_t akvi_slot_memory(akvi_slot *s)
 {
+    pthread_mutex_lock(&s->grow_mu);
     akvi_slot_lock(s, false);
     akv_filter *f = atomic_load(&s->f);
     size_t m = f ? akv_filter_memory(f) : 0;
     akvi_slot_unlock(s);
+    for (size_t i = 0; i < s->n_retired; i++)
+        m += akv_filter_memory(s->retired[i]);
+    pthread_mutex_unlock(&s->grow_mu);
     return m;
 }
 

@@ -105,14 +105,19 @@ static void add_unit(units *u, double keys)
  * The bits per key the runs' slots share (docs/design.md, "Filter memory by
  * level"): bits_per_key bounds all filter memory per key, so what the
  * memtable guard holds over its fixed minimum, spread over the runs' keys,
- * comes off B. At most a quarter comes off: a small database whose
+ * comes off B, and so does what grown slots hold beyond their build (the
+ * filters they grew into and those they outgrew: docs/design.md, "A full
+ * adaptive filter grows"), but for `leaving` bytes of it in runs about to
+ * be replaced. At most a quarter comes off: a small database whose
  * memtables are a large part of it keeps three quarters of B in its runs.
  */
-static double runs_budget(akv_db *db, double keys)
+double akvi_runs_budget(akv_db *db, double keys, uint64_t leaving)
 {
     double b = db->opt.bits_per_key;
-    double guard = keys >= 1 ? (double)akvi_guard_memory_over_floor(db) * 8 / keys : 0;
-    return b - (guard < b / 4 ? guard : b / 4);
+    uint64_t grown = atomic_load(&db->grown_bytes);
+    double over = (double)akvi_guard_memory_over_floor(db) + (double)(grown > leaving ? grown - leaving : 0);
+    over = keys >= 1 ? over * 8 / keys : 0;
+    return b - (over < b / 4 ? over : b / 4);
 }
 
 /* r is one of the runs a compaction's output replaces. */
@@ -136,7 +141,7 @@ static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *r
  * L0 run, or a compaction's whole output) as an L0 run of its own, or its
  * level at least n keys, and without the runs it replaces. Clamped to
  * [B/2, 3B]; B when there is no version yet (open) or a single unit. B is
- * what the runs' slots share now (runs_budget).
+ * what the runs' slots share now (akvi_runs_budget).
  */
 static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_family_handle_t *const *replaces,
                          size_t n_replaces)
@@ -149,9 +154,13 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
     }
     double level_keys[AKV_MAX_LEVELS] = {0}, run_keys = 0;
     units u = {0, 0, 0};
+    uint64_t leaving = 0; /* grown bytes of the runs being replaced */
     for (size_t i = 0; i < v->n_run; i++) {
-        if (replaced(v->runs[i], replaces, n_replaces))
+        if (replaced(v->runs[i], replaces, n_replaces)) {
+            for (size_t j = 0; v->runs[i]->slots && j < v->runs[i]->info.n_sst; j++)
+                leaving += atomic_load(&v->runs[i]->slots[j].grown_bytes);
             continue;
+        }
         const akvi_cat_run *r = &v->runs[i]->info;
         run_keys += (double)r->keys;
         if (r->level == 0) {
@@ -161,7 +170,7 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
         }
     }
     akvi_version_unref(v);
-    b = runs_budget(db, run_keys > (double)n ? run_keys : (double)n);
+    b = akvi_runs_budget(db, run_keys > (double)n ? run_keys : (double)n, leaving);
     if (level > 0 && level < AKV_MAX_LEVELS && level_keys[level] < (double)n)
         level_keys[level] = (double)n;
     for (int l = 1; l < AKV_MAX_LEVELS; l++)

@@ -977,6 +977,65 @@ Test(slots, guard_memory_comes_off_the_runs)
     cr_assert_lt(all, all_none, "runs' slots %.2f bits/key with the guard, %.2f without", all, all_none);
 }
 
+/* An AQF slot that runs out of room for adaptations grows (engine/adapt.c);
+ * the filter it grew into, and the one it outgrew (kept for readers that
+ * may still hold it), count in the slots' memory and come off the budget of
+ * the slots built afterwards, until the grown run is compacted away. */
+Test(slots, grown_slots_come_off_the_budget)
+{
+    if (!policy_available("mem=none,l0+=aqf"))
+        cr_skip_test("aqf is not registered");
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "grown");
+    akv_options o;
+    small_options(&o, AKV_LAYOUT_HASH, "mem=none,l0+=aqf");
+    o.sst_target_bytes = 4u << 20; /* one SST, one slot */
+    o.memtable_bytes = 4u << 20;
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    enum { N = 2000 };
+    char k[32];
+    for (int i = 0; i < N; i++) {
+        int kl = snprintf(k, sizeof k, "grown-%06d", i);
+        cr_assert_eq(akv_put(db, k, (size_t)kl, "v", 1), AKV_OK, "%s", akv_errmsg());
+    }
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    akv_stats before;
+    cr_assert_eq(akv_get_stats(db, &before), AKV_OK);
+    double budget0 = akvi_runs_budget(db, N, 0);
+    /* Fresh absent keys until the slot has used up its room and grown. */
+    int i = 0;
+    for (; i < 2000000 && atomic_load(&db->grown_bytes) == 0; i++) {
+        int kl = snprintf(k, sizeof k, "absent-%08d", i);
+        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_NOTFOUND);
+    }
+    uint64_t grown = atomic_load(&db->grown_bytes);
+    akv_stats after;
+    cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
+    double budget1 = akvi_runs_budget(db, N, 0);
+    cr_log_info("grew after %d absent keys: %llu bytes; slots %llu -> %llu bytes; budget %.2f -> %.2f", i,
+                (unsigned long long)grown, (unsigned long long)before.filter_bytes,
+                (unsigned long long)after.filter_bytes, budget0, budget1);
+    cr_assert_gt(grown, 0, "no slot grew after %d absent keys", i);
+    cr_assert_geq(after.filter_bytes, before.filter_bytes + grown, "the outgrown filter is not counted");
+    cr_assert_lt(budget1, budget0 - 0.01, "budget %.3f after the growth, %.3f before", budget1, budget0);
+    cr_assert_geq(budget1, 0.75 * budget0 - 1e-9);
+    for (int j = 0; j < N; j++) {
+        int kl = snprintf(k, sizeof k, "grown-%06d", j);
+        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_OK, "%s lost", k);
+    }
+    /* Compacted away: the output is built at the budget, and the grown
+     * run's memory leaves the account when it is freed. */
+    cr_assert_eq(akv_put(db, "grown-extra", 11, "v", 1), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+    for (int w = 0; w < 500 && atomic_load(&db->grown_bytes) != 0; w++)
+        usleep(10000);
+    cr_assert_eq(atomic_load(&db->grown_bytes), 0, "%llu grown bytes left after the compaction",
+                 (unsigned long long)atomic_load(&db->grown_bytes));
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_rmrf(dir);
+}
+
 /* A costed kind (HABF) is built with as many of the miss log's negatives
  * as it has keys, not the quarter that pre-adapted kinds take: asked again
  * after a compaction, the absent keys of the first pass (three quarters as

@@ -867,6 +867,7 @@ static int recon(bench *b, akv_kb_result *r)
     int rc = run_phase(b, &scratch);
     b->recon = false;
     b->timeline = timeline;
+    r->errors += scratch.errors; /* reported with the run's, as the first one's message */
     r->recon_lookups = scratch.ops;
     r->recon_pool = b->sh.pool_n;
     if (!b->a->quiet)

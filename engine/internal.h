@@ -90,6 +90,10 @@ typedef bool (*akvi_range_fn)(void *arg, akv_hash h, const void *key, size_t kle
 size_t akvi_misslog_collect(akvi_misslog *ml, akvi_range_fn in_range, void *arg, size_t max,
                             akv_negative **out);
 size_t akvi_misslog_count(akvi_misslog *ml);
+/* The share of the negative lookups it met lately whose key it did not
+ * have to lose (drop, or evict an entry for): 1 while it has lost none (or
+ * met none), near 0 when the stream is far larger than its budget. */
+double akvi_misslog_coverage(akvi_misslog *ml);
 /* Persisted form (format in docs/format.md). */
 int akvi_misslog_encode(akvi_misslog *ml, uint8_t **buf, size_t *len);
 int akvi_misslog_decode(akvi_misslog *ml, const uint8_t *buf, size_t len);
@@ -359,6 +363,7 @@ struct akv_db {
 
     _Atomic uint64_t build_fallbacks; /* filter builds that needed a fallback */
     _Atomic uint64_t grown_bytes;     /* live slots' grown_bytes, summed (adapt.c, grave.c) */
+    _Atomic bool said_costed_fallback; /* akvi_build_kind logged its note */
     pthread_mutex_t catmu;            /* serialises catalog + miss-log writes */
     uint8_t *cat_buf;                 /* under catmu: the catalog last written, its length, */
     size_t cat_len;                   /* sequence number and reserved run ids */
@@ -539,6 +544,9 @@ uint64_t akvi_key_digest(const akv_hash *h, size_t n);
  * catalog's, else AKV_ECORRUPT. */
 int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n);
 /* A new filter for SST j of r from its data, `capacity` keys of room. */
+/* The kind a new run's slots get at `level` (the policy's, or ablocked for
+ * a costed kind the miss log cannot train). */
+const akv_filter_kind *akvi_build_kind(akv_db *db, int level);
 /* The bits per key the runs' slots of `keys` keys share now: bits_per_key
  * less what the memtable guard and grown slots hold over their share
  * (less `leaving` grown bytes, in the runs a compaction replaces). */

@@ -49,6 +49,11 @@ typedef struct ml_shard {
     size_t index_mask;
     uint64_t rng;
     uint8_t (*slab)[INLINE_KEY]; /* entry i's key when it fits */
+    /* Coverage: absent keys met (each lookup or hint), and how many times
+     * the table lost one (a new key dropped, or an entry evicted for it);
+     * both halved when `met` passes 64 tables' worth, so they follow the
+     * recent stream. */
+    uint64_t met, lost;
 } ml_shard;
 
 /* Negative lookups come from every reader thread: the table is split into
@@ -187,6 +192,10 @@ static void add_locked(ml_shard *ml, akv_hash h, const void *key, size_t klen, u
 {
     if (klen > ml->budget / 4)
         return; /* a single huge key would evict everything */
+    if (++ml->met > 64 * (uint64_t)ml->cap) {
+        ml->met /= 2;
+        ml->lost /= 2;
+    }
     long pos = find(ml, h, key, klen);
     if (pos >= 0) {
         ml_entry *e = &ml->e[ml->index[pos]];
@@ -197,12 +206,15 @@ static void add_locked(ml_shard *ml, akv_hash h, const void *key, size_t klen, u
     bool full = ml->n == ml->cap || ml->used + ENTRY_OVERHEAD + klen > ml->budget;
     if (sampled && full) {
         ml->rng = akv_mix64(ml->rng + h.lo);
-        if (ml->rng % ADMIT_ONE_IN)
+        if (ml->rng % ADMIT_ONE_IN) {
+            ml->lost++;
             return;
+        }
         count *= ADMIT_ONE_IN;
     }
     uint64_t inherited = 0;
     while (ml->n > 0 && (ml->n == ml->cap || ml->used + ENTRY_OVERHEAD + klen > ml->budget)) {
+        ml->lost++;
         size_t v = pick_victim(ml);
         if (ml->e[v].count > inherited)
             inherited = ml->e[v].count;
@@ -281,6 +293,18 @@ size_t akvi_misslog_count(akvi_misslog *m)
         pthread_mutex_unlock(&m->s[i]->mu);
     }
     return n;
+}
+
+double akvi_misslog_coverage(akvi_misslog *m)
+{
+    uint64_t met = 0, lost = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        pthread_mutex_lock(&m->s[i]->mu);
+        met += m->s[i]->met;
+        lost += m->s[i]->lost;
+        pthread_mutex_unlock(&m->s[i]->mu);
+    }
+    return met && lost < met ? 1.0 - (double)lost / (double)met : met ? 0.0 : 1.0;
 }
 
 static int by_cost_desc(const void *a, const void *b)

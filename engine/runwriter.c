@@ -165,7 +165,7 @@ static int finish_sst(akvi_runwriter *w)
     s->keys = w->n;
     s->bytes = stat(w->paths[w->n_sst], &st) == 0 ? (uint64_t)st.st_size : w->cur_bytes;
     s->prefix = w->cur_prefix;
-    const akv_filter_kind *k = w->db->policy.level[w->level];
+    const akv_filter_kind *k = akvi_build_kind(w->db, w->level);
     snprintf(s->kind, sizeof s->kind, "%s", k->name);
     s->smallest = w->first;
     s->smallest_len = w->first_len;

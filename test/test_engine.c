@@ -1085,6 +1085,63 @@ Test(slots, costed_slots_take_the_miss_logs_negatives)
     akvt_rmrf(dir);
 }
 
+/* The kinds of the runs' slots after a compaction (level >= 0 rows). */
+static void run_slot_kinds(akv_db *db, char *kinds, size_t cap)
+{
+    akv_slot_info *rows = NULL;
+    size_t n = 0;
+    cr_assert_eq(akv_slots(db, &rows, &n), AKV_OK, "%s", akv_errmsg());
+    kinds[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].level >= 0 && !strstr(kinds, rows[i].kind))
+            snprintf(kinds + strlen(kinds), cap - strlen(kinds), "%s ", rows[i].kind);
+    akv_free(rows);
+}
+
+/* A costed kind learns only the negatives the miss log hands it: while the
+ * log has lost most of the absent keys it met, new slots are ablocked
+ * instead; a log that holds the stream gets the kind asked for. */
+Test(slots, costed_kind_needs_a_miss_log_that_holds_the_stream)
+{
+    if (!policy_available("mem=sscf,l0+=habf") || !policy_available("mem=sscf,l0+=ablocked"))
+        cr_skip_test("habf or ablocked is not registered");
+    const uint64_t budgets[] = {64u << 10, 8u << 20};
+    const char *want[] = {"ablocked", "habf"};
+    for (int b = 0; b < 2; b++) {
+        char dir[512];
+        akvt_tmpdir(dir, sizeof dir, "costed-cover");
+        akv_options o;
+        small_options(&o, AKV_LAYOUT_HASH, "mem=sscf,l0+=habf");
+        o.miss_log_bytes = budgets[b];
+        akv_db *db = NULL;
+        cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+        char k[32];
+        for (int i = 0; i < 4000; i++) {
+            int kl = snprintf(k, sizeof k, "cover-%06d", i);
+            cr_assert_eq(akv_put(db, k, (size_t)kl, "v", 1), AKV_OK, "%s", akv_errmsg());
+        }
+        /* 30,000 distinct absent keys: some 2,800 entries fit in 64 KiB. */
+        for (int i = 0; i < 30000; i++) {
+            int kl = snprintf(k, sizeof k, "gone-%06d", i);
+            cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_NOTFOUND);
+        }
+        cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+        char kinds[128];
+        run_slot_kinds(db, kinds, sizeof kinds);
+        cr_log_info("miss log %llu bytes: slots %s", (unsigned long long)budgets[b], kinds);
+        char only[32];
+        snprintf(only, sizeof only, "%s ", want[b]);
+        cr_assert_str_eq(kinds, only, "miss log of %llu bytes: slots are %s, expected only %s",
+                         (unsigned long long)budgets[b], kinds, want[b]);
+        for (int i = 0; i < 4000; i++) {
+            int kl = snprintf(k, sizeof k, "cover-%06d", i);
+            cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_OK, "%s lost", k);
+        }
+        cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+        akvt_rmrf(dir);
+    }
+}
+
 /* akv_get_info counts memtable probes apart from the SSTs': without a
  * guard every memtable is probed, in vain for an absent key. */
 Test(slots, get_info_counts_memtable_probes_apart)

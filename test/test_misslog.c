@@ -194,3 +194,39 @@ Test(misslog, random_records_never_crash)
     }
     akvi_misslog_destroy(ml);
 }
+
+/* Coverage: 1 while the table has lost no key it met; low once a stream of
+ * distinct keys far outgrows it; back up when the stream narrows to keys it
+ * holds and new keys are rare (the counters are halved as they grow). */
+Test(misslog, coverage_follows_the_stream)
+{
+    akvi_misslog *ml = akvi_misslog_create(8192); /* about 100 entries */
+    cr_assert_float_eq(akvi_misslog_coverage(ml), 1.0, 1e-12);
+    char k[32];
+    for (int i = 0; i < 50; i++) {
+        snprintf(k, sizeof k, "few%d", i);
+        rec(ml, k, 1);
+    }
+    cr_assert_float_eq(akvi_misslog_coverage(ml), 1.0, 1e-12, "nothing lost yet");
+    for (int i = 0; i < 5000; i++) {
+        snprintf(k, sizeof k, "many%d", i);
+        rec(ml, k, 1);
+    }
+    double wide = akvi_misslog_coverage(ml);
+    cr_assert_lt(wide, 0.2, "coverage %g after 5000 distinct keys in ~100 entries", wide);
+    /* The same 20 keys over and over, one new key in 100 lookups. */
+    for (int r = 0; r < 400; r++) {
+        for (int i = 0; i < 20; i++) {
+            snprintf(k, sizeof k, "many%d", 4990 - i % 10);
+            rec(ml, k, 1);
+        }
+        if (r % 5 == 0) {
+            snprintf(k, sizeof k, "late%d", r);
+            rec(ml, k, 1);
+        }
+    }
+    double narrow = akvi_misslog_coverage(ml);
+    cr_log_info("coverage %g wide, %g narrow", wide, narrow);
+    cr_assert_gt(narrow, 0.5, "coverage %g once the stream narrowed (%g before)", narrow, wide);
+    akvi_misslog_destroy(ml);
+}

@@ -871,10 +871,11 @@ static int recon(bench *b, akv_kb_result *r)
     r->recon_lookups = scratch.ops;
     r->recon_pool = b->sh.pool_n;
     if (!b->a->quiet)
-        fprintf(stderr, "kvbench: reconnaissance: %llu fresh absent keys asked in %.1f s (%llu probes wasted); "
-                        "the attacker starts with %llu keys\n",
-                (unsigned long long)scratch.ops, scratch.seconds, (unsigned long long)scratch.adversary_wasted,
-                (unsigned long long)b->sh.pool_n);
+        fprintf(stderr,
+                "kvbench: reconnaissance: %llu fresh absent keys asked in %.1f s (%llu probes wasted); "
+                "the attacker starts with %llu keys\n",
+                (unsigned long long)scratch.ops, scratch.seconds,
+                (unsigned long long)scratch.adversary_wasted, (unsigned long long)b->sh.pool_n);
     b->e->stats(b->e, &b->before);
     return rc;
 }

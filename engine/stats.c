@@ -47,6 +47,7 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     }
     st->compaction_debt_bytes = akvi_compaction_debt(db, v);
     akvi_version_unref(v);
+    st->miss_log_coverage = akvi_misslog_coverage(db->ml);
     return AKV_OK;
 }
 
@@ -110,6 +111,7 @@ int akv_stats_json(akv_db *db, char **json)
     put_array32(&p, end, "ssts_per_level", s.ssts_per_level);
     put_array64(&p, end, "keys_per_level", s.keys_per_level);
     put_array64(&p, end, "bytes_written_per_level", s.bytes_written_per_level);
+    p += snprintf(p, (size_t)(end - p), ",\"miss_log_coverage\":%.4f", s.miss_log_coverage);
     p += snprintf(p, (size_t)(end - p), ",\"write_amp_per_level\":[");
     for (int i = 0; i < AKV_MAX_LEVELS; i++)
         p += snprintf(p, (size_t)(end - p), "%s%.3f", i ? "," : "",

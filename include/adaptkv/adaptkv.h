@@ -304,6 +304,11 @@ typedef struct akv_stats {
      * L0 once it holds l0_compaction_trigger runs; 0 when no compaction is
      * due. It falls to 0 when background work has caught up. */
     uint64_t compaction_debt_bytes;
+    /* Share (0..1) of the recent negative lookups whose key the miss log
+     * kept rather than lost to its budget (miss_log_bytes); 1 before any.
+     * Below 0.9 slots the policy gives a costed kind (habf) are built as
+     * ablocked: raise miss_log_bytes to train them. */
+    double miss_log_coverage;
 } akv_stats;
 
 AKV_API int akv_get_stats(akv_db *db, akv_stats *st);

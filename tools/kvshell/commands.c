@@ -224,6 +224,7 @@ static void print_stats(const akv_stats *s)
     ROW(levels);
     ROW(memtables);
 #undef ROW
+    printf("%-20s %.4f\n", "miss_log_coverage", s->miss_log_coverage);
     print_levels(s);
 }
 

@@ -1128,7 +1128,8 @@ Test(slots, costed_kind_needs_a_miss_log_that_holds_the_stream)
         akv_stats st;
         cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
         cr_assert(b == 0 ? st.miss_log_coverage < 0.9 : st.miss_log_coverage >= 0.9,
-                  "miss log of %llu bytes: coverage %g", (unsigned long long)budgets[b], st.miss_log_coverage);
+                  "miss log of %llu bytes: coverage %g", (unsigned long long)budgets[b],
+                  st.miss_log_coverage);
         char *js = NULL;
         cr_assert_eq(akv_stats_json(db, &js), AKV_OK);
         cr_assert(strstr(js, "\"miss_log_coverage\":") != NULL, "%s", js);

@@ -133,7 +133,9 @@ static int grow_slot(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
     } else {
         atomic_fetch_add(&s->grows, 1);
         /* Within bits_per_key: what the slot holds beyond its build comes
-         * off the budget of the slots built from now on (akvi_runs_budget). */
+         * off the budget of the slots built from now on (akvi_runs_budget);
+         * the run's slots give it back when the run is freed (grave.c). */
+        atomic_fetch_add(&s->grown_bytes, bytes);
         atomic_fetch_add(&db->grown_bytes, bytes);
     }
     return rc == AKV_NOTFOUND ? AKV_OK : rc;

@@ -178,7 +178,7 @@ typedef struct akvi_slot {
     pthread_mutex_t grow_mu;     /* serialises swaps; guards `retired` */
     akv_filter **retired;        /* outgrown filters a reader may still hold */
     size_t n_retired;
-    _Atomic size_t grown_bytes; /* memory of the filters swapped in: beyond what was built */
+    _Atomic size_t grown_bytes; /* memory of the filters it grew into (adapt.c) */
     /* The SST its file is bound to: ssts[sst] of run (akvi_slot_bind). */
     const akvi_cat_run *run;
     size_t sst;

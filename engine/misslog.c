@@ -304,7 +304,9 @@ double akvi_misslog_coverage(akvi_misslog *m)
         lost += m->s[i]->lost;
         pthread_mutex_unlock(&m->s[i]->mu);
     }
-    return met && lost < met ? 1.0 - (double)lost / (double)met : met ? 0.0 : 1.0;
+    if (met == 0)
+        return 1.0;
+    return lost >= met ? 0.0 : 1.0 - (double)lost / (double)met;
 }
 
 static int by_cost_desc(const void *a, const void *b)

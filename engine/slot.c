@@ -111,7 +111,6 @@ int akvi_slot_swap(akvi_slot *s, const akv_filter *expected, akv_filter *g)
     s->retired[s->n_retired++] = atomic_load(&s->f);
     atomic_store(&s->f, g);
     akvi_slot_unlock(s);
-    atomic_fetch_add(&s->grown_bytes, akv_filter_memory(g));
     pthread_mutex_unlock(&s->grow_mu);
     atomic_store(&s->dirty, true);
     return AKV_OK;

@@ -346,6 +346,12 @@ static akv_kb_op choose_op(akv_kb_client *c)
     return AKV_KB_READ;
 }
 
+/* A never-inserted key of the attacker's own range, fresh with high odds. */
+static uint64_t fresh_absent_key(akv_kb_client *c)
+{
+    return AKV_KB_ADV_BASE + akv_kb_rng_below(&c->rng, AKV_KB_ADV_BASE);
+}
+
 /* An attacker read: replay a key that cost a probe, or look for a new one. */
 static void adversary_key(akv_kb_client *c, akv_kb_req *r)
 {
@@ -359,7 +365,7 @@ static void adversary_key(akv_kb_client *c, akv_kb_req *r)
     }
     r->kind = r->keynum ? AKV_KB_REQ_REPLAY : AKV_KB_REQ_EXPLORE;
     if (!r->keynum)
-        r->keynum = AKV_KB_ADV_BASE + akv_kb_rng_below(&c->rng, AKV_KB_ADV_BASE);
+        r->keynum = fresh_absent_key(c);
 }
 
 /* A reconnaissance read: a fresh absent key, asked before the run's clock
@@ -369,7 +375,7 @@ void akv_kb_client_recon_next(akv_kb_client *c, akv_kb_req *r)
     memset(r, 0, sizeof *r);
     r->op = AKV_KB_READ;
     r->kind = AKV_KB_REQ_EXPLORE;
-    r->keynum = AKV_KB_ADV_BASE + akv_kb_rng_below(&c->rng, AKV_KB_ADV_BASE);
+    r->keynum = fresh_absent_key(c);
     r->klen = akv_kb_key(r->key, sizeof r->key, r->keynum, true, (unsigned)c->w->zeropadding);
 }
 

@@ -18,7 +18,9 @@
  * never unsafe).
  *
  * A filter with no room left is rebuilt from its SST's keys with twice the
- * room (growth), also outside the slot's lock, and swapped in.
+ * room (growth), also outside the slot's lock, and swapped in; once grown
+ * filters hold their share of the filter memory, it is refilled in place
+ * at its own size instead.
  */
 #include <stdlib.h>
 
@@ -132,6 +134,7 @@ static int grow_slot(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
         akv_filter_destroy(f);
     } else {
         atomic_fetch_add(&s->grows, 1);
+        atomic_fetch_add(&db->st.filter_grows, 1);
         /* Within bits_per_key: what the slot holds beyond its build comes
          * off the budget of the slots built from now on (akvi_runs_budget);
          * the run's slots give it back when the run is freed (grave.c). */
@@ -141,14 +144,66 @@ static int grow_slot(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
     return rc == AKV_NOTFOUND ? AKV_OK : rc;
 }
 
+/*
+ * Growth stays within bits_per_key (docs/design.md, "A full adaptive filter
+ * grows"): grown filters may hold, beyond their builds, the option
+ * grown_filter_share (default 5 %) of the runs' filter budget (bits_per_key
+ * over their keys), and new builds give that back (akvi_runs_budget); a
+ * database too small for that share to hold a growth gets GROWN_FLOOR
+ * bytes. Past it a full filter is refilled in place: rebuilt at its own
+ * size from its SST's keys, pre-adapted to the miss log's negatives in its
+ * range with half its room, the rest of what it had learned forgotten.
+ */
+#define GROWN_FLOOR (16u << 10)
+
+static bool may_grow(akv_db *db, size_t more)
+{
+    akvi_version *v = akvi_current(db);
+    double keys = 0;
+    for (size_t i = 0; v && i < v->n_run; i++)
+        keys += (double)v->runs[i]->info.keys;
+    akvi_version_unref(v);
+    double share = db->opt.grown_filter_share;
+    double cap = share * db->opt.bits_per_key * keys / 8;
+    if (share > 0 && cap < GROWN_FLOOR)
+        cap = GROWN_FLOOR;
+    return (double)(atomic_load(&db->grown_bytes) + more) <= cap;
+}
+
+/* One thread refills a slot's filter at a time; the others' false
+ * positives meanwhile are left unfixed (adaptation is best effort). */
+static int refill_slot(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
+{
+    akvi_slot *s = &r->slots[j];
+    if (atomic_load(&s->f) != full || atomic_exchange(&s->refilling, true))
+        return AKV_EBUSY;
+    int rc = akvi_refill_from_sst(db, r, j, full);
+    atomic_store(&s->refilling, false);
+    if (rc == AKV_OK) {
+        atomic_fetch_add(&s->refills, 1);
+        atomic_fetch_add(&db->st.filter_refills, 1);
+        atomic_store(&s->dirty, true);
+    }
+    return rc;
+}
+
+/* Room for one more adaptation of a full filter: grown, or refilled. */
+static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
+{
+    if (may_grow(db, 2 * akv_filter_memory(full)))
+        return grow_slot(db, r, j, full);
+    return full->kind->refill ? refill_slot(db, r, j, full) : AKV_EFULL;
+}
+
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
 {
     akvi_slot *s = &r->slots[j];
     akv_filter *f = atomic_load(&s->f);
     int rc = adapt_filter(db, r, j, f, h);
-    if (rc == AKV_EFULL && grow_slot(db, r, j, f) == AKV_OK) {
+    if (rc == AKV_EFULL && make_room(db, r, j, f) == AKV_OK) {
         f = atomic_load(&s->f);
-        /* The rebuilt filter may already reject h (pre-adapted to it). */
+        /* The rebuilt or refilled filter may already reject h (pre-adapted
+         * to it). */
         akvi_slot_lock(s, false);
         bool yes = akv_filter_may_contain(f, h);
         akvi_slot_unlock(s);

@@ -172,13 +172,14 @@ typedef struct akvi_slot {
     _Atomic(akv_filter *) f; /* NULL: always probe; replaced when it grows */
     bool locked;             /* mutable non-concurrent kind: use `lock` */
     pthread_rwlock_t lock;   /* readers share, adapt/insert/remove exclusive */
-    _Atomic uint64_t queries, filtered, probes, fps, adaptations, grows;
+    _Atomic uint64_t queries, filtered, probes, fps, adaptations, grows, refills;
     _Atomic bool dirty;          /* adapted since its file was written */
     _Atomic unsigned scan_bits;  /* reverse-map prefix its kind's adapt last asked for; 0 unknown */
     pthread_mutex_t grow_mu;     /* serialises swaps; guards `retired` */
     akv_filter **retired;        /* outgrown filters a reader may still hold */
     size_t n_retired;
     _Atomic size_t grown_bytes; /* memory of the filters it grew into (adapt.c) */
+    _Atomic bool refilling;     /* a thread is refilling its filter (adapt.c) */
     /* The SST its file is bound to: ssts[sst] of run (akvi_slot_bind). */
     const akvi_cat_run *run;
     size_t sst;
@@ -374,7 +375,7 @@ struct akv_db {
     struct {
         _Atomic uint64_t puts, deletes, gets, negative_lookups, probes, wasted_probes, slot_queries,
             slot_filtered, false_positives, adaptations, block_reads, flushes, compactions, write_stalls,
-            write_slowdowns, bytes_written_user, bytes_written_disk;
+            write_slowdowns, bytes_written_user, bytes_written_disk, filter_grows, filter_refills;
         _Atomic uint64_t bytes_written_level[AKV_MAX_LEVELS];
     } st;
 };
@@ -543,7 +544,6 @@ uint64_t akvi_key_digest(const akv_hash *h, size_t n);
  * family; the count (and the digest, when recorded) must match the
  * catalog's, else AKV_ECORRUPT. */
 int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_hash **out, size_t *n);
-/* A new filter for SST j of r from its data, `capacity` keys of room. */
 /* The kind a new run's slots get at `level` (the policy's, or ablocked for
  * a costed kind the miss log cannot train). */
 const akv_filter_kind *akvi_build_kind(akv_db *db, int level);
@@ -551,7 +551,11 @@ const akv_filter_kind *akvi_build_kind(akv_db *db, int level);
  * less what the memtable guard and grown slots hold over their share
  * (less `leaving` grown bytes, in the runs a compaction replaces). */
 double akvi_runs_budget(akv_db *db, double keys, uint64_t leaving);
+/* A new filter for SST j of r from its data, `capacity` keys of room. */
 int akvi_build_from_sst(akv_db *db, const akvi_run *r, size_t j, size_t capacity, akv_filter **out);
+/* Refill f, the filter of SST j of r, in place from the SST's keys, pre-
+ * adapted to the miss log's negatives in its range (akv_filter_refill). */
+int akvi_refill_from_sst(akv_db *db, const akvi_run *r, size_t j, akv_filter *f);
 
 /* ---- run writer (runwriter.c) ------------------------------------------ */
 

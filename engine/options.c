@@ -21,6 +21,7 @@ void akv_options_init(akv_options *opt)
     opt->l0_stall_runs = 36;
     opt->level_multiplier = 10;
     opt->create_if_missing = 1;
+    opt->grown_filter_share = 0.05;
 }
 
 static int check_options(const akv_options *o)
@@ -44,6 +45,8 @@ static int check_options(const akv_options *o)
                         o->l0_slowdown_runs, o->l0_stall_runs);
     if (o->level_multiplier < 2)
         return akvi_err(AKV_EINVAL, "level_multiplier %d is below 2", o->level_multiplier);
+    if (!(o->grown_filter_share >= 0 && o->grown_filter_share <= 64))
+        return akvi_err(AKV_EINVAL, "grown_filter_share %g is outside [0, 64]", o->grown_filter_share);
     return AKV_OK;
 }
 

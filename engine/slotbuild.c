@@ -28,6 +28,14 @@ static void sort_hashes(akv_hash *h, size_t n)
         }
 }
 
+/* The keys' hashes as the run's slots see them, sorted. */
+static void slot_keys(akv_db *db, const akvi_cat_run *run, akv_hash *hashes, size_t n)
+{
+    for (size_t i = 0; db->layout == AKV_LAYOUT_HASH && i < n; i++)
+        hashes[i] = akvi_run_slot_hash(db, run, hashes[i]);
+    sort_hashes(hashes, n);
+}
+
 /* Negatives for this SST, minus any that are now keys of it. */
 static size_t negatives_for(akv_db *db, const akv_filter_kind *kind, const akvi_cat_run *run,
                             const akvi_cat_sst *sst, const akv_hash *keys, size_t n, akv_negative **out)
@@ -223,9 +231,7 @@ int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi
     const akv_filter_kind *k = akv_filter_kind_by_name(sst->kind);
     if (!k)
         k = db->policy.level[level < AKV_MAX_LEVELS ? level : AKV_MAX_LEVELS - 1];
-    for (size_t i = 0; db->layout == AKV_LAYOUT_HASH && i < n; i++)
-        hashes[i] = akvi_run_slot_hash(db, run, hashes[i]);
-    sort_hashes(hashes, n);
+    slot_keys(db, run, hashes, n);
     akv_filter_params p;
     akv_filter_params_init(&p);
     p.expected_keys = capacity > n ? capacity : n;
@@ -333,4 +339,22 @@ int akvi_build_from_sst(akv_db *db, const akvi_run *r, size_t j, size_t capacity
                                capacity > n ? capacity : n, &r->cf, 1, out);
     free(h);
     return rc;
+}
+
+int akvi_refill_from_sst(akv_db *db, const akvi_run *r, size_t j, akv_filter *f)
+{
+    akv_hash *h = NULL;
+    size_t n = 0;
+    int rc = akvi_sst_hashes(db, r, &r->info.ssts[j], &h, &n);
+    if (rc != AKV_OK)
+        return rc;
+    slot_keys(db, &r->info, h, n);
+    akv_negative *neg = NULL;
+    size_t n_neg = negatives_for(db, f->kind, &r->info, &r->info.ssts[j], h, n, &neg);
+    rc = akv_filter_refill(f, h, n, neg, n_neg);
+    free(neg);
+    free(h);
+    return rc == AKV_OK
+               ? rc
+               : akvi_err(rc, "refilling a %s filter over %zu keys: %s", f->kind->name, n, akv_strerror(rc));
 }

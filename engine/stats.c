@@ -48,6 +48,8 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     st->compaction_debt_bytes = akvi_compaction_debt(db, v);
     akvi_version_unref(v);
     st->miss_log_coverage = akvi_misslog_coverage(db->ml);
+    st->filter_grows = atomic_load(&db->st.filter_grows);
+    st->filter_refills = atomic_load(&db->st.filter_refills);
     return AKV_OK;
 }
 
@@ -106,6 +108,8 @@ int akv_stats_json(akv_db *db, char **json)
     U64(levels);
     U64(memtables);
     U64(compaction_debt_bytes);
+    U64(filter_grows);
+    U64(filter_refills);
 #undef U64
     put_array32(&p, end, "runs_per_level", s.runs_per_level);
     put_array32(&p, end, "ssts_per_level", s.ssts_per_level);

@@ -30,7 +30,7 @@ typedef struct aqf {
     bool sealed;
     pthread_mutex_t wlock;
     uint64_t seq; /* odd while a writer changes the table */
-    akv_hash *neg;
+    akv_negative *neg;
     size_t nneg;
     uint64_t unfixable; /* negatives equal to a stored hash */
 } aqf;
@@ -147,8 +147,7 @@ static int aqf_create(const akv_filter_params *p, const akv_negative *neg, size_
             f->kind->destroy(f);
             return AKV_ENOMEM;
         }
-        for (size_t i = 0; i < n_neg; i++)
-            a->neg[i] = neg[i].h;
+        memcpy(a->neg, neg, n_neg * sizeof *neg);
         a->nneg = n_neg;
     }
     *out = f;
@@ -163,18 +162,20 @@ static int aqf_add(akv_filter *f, akv_hash h)
     return akv_qf_build_push(&a->b, h);
 }
 
-/* Static YES/NO step: adapt every listed negative that is a false positive
- * against the (sorted) build keys. */
-static int preadapt(aqf *a)
+/* Static YES/NO step: adapt q to every negative that is a false positive
+ * against the sorted keys q was built from, in order, until q uses `stop`
+ * slots (the rest is left out). */
+static int preadapt(akv_qf *q, const akv_hash *keys, size_t n, const akv_negative *neg, size_t n_neg,
+                    uint64_t stop, uint64_t *unfixable)
 {
     akv_memrevmap *m = NULL;
-    int rc = akv_memrevmap_create(a->b.v, a->b.n, &m);
-    for (size_t i = 0; rc == AKV_OK && i < a->nneg; i++) {
-        if (akv_qf_lookup(&a->h.qf, a->neg[i]) == 0)
+    int rc = akv_memrevmap_create(keys, n, &m);
+    for (size_t i = 0; rc == AKV_OK && i < n_neg && q->used < stop; i++) {
+        if (akv_qf_lookup(q, neg[i].h) == 0)
             continue;
-        rc = akv_qf_adapt(&a->h.qf, a->neg[i], akv_memrevmap_revmap(m));
+        rc = akv_qf_adapt(q, neg[i].h, akv_memrevmap_revmap(m));
         if (rc == AKV_NOTFOUND) { /* equal to a stored hash: cannot be filtered */
-            a->unfixable++;
+            (*unfixable)++;
             rc = AKV_OK;
         }
     }
@@ -189,7 +190,7 @@ static int aqf_finish(akv_filter *f)
         return AKV_OK;
     int rc = akv_qf_build_finish(&a->h.qf, &a->b, a->lf);
     if (rc == AKV_OK && a->nneg)
-        rc = preadapt(a);
+        rc = preadapt(&a->h.qf, a->b.v, a->b.n, a->neg, a->nneg, UINT64_MAX, &a->unfixable);
     free(a->b.v);
     a->b = (akv_qf_build){0};
     free(a->neg);
@@ -304,6 +305,47 @@ static int aqf_adapt(akv_filter *f, akv_hash h, akv_revmap *rm)
     return rc;
 }
 
+/*
+ * Refill in place (docs/design.md, "A full adaptive filter grows"): the
+ * table is rebuilt from the keys at its own size in a private copy, pre-
+ * adapted to `neg` until half the room the keys leave is used, and copied
+ * over the live table in one writer section. Every other adaptation is
+ * forgotten; the memory does not change. A query that overlaps the copy
+ * retries (sequence lock) and so answers from the old table or the new,
+ * both of which hold every key.
+ */
+static int aqf_refill(akv_filter *f, const akv_hash *keys, size_t n, const akv_negative *neg, size_t n_neg)
+{
+    aqf *a = (aqf *)f;
+    if (!a->sealed || (n && !keys) || (n_neg && !neg))
+        return AKV_EINVAL;
+    akv_qf tmp;
+    int rc = akv_qf_init_like(&tmp, &a->h.qf);
+    if (rc != AKV_OK)
+        return rc;
+    tmp.prefix = a->h.qf.prefix;
+    akv_qf_build b = {0};
+    /* more keys than the table holds: it would have to be regrown */
+    if (n > tmp.insert_limit)
+        rc = AKV_EFULL;
+    for (size_t i = 0; rc == AKV_OK && i < n; i++)
+        rc = akv_qf_build_push(&b, keys[i]);
+    if (rc == AKV_OK)
+        rc = akv_qf_build_finish(&tmp, &b, a->lf);
+    uint64_t unfixable = 0;
+    if (rc == AKV_OK && n_neg)
+        rc = preadapt(&tmp, b.v, b.n, neg, n_neg, tmp.used + (tmp.adapt_limit - tmp.used) / 2, &unfixable);
+    if (rc == AKV_OK) {
+        w_begin(a);
+        akv_qf_assign(&a->h.qf, &tmp);
+        a->unfixable = unfixable;
+        w_end(a);
+    }
+    free(b.v);
+    akv_qf_free(&tmp);
+    return rc;
+}
+
 static unsigned aqf_words(const akv_filter *f, akv_hash h)
 {
     return akv_qf_words_touched(&((const aqf *)f)->h.qf, h);
@@ -360,6 +402,7 @@ const akv_filter_kind akv_kind_aqf = {
     .insert = aqf_insert,
     .remove = aqf_remove,
     .adapt = aqf_adapt,
+    .refill = aqf_refill,
     .words_touched = aqf_words,
     .describe = aqf_describe,
     .stats = aqf_stats,

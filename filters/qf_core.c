@@ -150,6 +150,30 @@ int akv_qf_init(akv_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext)
     return akv_qf_init_n(f, 1ULL << q, r, pbits, ext);
 }
 
+int akv_qf_init_like(akv_qf *f, const akv_qf *like)
+{
+    return qf_alloc(f, like->nslots, like->r, like->pbits, like->mwords == 3, like->nblocks);
+}
+
+void akv_qf_assign(akv_qf *dst, const akv_qf *src)
+{
+    /* Word by word with the stores queries race against (qf_int.h): a
+     * query that overlaps sees a torn table and retries (aqf.c). */
+    size_t n = (size_t)(dst->nblocks * dst->bbytes + 8), i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, src->t + i, 8);
+        st64(dst->t + i, w);
+    }
+    for (; i < n; i++)
+        st8(dst->t + i, src->t[i]);
+    dst->used = src->used;
+    dst->nitems = src->nitems;
+    dst->ext_slots = src->ext_slots;
+    dst->prefix = src->prefix;
+    dst->bl_ok = false;
+}
+
 void akv_qf_free(akv_qf *f)
 {
     free(f->t);

@@ -107,6 +107,11 @@ uint64_t akv_qf_bytes_for(uint64_t nslots, uint32_t r, bool ext);
  * of the budget, to the byte, is slots). */
 void akv_qf_geometry(const akv_filter_params *p, uint64_t n, bool ext, uint64_t *nslots, uint32_t *r);
 void akv_qf_free(akv_qf *f);
+/* An empty table of like's geometry (slots, blocks, r, prefix bits, layout). */
+int akv_qf_init_like(akv_qf *f, const akv_qf *like);
+/* Overwrite dst's records with src's (same geometry: akv_qf_init_like).
+ * The caller holds dst's writer section; queries may run meanwhile. */
+void akv_qf_assign(akv_qf *dst, const akv_qf *src);
 /* Choose q for n keys at fill `lf` (0 = 0.9), at least 64 slots. */
 uint32_t akv_qf_q_for(uint64_t n, double lf);
 /* Home slots for n keys at fill lf (0 = 0.9): ceil(n / lf), at least 64. */

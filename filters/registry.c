@@ -152,6 +152,13 @@ int akv_filter_absorb(akv_filter *f, akv_hash h)
     return f->kind->absorb ? f->kind->absorb(f, h) : AKV_ENOTSUP;
 }
 
+int akv_filter_refill(akv_filter *f, const akv_hash *keys, size_t n, const akv_negative *neg, size_t n_neg)
+{
+    if (!f)
+        return AKV_EINVAL;
+    return f->kind->refill ? f->kind->refill(f, keys, n, neg, n_neg) : AKV_ENOTSUP;
+}
+
 void akv_filter_get_stats(const akv_filter *f, akv_filter_stats *out)
 {
     memset(out, 0, sizeof *out);

@@ -564,6 +564,127 @@ Test(aqf, concurrent_queries_never_false_negative)
     akv_filter_destroy(f);
 }
 
+/* Refill: a full filter rebuilt in place from its keys keeps every key and
+ * its memory, rejects the negatives it was given, forgets the rest of what
+ * it learned, and has room to adapt again. Seeded, three seeds. */
+Test(aqf, refill_frees_room_keeps_keys_and_memory)
+{
+    enum { N = 20000, HOT = 200 };
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        akv_filter_params p;
+        akv_filter_params_init(&p);
+        p.bits_per_key = 12;
+        akv_filter *f = akvt_build("aqf", &p, seed, N);
+        akv_hash *keys = akvt_keys(seed, N);
+        akv_memrevmap *rm;
+        cr_assert_eq(akv_memrevmap_create(keys, N, &rm), AKV_OK);
+        /* adapt to fresh false positives until the filter is full */
+        size_t cap = 4 * N, nf = 0;
+        akv_hash *fixed = malloc(cap * sizeof *fixed);
+        int rc = AKV_OK;
+        for (uint64_t i = 0; rc != AKV_EFULL && nf < cap; i++) {
+            akv_hash y = akvt_key(1000 + seed, i);
+            if (!akv_filter_may_contain(f, y))
+                continue;
+            rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+            if (rc == AKV_OK)
+                fixed[nf++] = y;
+        }
+        cr_assert_eq(rc, AKV_EFULL, "seed %llu: %zu adaptations and still room", (unsigned long long)seed,
+                     nf);
+        cr_assert_gt(nf, 2 * HOT);
+        size_t mem = akv_filter_memory(f);
+
+        /* the last HOT fixed keys are the hot negatives handed to refill */
+        akv_negative neg[HOT];
+        for (size_t i = 0; i < HOT; i++)
+            neg[i] = (akv_negative){fixed[nf - HOT + i], 1.0};
+        cr_assert_eq(akv_filter_refill(f, keys, N, neg, HOT), AKV_OK);
+        cr_assert_eq(akv_filter_memory(f), mem, "refill changed the memory");
+        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        akvt_check_no_false_negatives(f, seed, N);
+        for (size_t i = 0; i < HOT; i++)
+            cr_assert_not(akv_filter_may_contain(f, neg[i].h), "hot negative %zu passes after refill", i);
+        size_t back = 0;
+        for (size_t i = 0; i < nf - HOT; i++)
+            back += akv_filter_may_contain(f, fixed[i]);
+        cr_assert_gt(back, (nf - HOT) * 9 / 10, "only %zu of %zu older adaptations forgotten", back,
+                     nf - HOT);
+        /* room again: a fresh false positive is fixed */
+        rc = AKV_NOTFOUND;
+        for (uint64_t i = 0; rc != AKV_OK && i < 100000; i++) {
+            akv_hash y = akvt_key(5000 + seed, i);
+            if (akv_filter_may_contain(f, y))
+                rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+        }
+        cr_assert_eq(rc, AKV_OK, "no adaptation after a refill: %s", akv_strerror(rc));
+        akvt_check_no_false_negatives(f, seed, N);
+        free(fixed);
+        free(keys);
+        akv_memrevmap_destroy(rm);
+        akv_filter_destroy(f);
+    }
+}
+
+Test(aqf, refill_errors)
+{
+    akv_filter_params p;
+    akv_filter_params_init(&p);
+    akv_filter *f = akvt_build("aqf", &p, 4, 1000);
+    akv_hash *many = akvt_keys(4, 3000);
+    cr_assert_eq(akv_filter_refill(NULL, many, 1000, NULL, 0), AKV_EINVAL);
+    cr_assert_eq(akv_filter_refill(f, NULL, 1000, NULL, 0), AKV_EINVAL);
+    cr_assert_eq(akv_filter_refill(f, many, 1000, NULL, 5), AKV_EINVAL);
+    /* more keys than the table was built for */
+    cr_assert_eq(akv_filter_refill(f, many, 3000, NULL, 0), AKV_EFULL);
+    akvt_check_no_false_negatives(f, 4, 1000);
+    cr_assert_eq(akv_filter_refill(f, many, 1000, NULL, 0), AKV_OK);
+    akvt_check_no_false_negatives(f, 4, 1000);
+    /* a kind without refill, and a filter not finished */
+    akv_filter *b = akvt_build("bloom", &p, 4, 1000);
+    cr_assert_eq(akv_filter_refill(b, many, 1000, NULL, 0), AKV_ENOTSUP);
+    akv_filter *u = NULL;
+    p.expected_keys = 1000;
+    cr_assert_eq(akv_filter_create(K("aqf"), &p, NULL, 0, &u), AKV_OK);
+    cr_assert_eq(akv_filter_refill(u, many, 10, NULL, 0), AKV_EINVAL);
+    akv_filter_destroy(u);
+    akv_filter_destroy(b);
+    akv_filter_destroy(f);
+    free(many);
+}
+
+/* Queries racing refills (and adaptations between them) never miss a key. */
+Test(aqf, refill_races_queries_without_false_negatives)
+{
+    size_t n = 20000;
+    akv_hash *keys;
+    akv_memrevmap *rm;
+    akv_filter *f = build_aqf(9, n, 5, &keys, &rm);
+    race r = {f, keys, n, 0, 0};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, reader, &r);
+    uint64_t st = 29;
+    for (int round = 0; round < 40; round++) {
+        for (int i = 0; i < 500; i++) {
+            akv_hash y = {akvt_rand(&st), akvt_rand(&st)};
+            if (akv_filter_may_contain(f, y)) {
+                int rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+                cr_assert(rc == AKV_OK || rc == AKV_EFULL, "%s", akv_strerror(rc));
+            }
+        }
+        cr_assert_eq(akv_filter_refill(f, keys, n, NULL, 0), AKV_OK);
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    cr_assert_eq(r.misses, 0, "%llu false negatives while refilling", (unsigned long long)r.misses);
+    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    free(keys);
+    akv_memrevmap_destroy(rm);
+    akv_filter_destroy(f);
+}
+
 /* A damaged payload with a recomputed checksum (a forged file): load must
  * validate the structure itself and never crash or accept a broken table. */
 Test(aqf, forged_payload_is_validated)

@@ -12,6 +12,7 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1032,6 +1033,80 @@ Test(slots, grown_slots_come_off_the_budget)
         usleep(10000);
     cr_assert_eq(atomic_load(&db->grown_bytes), 0, "%llu grown bytes left after the compaction",
                  (unsigned long long)atomic_load(&db->grown_bytes));
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_rmrf(dir);
+}
+
+/* Past the grown filters' share of bits_per_key (5 %, at least 16 KiB), a
+ * full AQF slot is refilled in place rather than grown: its memory stays
+ * what it was built with, adaptation goes on, no key is lost, and the
+ * refilled filter is what a reopen loads. */
+Test(slots, full_slot_past_the_grown_share_is_refilled_in_place)
+{
+    if (!policy_available("mem=none,l0+=aqf"))
+        cr_skip_test("aqf is not registered");
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "refill");
+    akv_options o;
+    small_options(&o, AKV_LAYOUT_HASH, "mem=none,l0+=aqf");
+    o.sst_target_bytes = 8u << 20; /* one SST, one slot of ~25 KB: a growth would pass 16 KiB */
+    o.memtable_bytes = 8u << 20;
+    akv_db *db = NULL;
+    akv_options bad = o;
+    bad.grown_filter_share = -0.5;
+    expect_einval(akv_open(dir, &bad, &db), "grown_filter_share -0.5");
+    bad.grown_filter_share = nan("");
+    expect_einval(akv_open(dir, &bad, &db), "grown_filter_share NaN");
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    enum { N = 20000 };
+    char k[32];
+    for (int i = 0; i < N; i++) {
+        int kl = snprintf(k, sizeof k, "refill-%06d", i);
+        cr_assert_eq(akv_put(db, k, (size_t)kl, "v", 1), AKV_OK, "%s", akv_errmsg());
+    }
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    akv_stats before, after;
+    cr_assert_eq(akv_get_stats(db, &before), AKV_OK);
+    cr_assert_eq(before.ssts_per_level[0], 1, "%u SSTs", before.ssts_per_level[0]);
+    /* Fresh absent keys until the slot has been refilled twice. */
+    int i = 0;
+    for (; i < 3000000; i++) {
+        int kl = snprintf(k, sizeof k, "absent-%08d", i);
+        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_NOTFOUND);
+        if (i % 1000 == 0) {
+            cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
+            if (after.filter_refills >= 2)
+                break;
+        }
+    }
+    cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
+    cr_log_info("%d absent keys: %llu refills, %llu grows, %llu adaptations; filter bytes %llu -> %llu", i,
+                (unsigned long long)after.filter_refills, (unsigned long long)after.filter_grows,
+                (unsigned long long)after.adaptations, (unsigned long long)before.filter_bytes,
+                (unsigned long long)after.filter_bytes);
+    cr_assert_geq(after.filter_refills, 2, "%llu refills after %d absent keys",
+                  (unsigned long long)after.filter_refills, i);
+    cr_assert_eq(after.filter_grows, 0);
+    cr_assert_eq(atomic_load(&db->grown_bytes), 0);
+    cr_assert_eq(after.filter_bytes, before.filter_bytes, "the refilled slot's memory changed");
+    /* it adapted past its first refill: more adaptations than one table's room */
+    uint64_t adapted = after.adaptations;
+    for (int j = 0; j < 20000; j++) {
+        int kl = snprintf(k, sizeof k, "later-%08d", j);
+        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_NOTFOUND);
+    }
+    cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
+    cr_assert_gt(after.adaptations, adapted, "no adaptation after the refills");
+    for (int j = 0; j < N; j++) {
+        int kl = snprintf(k, sizeof k, "refill-%06d", j);
+        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_OK, "%s lost", k);
+    }
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    for (int j = 0; j < N; j++) {
+        int kl = snprintf(k, sizeof k, "refill-%06d", j);
+        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_OK, "%s lost after reopen", k);
+    }
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
     akvt_rmrf(dir);
 }

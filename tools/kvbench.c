@@ -92,6 +92,9 @@ static void usage(FILE *out)
                  "  --sync               fsync every write\n"
                  "  --no-flush           do not flush the memtable between load and run\n"
                  "  --miss-log-mb N      adaptkv: miss log budget (default 1)\n"
+                 "  --grown-share X      adaptkv: grown_filter_share, how far full adaptive\n"
+                 "                       filters may grow, a share of the filter budget\n"
+                 "                       (default 0.05; 0 = never, refill in place)\n"
                  "  --compact-replay     after the run phase, compact everything and run the same\n"
                  "                       operations again (same seed); report that second pass\n"
                  "  --seed S             workload random seed (default 1)\n"
@@ -585,6 +588,7 @@ enum {
     O_QUIET,
     O_MEMBLOOM,
     O_NEGSTREAM,
+    O_GROWN,
     O_HELP
 };
 
@@ -613,6 +617,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
                                           {"negative-stream", 1, 0, O_NEGSTREAM},
                                           {"compact-replay", 0, 0, O_REPLAY},
                                           {"miss-log-mb", 1, 0, O_MISSLOG},
+                                          {"grown-share", 1, 0, O_GROWN},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
 
@@ -646,7 +651,8 @@ static const struct num_opt {
                 {O_SEED, "--seed", 0, 1e18, 1},
                 {O_INTERVAL, "--interval", 10, 1e6, 1},
                 {O_MEMBLOOM, "--rocksdb-memtable-bloom", 0, 0.25, 1},
-                {O_NEGSTREAM, "--negative-stream", 6, 1e10, 1}};
+                {O_NEGSTREAM, "--negative-stream", 6, 1e10, 1},
+                {O_GROWN, "--grown-share", 0, 64, 1}};
 
 static void set_num(args *a, int id, double v)
 {
@@ -667,6 +673,9 @@ static void set_num(args *a, int id, double v)
         a->cfg.memtable_bloom_ratio = v;
     } else if (id == O_NEGSTREAM) {
         a->negative_stream = (uint64_t)v;
+    } else if (id == O_GROWN) {
+        a->cfg.grown_share = v;
+        a->cfg.grown_share_set = true;
     } else {
         a->interval_ms = (unsigned)v;
     }

@@ -98,6 +98,15 @@ typedef struct akv_options {
     int l0_slowdown_runs;      /* writers slow down (rate-limited) from this many L0 runs;
                                   0 (default) = half-way between the trigger and l0_stall_runs
                                   (20 with the defaults, as RocksDB's) */
+    /* How far adaptive filters that ran out of room may grow, as a share
+     * of the filter budget (bits_per_key over the runs' keys; at least
+     * 16 KiB while above 0): a full filter grows (rebuilt larger) while
+     * the grown filters add no more than this, and is refilled at its own
+     * size past it, forgetting its older adaptations (docs/design.md, "A
+     * full adaptive filter grows"). [0, 64]; default 0.05. A larger share
+     * keeps more repeated false positives fixed when they outnumber the
+     * filters' room, at that much more memory; 0 never grows. */
+    double grown_filter_share;
 } akv_options;
 
 /* Fill with defaults; slot_policy and bits_per_key are left unset (NULL,
@@ -309,6 +318,11 @@ typedef struct akv_stats {
      * Below 0.9 slots the policy gives a costed kind (habf) are built as
      * ablocked: raise miss_log_bytes to train them. */
     double miss_log_coverage;
+    /* Full adaptive filters that grew (rebuilt larger), and that were
+     * refilled in place instead (rebuilt at their size, forgetting old
+     * adaptations) because grown filters had used their share of
+     * bits_per_key (docs/design.md, "A full adaptive filter grows"). */
+    uint64_t filter_grows, filter_refills;
 } akv_stats;
 
 AKV_API int akv_get_stats(akv_db *db, akv_stats *st);

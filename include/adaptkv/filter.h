@@ -167,6 +167,11 @@ struct akv_filter_kind {
      * cache hint, no answer). akv_filter_may_contain_many issues it a few
      * keys ahead so that independent queries' cache misses overlap. */
     void (*prefetch)(const akv_filter *f, akv_hash h);
+    /* Optional: rebuild f in place, at its own size, from `keys` (every
+     * key f holds), pre-adapted to as many of `neg` (heaviest first) as
+     * leave room for later adaptations; what else f had learned is
+     * forgotten. Concurrent queries see f before or after, never between. */
+    int (*refill)(akv_filter *f, const akv_hash *keys, size_t n, const akv_negative *neg, size_t n_neg);
 };
 
 /*
@@ -205,6 +210,17 @@ AKV_API int akv_filter_insert(akv_filter *f, akv_hash h);
 AKV_API int akv_filter_remove(akv_filter *f, akv_hash h);
 AKV_API int akv_filter_adapt(akv_filter *f, akv_hash h, akv_revmap *rm);
 AKV_API int akv_filter_absorb(akv_filter *f, akv_hash h);
+/*
+ * Forget f's adaptations without growing: rebuild f in place from keys[0..n)
+ * (all the keys f holds; any order) at its own memory, pre-adapted to
+ * neg[0..n_neg) (heaviest first) while room for later adaptations is left.
+ * Queries may run meanwhile (for kinds with AKV_FK_CONCURRENT) and never
+ * see a key missing. Errors: AKV_EINVAL (f NULL, not finished, or an
+ * array NULL with a count), AKV_ENOTSUP (the kind cannot), AKV_EFULL (more
+ * keys than f was built for), AKV_ENOMEM.
+ */
+AKV_API int akv_filter_refill(akv_filter *f, const akv_hash *keys, size_t n, const akv_negative *neg,
+                              size_t n_neg);
 AKV_API void akv_filter_destroy(akv_filter *f);
 /* Zeroed stats when the kind has none. */
 AKV_API void akv_filter_get_stats(const akv_filter *f, akv_filter_stats *out);

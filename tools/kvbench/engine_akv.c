@@ -27,6 +27,8 @@ static int a_open(akv_kb_engine *e, const akv_kb_cfg *c, char *err, size_t n)
     o.memtable_bytes = c->memtable_bytes;
     if (c->miss_log_bytes)
         o.miss_log_bytes = c->miss_log_bytes;
+    if (c->grown_share_set)
+        o.grown_filter_share = c->grown_share;
     o.block_cache_bytes = c->cache_bytes;
     o.direct_reads = c->direct_reads;
     o.sync = c->sync;
@@ -163,6 +165,8 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
     if (rc != AKV_OK)
         return rc;
     s->adaptations = st.adaptations;
+    s->filter_grows = st.filter_grows;
+    s->filter_refills = st.filter_refills;
     s->filter_bytes = st.filter_bytes;
     s->keys = st.live_keys_estimate;
     s->filter_bits_per_key =

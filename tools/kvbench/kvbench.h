@@ -207,6 +207,8 @@ typedef struct akv_kb_cfg {
     double bits_per_key;
     uint64_t memtable_bytes, cache_bytes;
     uint64_t miss_log_bytes; /* adaptkv: 0 = its default */
+    double grown_share;      /* adaptkv: grown_filter_share, when grown_share_set */
+    bool grown_share_set;
     bool direct_reads, sync;
     uint64_t seed;
 } akv_kb_cfg;
@@ -222,6 +224,7 @@ typedef struct akv_kb_cost {
 
 typedef struct akv_kb_estats {
     uint64_t adaptations, filter_bytes, keys;
+    uint64_t filter_grows, filter_refills; /* adaptkv: full filters grown, refilled in place */
     double filter_bits_per_key;     /* all filter memory (memtable guard too) per key */
     double sst_filter_bits_per_key; /* SST filters only: what RocksDB's figure measures */
     /* Write amplification: SST bytes written by flushes and compactions

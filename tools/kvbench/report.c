@@ -82,6 +82,9 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
         fprintf(out, "[FILTER], BitsPerKeyMean, %.2f\n", r->filter_bits_mean);
     fprintf(out, "[FILTER], SstBitsPerKey, %.2f\n", r->es.sst_filter_bits_per_key);
     fprintf(out, "[FILTER], Adaptations, %llu\n", (unsigned long long)r->adaptations);
+    if (r->es.filter_grows || r->es.filter_refills)
+        fprintf(out, "[FILTER], Grows, %llu\n[FILTER], Refills, %llu\n",
+                (unsigned long long)r->es.filter_grows, (unsigned long long)r->es.filter_refills);
     if (r->es.write_amp > 0)
         fprintf(out, "[WRITE], Amplification, %.3f\n", r->es.write_amp);
     if (r->insert_retries)
@@ -189,6 +192,8 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_u64(out, "write_slowdowns", r->es.write_slowdowns);
     json_f64(out, "stall_seconds", r->es.stall_seconds);
     json_u64(out, "adaptations", r->adaptations);
+    json_u64(out, "filter_grows", r->es.filter_grows);
+    json_u64(out, "filter_refills", r->es.filter_refills);
     json_u64(out, "adversary_reads", r->adversary_reads);
     json_f64(out, "adversary_wasted_probes_per_read", per(r->adversary_wasted, r->adversary_reads));
     json_u64(out, "adversary_pool", r->adversary_pool);

@@ -223,6 +223,8 @@ static void print_stats(const akv_stats *s)
     ROW(live_keys_estimate);
     ROW(levels);
     ROW(memtables);
+    ROW(filter_grows);
+    ROW(filter_refills);
 #undef ROW
     printf("%-20s %.4f\n", "miss_log_coverage", s->miss_log_coverage);
     print_levels(s);

@@ -158,6 +158,7 @@ typedef struct pick {
     size_t n;
     int out_level;
     uint64_t est;
+    akvi_shards shards;
 } pick;
 
 static void take(pick *p, akvi_run *r)
@@ -165,6 +166,7 @@ static void take(pick *p, akvi_run *r)
     p->in[p->n] = r;
     p->cfs[p->n++] = r->cf;
     p->est += r->info.raw_bytes;
+    akvi_shards_add(&p->shards, &r->info);
 }
 
 /* Inputs newest first: the search order of v already is (L0 newest first,
@@ -217,7 +219,8 @@ static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
 int akvi_compact_step(akv_db *db, bool full)
 {
     akvi_version *v = akvi_current(db);
-    pick p = {calloc(v->n_run + 1, sizeof *p.in), calloc(v->n_run + 1, sizeof *p.cfs), 0, 0, 0};
+    pick p = {
+        calloc(v->n_run + 1, sizeof *p.in), calloc(v->n_run + 1, sizeof *p.cfs), 0, 0, 0, AKVI_SHARDS_NONE};
     int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
     if (rc == AKV_OK)
         choose(db, v, full, &p);
@@ -228,7 +231,8 @@ int akvi_compact_step(akv_db *db, bool full)
         bool last = akvi_deepest_level(v) <= p.out_level;
         akvi_run **out = NULL;
         size_t n_out = 0;
-        rc = akvi_rw_merge(db, p.cfs, p.n, p.out_level, p.est, db->opt.sst_target_bytes, last, &out, &n_out);
+        rc = akvi_rw_merge(db, p.cfs, p.n, p.out_level, p.est, &p.shards, db->opt.sst_target_bytes, last,
+                           &out, &n_out);
         if (rc == AKV_OK)
             rc = akvi_publish(db, NULL, p.in, p.n, out, n_out);
         for (size_t i = 0; rc != AKV_OK && i < n_out; i++)

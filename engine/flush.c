@@ -16,7 +16,8 @@ int akvi_flush_one(akv_db *db, akvi_mem *m)
     akvi_version_unref(v);
     akvi_run **runs = NULL;
     size_t n = 0;
-    int rc = akvi_rw_merge(db, &m->cf, 1, 0, atomic_load(&m->bytes), UINT64_MAX, drop_tombstones, &runs, &n);
+    int rc =
+        akvi_rw_merge(db, &m->cf, 1, 0, atomic_load(&m->bytes), NULL, UINT64_MAX, drop_tombstones, &runs, &n);
     if (rc == AKV_OK)
         rc = akvi_publish(db, m, NULL, 0, runs, n);
     for (size_t i = 0; rc != AKV_OK && i < n; i++)

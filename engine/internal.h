@@ -560,7 +560,25 @@ int akvi_refill_from_sst(akv_db *db, const akvi_run *r, size_t j, akv_filter *f)
 /* ---- run writer (runwriter.c) ------------------------------------------ */
 
 typedef struct akvi_runwriter akvi_runwriter;
-int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, akvi_runwriter **out);
+/*
+ * The shards a merge's inputs cover (hash layout): their finest prefix bits
+ * and the part [lo, hi) of the hash space (as fractions of it) from the
+ * first input shard's start to the last one's end. The output is cut at
+ * least that finely, and finer while a shard would hold more than a
+ * target's worth at the inputs' density over that part (akvi_rw_begin), so
+ * that each output SST is a whole shard holding all of its level's keys
+ * there: its slot hash then spreads its keys over the slot's whole table
+ * (docs/design.md, "Data layout"). {0, 0, 1}: no inputs known.
+ */
+typedef struct akvi_shards {
+    uint32_t min_bits;
+    double lo, hi;
+} akvi_shards;
+#define AKVI_SHARDS_NONE ((akvi_shards){0, 1, 0})
+void akvi_shards_add(akvi_shards *s, const akvi_cat_run *r);
+/* A writer of one run at `level`, est_bytes of input in all; `sh` NULL:
+ * shards from est_bytes alone. */
+int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, const akvi_shards *sh, akvi_runwriter **out);
 int akvi_rw_add(akvi_runwriter *w, const uint8_t *ikey, size_t iklen, const uint8_t *val, size_t vlen);
 /* Seal: SSTs, slots, filter files, ingest into a new run CF. *out is NULL
  * when nothing was added. */
@@ -570,7 +588,8 @@ void akvi_rw_abort(akvi_runwriter *w);
  * once it holds `run_bytes` raw bytes (disjoint ranges, ascending); the
  * runs in a malloc'd array *out, count in *n_out (0 when all was dropped). */
 int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
-                  uint64_t run_bytes, bool drop_tombstones, akvi_run ***out, size_t *n_out);
+                  const akvi_shards *sh, uint64_t run_bytes, bool drop_tombstones, akvi_run ***out,
+                  size_t *n_out);
 
 /* ---- adaptation (adapt.c) ---------------------------------------------- */
 

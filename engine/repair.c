@@ -657,7 +657,9 @@ static int rewrite_run(akv_db *db, const akvi_cat_run *ranges, rocksdb_column_fa
     akvi_runwriter *w = NULL;
     *out = NULL;
     *read = 0;
-    int rc = akvi_rw_begin(db, (int)level, est, &w);
+    akvi_shards sh = AKVI_SHARDS_NONE;
+    akvi_shards_add(&sh, ranges);
+    int rc = akvi_rw_begin(db, (int)level, est, &sh, &w);
     for (size_t j = 0; rc == AKV_OK && j < ranges->n_sst; j++) {
         const akvi_cat_sst *s = &ranges->ssts[j];
         uint64_t n = 0;
@@ -1055,14 +1057,16 @@ static int merge_levels(state *S)
         if (!cfs)
             return akvi_err(AKV_ENOMEM, "out of memory");
         uint64_t est = 0;
+        akvi_shards sh = AKVI_SHARDS_NONE;
         for (size_t m = 0; m < k; m++) {
             cfs[m] = S->F.v[i + m].cf;
             est += fin_info(&S->F.v[i + m])->raw_bytes;
+            akvi_shards_add(&sh, fin_info(&S->F.v[i + m]));
         }
         akvi_run **outs = NULL, *out = NULL;
         size_t n_out = 0;
         /* One output run (no size cut): a level of one run is always valid. */
-        rc = akvi_rw_merge(S->db, cfs, k, (int)level, est, UINT64_MAX, false, &outs, &n_out);
+        rc = akvi_rw_merge(S->db, cfs, k, (int)level, est, &sh, UINT64_MAX, false, &outs, &n_out);
         if (rc == AKV_OK && n_out)
             out = outs[0];
         free(outs);

@@ -8,6 +8,7 @@
  * Ordered layout: SSTs are cut by size at key boundaries, and the run's
  * reverse map (BE64(h.hi) ‖ user key) is written to its own rmap family.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,31 @@ static uint32_t choose_prefix_bits(uint64_t est, uint64_t target)
     return b;
 }
 
-int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, akvi_runwriter **out)
+void akvi_shards_add(akvi_shards *s, const akvi_cat_run *r)
+{
+    if (r->n_sst == 0)
+        return;
+    double unit = ldexp(1.0, -(int)r->prefix_bits);
+    double lo = (double)r->ssts[0].prefix * unit, hi = (double)(r->ssts[r->n_sst - 1].prefix + 1) * unit;
+    if (r->prefix_bits > s->min_bits)
+        s->min_bits = r->prefix_bits;
+    if (lo < s->lo)
+        s->lo = lo;
+    if (hi > s->hi)
+        s->hi = hi;
+}
+
+/* Hash layout: enough prefix bits that a shard holds about `target` bytes
+ * at the density the input has over the part of the space it covers, and
+ * at least the inputs' own. */
+static uint32_t shard_bits(uint64_t est, uint64_t target, const akvi_shards *sh)
+{
+    double span = sh && sh->hi > sh->lo ? sh->hi - sh->lo : 1;
+    uint32_t b = choose_prefix_bits((uint64_t)((double)est / span), target);
+    return sh && sh->min_bits > b ? sh->min_bits : b;
+}
+
+int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, const akvi_shards *sh, akvi_runwriter **out)
 {
     akvi_runwriter *w = calloc(1, sizeof *w);
     if (!w)
@@ -80,7 +105,7 @@ int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, akvi_runwriter **ou
     w->target = db->opt.sst_target_bytes ? db->opt.sst_target_bytes : 64u << 20;
     w->est_bytes = est_bytes;
     if (db->layout == AKV_LAYOUT_HASH)
-        w->prefix_bits = choose_prefix_bits(est_bytes, w->target);
+        w->prefix_bits = shard_bits(est_bytes, w->target, sh);
     /* Hot, freshly flushed data stays uncompressed; deeper levels use zstd. */
     w->sstopt = level >= 1 ? db->runopt_z : db->runopt;
     *out = w;
@@ -401,7 +426,8 @@ static int seal(akvi_runwriter *w, outputs *o)
  * ends. Ordered layout: a run may end after any key.
  */
 static int copy_merge(akv_db *db, akvi_merge *mg, rocksdb_column_family_handle_t *const *cfs, size_t n,
-                      int level, uint64_t est, uint64_t run_bytes, bool drop_tombstones, outputs *o)
+                      int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
+                      bool drop_tombstones, outputs *o)
 {
     akvi_runwriter *w = NULL;
     int rc = AKV_OK;
@@ -423,7 +449,7 @@ static int copy_merge(akv_db *db, akvi_merge *mg, rocksdb_column_family_handle_t
             }
         }
         if (!w) {
-            if ((rc = akvi_rw_begin(db, level, est, &w)) != AKV_OK)
+            if ((rc = akvi_rw_begin(db, level, est, sh, &w)) != AKV_OK)
                 break;
             w->replaces = cfs;
             w->n_replaces = n;
@@ -456,7 +482,8 @@ static void expect_runs(akvi_version *v, akvi_merge *mg, rocksdb_column_family_h
 }
 
 int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
-                  uint64_t run_bytes, bool drop_tombstones, akvi_run ***out, size_t *n_out)
+                  const akvi_shards *sh, uint64_t run_bytes, bool drop_tombstones, akvi_run ***out,
+                  size_t *n_out)
 {
     *out = NULL;
     *n_out = 0;
@@ -475,7 +502,8 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
     akvi_version *v = akvi_current(db); /* keeps the inputs' catalog entries alive */
     expect_runs(v, mg, cfs, n);
     outputs o = {NULL, 0};
-    int rc = copy_merge(db, mg, cfs, n, level, est, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones, &o);
+    int rc =
+        copy_merge(db, mg, cfs, n, level, est, sh, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones, &o);
     akvi_merge_destroy(mg);
     akvi_version_unref(v);
     if (rc != AKV_OK) {

@@ -961,6 +961,75 @@ Test(slots, bits_follow_run_sizes_ordered)
  * built, and what it holds over it is more than a quarter of the budget
  * over these 12,000 keys, so that level keeps three quarters of what it
  * gets without a guard. */
+/* Hash layout: every SST compaction writes is a whole shard holding all of
+ * its level's keys there, so its slot hashes (shard prefix shifted out)
+ * spread over the whole slot space. A merge cut more coarsely than its
+ * inputs wrote SSTs whose keys filled a quarter of that space: an AQF
+ * over them ran out of room at build (a fallback at twice the memory) and
+ * a Bloom filter's keys crowded a quarter of its blocks. Checked on every
+ * SST of 300 or more keys after loads and compactions at several levels. */
+Test(slots, compacted_ssts_spread_over_their_slot_space)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "spread");
+    akv_options o;
+    small_options(&o, AKV_LAYOUT_HASH, policy_available("mem=sscf,l0+=aqf") ? "mem=sscf,l0+=aqf" : NULL);
+    o.memtable_bytes = 256u << 10;
+    o.sst_target_bytes = 128u << 10;
+    logcount lc = {0};
+    o.log = count_log;
+    o.log_arg = &lc;
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    char k[32], v[100];
+    memset(v, 'v', sizeof v);
+    uint64_t st = 0x5bead;
+    size_t checked = 0;
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 6000; i++) {
+            int kl = snprintf(k, sizeof k, "spread-%llu", (unsigned long long)(akvt_rand(&st) % 60000));
+            cr_assert_eq(akv_put(db, k, (size_t)kl, v, sizeof v), AKV_OK, "%s", akv_errmsg());
+        }
+        cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+        akv_stats sts;
+        for (int w = 0; w < 1000; w++) { /* background compactions catch up */
+            cr_assert_eq(akv_get_stats(db, &sts), AKV_OK);
+            if (sts.compaction_debt_bytes == 0)
+                break;
+            usleep(10000);
+        }
+        akvi_version *ver = akvi_current(db);
+        for (size_t i = 0; i < ver->n_run; i++) {
+            const akvi_run *r = ver->runs[i];
+            for (size_t j = 0; j < r->info.n_sst; j++) {
+                if (r->info.ssts[j].keys < 300)
+                    continue;
+                akv_hash *h = NULL;
+                size_t n = 0;
+                cr_assert_eq(akvi_sst_hashes(db, r, &r->info.ssts[j], &h, &n), AKV_OK, "%s", akv_errmsg());
+                size_t q[4] = {0};
+                for (size_t x = 0; x < n; x++)
+                    q[akvi_run_slot_hash(db, &r->info, h[x]).hi >> 62]++;
+                for (int x = 0; x < 4; x++)
+                    cr_assert_geq(
+                        q[x], n / 8,
+                        "round %d, L%u run %llu SST %zu (%zu keys, %u prefix bits): quarters %zu %zu %zu %zu",
+                        round, r->info.level, (unsigned long long)r->info.id, j, n, r->info.prefix_bits, q[0],
+                        q[1], q[2], q[3]);
+                checked++;
+                free(h);
+            }
+        }
+        akvi_version_unref(ver);
+    }
+    cr_log_info("%zu SSTs checked", checked);
+    cr_assert_gt(checked, 20);
+    /* no slot build fell back (an AQF without room for its keys) */
+    cr_assert_eq(atomic_load(&lc.n), 0, "%d warnings", atomic_load(&lc.n));
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_rmrf(dir);
+}
+
 Test(slots, guard_memory_comes_off_the_runs)
 {
     /* The budget follows the guard's memory averaged over a minute; this

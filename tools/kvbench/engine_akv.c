@@ -166,6 +166,7 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
         return rc;
     s->adaptations = st.adaptations;
     s->filter_grows = st.filter_grows;
+    snprintf(s->slot_policy, sizeof s->slot_policy, "%s", akv_db_slot_policy(e->db));
     s->filter_refills = st.filter_refills;
     s->filter_bytes = st.filter_bytes;
     s->keys = st.live_keys_estimate;

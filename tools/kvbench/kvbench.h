@@ -225,6 +225,7 @@ typedef struct akv_kb_cost {
 typedef struct akv_kb_estats {
     uint64_t adaptations, filter_bytes, keys;
     uint64_t filter_grows, filter_refills; /* adaptkv: full filters grown, refilled in place */
+    char slot_policy[160];                 /* adaptkv: the policy in effect ("" unknown) */
     double filter_bits_per_key;     /* all filter memory (memtable guard too) per key */
     double sst_filter_bits_per_key; /* SST filters only: what RocksDB's figure measures */
     /* Write amplification: SST bytes written by flushes and compactions

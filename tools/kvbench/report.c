@@ -157,6 +157,7 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_str(out, "phase", r->phase);
     json_str(out, "layout", strcmp(r->engine, "adaptkv") ? "" : c->ordered ? "ordered" : "hash");
     json_str(out, "slot_policy", strcmp(r->engine, "adaptkv") ? "" : c->policy ? c->policy : "default");
+    json_str(out, "slot_policy_in_effect", r->es.slot_policy);
     json_str(out, "rocksdb_filter", strcmp(r->engine, "rocksdb") ? "" : c->filter ? c->filter : "bloom");
     json_f64(out, "bits_per_key", c->bits_per_key);
     json_u64(out, "block_cache_bytes", c->cache_bytes);

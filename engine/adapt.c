@@ -187,12 +187,15 @@ static int refill_slot(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
     return rc;
 }
 
-/* Room for one more adaptation of a full filter: grown, or refilled. */
+/* Room for one more adaptation of a full filter: grown, or refilled (only
+ * a kind whose mutations may run beside queries is refilled: queries hold
+ * no lock on it). */
 static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
 {
     if (may_grow(db, 2 * akv_filter_memory(full)))
         return grow_slot(db, r, j, full);
-    return full->kind->refill ? refill_slot(db, r, j, full) : AKV_EFULL;
+    bool refillable = full->kind->refill && (full->kind->flags & AKV_FK_CONCURRENT);
+    return refillable ? refill_slot(db, r, j, full) : AKV_EFULL;
 }
 
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)

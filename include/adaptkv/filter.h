@@ -170,7 +170,9 @@ struct akv_filter_kind {
     /* Optional: rebuild f in place, at its own size, from `keys` (every
      * key f holds), pre-adapted to as many of `neg` (heaviest first) as
      * leave room for later adaptations; what else f had learned is
-     * forgotten. Concurrent queries see f before or after, never between. */
+     * forgotten. Concurrent queries see f before or after, never between.
+     * The engine refills only kinds flagged AKV_FK_CONCURRENT (queries take
+     * no lock on them); a full filter of another kind stays full. */
     int (*refill)(akv_filter *f, const akv_hash *keys, size_t n, const akv_negative *neg, size_t n_neg);
 };
 

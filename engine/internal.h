@@ -568,7 +568,7 @@ typedef struct akvi_runwriter akvi_runwriter;
  * target's worth at the inputs' density over that part (akvi_rw_begin), so
  * that each output SST is a whole shard holding all of its level's keys
  * there: its slot hash then spreads its keys over the slot's whole table
- * (docs/design.md, "Data layout"). {0, 0, 1}: no inputs known.
+ * (docs/design.md, "Sharding"). AKVI_SHARDS_NONE: no inputs yet.
  */
 typedef struct akvi_shards {
     uint32_t min_bits;

@@ -521,6 +521,22 @@ static void *reader(void *arg)
     return NULL;
 }
 
+/* Two reader threads querying r->stable until race_stop. */
+static void race_start(race *r, pthread_t th[2])
+{
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, reader, r);
+}
+
+/* Stop the readers; their false negatives (must be 0). */
+static uint64_t race_stop(race *r, pthread_t th[2])
+{
+    __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    return r->misses;
+}
+
 Test(aqf, concurrent_queries_never_false_negative)
 {
     size_t n = 20000;
@@ -529,8 +545,7 @@ Test(aqf, concurrent_queries_never_false_negative)
     akv_filter *f = build_aqf(8, n, 5, &keys, &rm);
     race r = {f, keys, n, 0, 0};
     pthread_t th[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&th[i], NULL, reader, &r);
+    race_start(&r, th);
     uint64_t st = 17;
     akv_hash *dyn = malloc(4000 * sizeof *dyn);
     size_t nd = 0;
@@ -553,10 +568,8 @@ Test(aqf, concurrent_queries_never_false_negative)
                 cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
         }
     }
-    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
-    for (int i = 0; i < 2; i++)
-        pthread_join(th[i], NULL);
-    cr_assert_eq(r.misses, 0, "%llu false negatives under concurrency", (unsigned long long)r.misses);
+    uint64_t misses = race_stop(&r, th);
+    cr_assert_eq(misses, 0, "%llu false negatives under concurrency", (unsigned long long)misses);
     cr_assert_eq(akv_aqf_validate(f), AKV_OK);
     free(dyn);
     free(keys);
@@ -662,8 +675,7 @@ Test(aqf, refill_races_queries_without_false_negatives)
     akv_filter *f = build_aqf(9, n, 5, &keys, &rm);
     race r = {f, keys, n, 0, 0};
     pthread_t th[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&th[i], NULL, reader, &r);
+    race_start(&r, th);
     uint64_t st = 29;
     for (int round = 0; round < 40; round++) {
         for (int i = 0; i < 500; i++) {
@@ -675,10 +687,8 @@ Test(aqf, refill_races_queries_without_false_negatives)
         }
         cr_assert_eq(akv_filter_refill(f, keys, n, NULL, 0), AKV_OK);
     }
-    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
-    for (int i = 0; i < 2; i++)
-        pthread_join(th[i], NULL);
-    cr_assert_eq(r.misses, 0, "%llu false negatives while refilling", (unsigned long long)r.misses);
+    uint64_t misses = race_stop(&r, th);
+    cr_assert_eq(misses, 0, "%llu false negatives while refilling", (unsigned long long)misses);
     cr_assert_eq(akv_aqf_validate(f), AKV_OK);
     free(keys);
     akv_memrevmap_destroy(rm);

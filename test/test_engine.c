@@ -1047,6 +1047,15 @@ Test(slots, guard_memory_comes_off_the_runs)
     cr_assert_lt(all, all_none, "runs' slots %.2f bits/key with the guard, %.2f without", all, all_none);
 }
 
+/* AQF slots only, no memtable guard, and SSTs and memtables of `bytes`:
+ * a test's keys fit one memtable, flushed as one SST with one slot. */
+static void one_aqf_slot_options(akv_options *o, uint64_t bytes)
+{
+    small_options(o, AKV_LAYOUT_HASH, "mem=none,l0+=aqf");
+    o->sst_target_bytes = bytes;
+    o->memtable_bytes = bytes;
+}
+
 /* An AQF slot that runs out of room for adaptations grows (engine/adapt.c);
  * the filter it grew into, and the one it outgrew (kept for readers that
  * may still hold it), count in the slots' memory and come off the budget of
@@ -1058,9 +1067,7 @@ Test(slots, grown_slots_come_off_the_budget)
     char dir[512];
     akvt_tmpdir(dir, sizeof dir, "grown");
     akv_options o;
-    small_options(&o, AKV_LAYOUT_HASH, "mem=none,l0+=aqf");
-    o.sst_target_bytes = 4u << 20; /* one SST, one slot */
-    o.memtable_bytes = 4u << 20;
+    one_aqf_slot_options(&o, 4u << 20);
     akv_db *db = NULL;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     enum { N = 2000 };
@@ -1117,9 +1124,7 @@ Test(slots, full_slot_past_the_grown_share_is_refilled_in_place)
     char dir[512];
     akvt_tmpdir(dir, sizeof dir, "refill");
     akv_options o;
-    small_options(&o, AKV_LAYOUT_HASH, "mem=none,l0+=aqf");
-    o.sst_target_bytes = 8u << 20; /* one SST, one slot of ~25 KB: a growth would pass 16 KiB */
-    o.memtable_bytes = 8u << 20;
+    one_aqf_slot_options(&o, 8u << 20); /* one slot of ~25 KB: a growth would pass 16 KiB */
     akv_db *db = NULL;
     akv_options bad = o;
     bad.grown_filter_share = -0.5;

@@ -238,6 +238,22 @@ Test(ycsb_cli, timeline_reports_filter_memory)
     /* and a row for at least one level of runs (which ones depends on how
      * far compaction got) */
     cr_assert_not_null(strstr(lv + 1, "{\"level\":"), "%s", js);
+    /* write amplification per level sums to the whole (3 MB through a
+     * 1 MiB memtable: flushes at least) */
+    const char *wa = strstr(js, "\"write_amp\":");
+    const char *wl = strstr(js, "\"write_amp_per_level\":[");
+    cr_assert(wa && wl, "%s", js);
+    double total = strtod(wa + strlen("\"write_amp\":"), NULL), lsum = 0;
+    int n = 0;
+    for (const char *p = wl + strlen("\"write_amp_per_level\":["); *p && *p != ']'; n++) {
+        char *end;
+        double x = strtod(p, &end);
+        cr_assert(end > p && x >= 0, "%s", wl);
+        lsum += x;
+        p = *end == ',' ? end + 1 : end;
+    }
+    cr_assert(n >= 1 && total > 0.5, "%d levels, write amplification %.3f: %s", n, total, wl);
+    cr_assert(fabs(lsum - total) <= 0.01 * total, "levels sum to %.4f, the whole is %.4f", lsum, total);
     free(js);
     run_free(&r);
 }

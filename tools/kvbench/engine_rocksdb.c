@@ -232,6 +232,58 @@ static double stats_num(const char *s, const char *key)
     return p ? strtod(p + strlen(key), NULL) : 0;
 }
 
+/* Write(GB) per level from the first "Compaction Stats" table of
+ * "rocksdb.stats" (rows "  L<n>", printed only for levels with files or
+ * compactions), over the GB ingested. Its "Size" column takes two words
+ * in a row ("31.23 MB") but one in the header. */
+static void level_write_amp(const char *st, double ingest, akv_kb_estats *s)
+{
+    const char *t = st && ingest > 0 ? strstr(st, "** Compaction Stats [") : NULL;
+    const char *hdr = t ? strstr(t, "\nLevel ") : NULL;
+    if (!hdr)
+        return;
+    int col = -1, size_col = -1, i = 0;
+    const char *eol = strchr(hdr + 1, '\n');
+    for (const char *p = hdr + 1; p && p < eol; i++) {
+        while (*p == ' ')
+            p++;
+        if (strncmp(p, "Write(GB)", 9) == 0)
+            col = i;
+        if (strncmp(p, "Size ", 5) == 0)
+            size_col = i;
+        p = strchr(p, ' ');
+    }
+    if (col < 0 || !eol)
+        return;
+    if (size_col >= 0 && size_col < col)
+        col++;
+    for (const char *row = eol + 1; *row;) {
+        const char *end = strchr(row, '\n');
+        if (!end)
+            break;
+        unsigned lvl;
+        int off = 0;
+        if (sscanf(row, " L%u%n", &lvl, &off) == 1 && off > 0 && lvl < 9) {
+            const char *p = row;
+            for (int k = 0; k < col && p < end; k++) {
+                while (*p == ' ')
+                    p++;
+                p = strchr(p, ' ');
+                if (!p)
+                    break;
+            }
+            if (p && p < end) {
+                s->write_amp_level[lvl] = strtod(p, NULL) / ingest;
+                if ((int)lvl + 1 > s->n_write_amp_levels)
+                    s->n_write_amp_levels = (int)lvl + 1;
+            }
+        } else if (strncmp(row, " Sum", 4) == 0 || (row[0] != ' ' && row[0] != '-')) {
+            break;
+        }
+        row = end + 1;
+    }
+}
+
 static int r_stats(akv_kb_engine *e, akv_kb_estats *s)
 {
     rdb *r = e->db;
@@ -263,6 +315,7 @@ static int r_stats(akv_kb_engine *e, akv_kb_estats *s)
         if (sscanf(stall, "Cumulative stall: %u:%u:%lf", &h, &m, &sec) == 3)
             s->stall_seconds = h * 3600.0 + m * 60.0 + sec;
     }
+    level_write_amp(st, ingest, s);
     free(st);
     s->write_amp = ingest > 0 ? (flush + compact) / ingest : 0;
     char *l0 = rocksdb_property_value(r->db, "rocksdb.num-files-at-level0"); /* a string property */

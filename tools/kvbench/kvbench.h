@@ -232,6 +232,11 @@ typedef struct akv_kb_estats {
      * over the key+value bytes the application wrote (each engine's own
      * statistics); 0 when unknown. */
     double write_amp;
+    /* The same per level (the bytes each level's flushes or compactions
+     * wrote over the application's bytes), levels 0..n_write_amp_levels-1;
+     * RocksDB's from its compaction-stats table (0.1 GB resolution). */
+    double write_amp_level[9];
+    int n_write_amp_levels;
     uint64_t write_stalls, write_slowdowns; /* adaptkv: writes stopped / delayed */
     double stall_seconds;                   /* rocksdb: cumulative stall time */
     /* Background work still owed, each engine's own figure (so compare

@@ -189,6 +189,12 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_f64(out, "sst_filter_bits_per_key", r->es.sst_filter_bits_per_key);
     json_u64(out, "filter_bytes", r->es.filter_bytes);
     json_f64(out, "write_amp", r->es.write_amp);
+    if (r->es.n_write_amp_levels > 0) {
+        fputs("\"write_amp_per_level\":[", out);
+        for (int i = 0; i < r->es.n_write_amp_levels; i++)
+            fprintf(out, "%s%.4g", i ? "," : "", r->es.write_amp_level[i]);
+        fputs("],", out);
+    }
     json_u64(out, "write_stalls", r->es.write_stalls);
     json_u64(out, "write_slowdowns", r->es.write_slowdowns);
     json_f64(out, "stall_seconds", r->es.stall_seconds);

@@ -1345,7 +1345,11 @@ int akv_close(akv_db *db)
     if (rc == AKV_OK && saved != AKV_OK)
         rc = akvi_err(saved, "akv_close: could not save adapted filters; see the log");
     /* RocksDB's own background work (a flush of the meta family, a new log
-     * file) reports its failures nowhere but here. */
+     * file, a compaction of the meta family that the last flush started)
+     * reports its failures nowhere but here. It is stopped first, and waited
+     * for, so that none of it writes after the check: rocksdb_close would
+     * otherwise wait for it and drop what it reported. */
+    rocksdb_cancel_all_background_work(db->rdb, 1);
     uint64_t bg_errors = 0;
     if (rc == AKV_OK && rocksdb_property_int(db->rdb, "rocksdb.background-errors", &bg_errors) == 0 &&
         bg_errors > 0)

@@ -174,7 +174,7 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
         st.live_keys_estimate ? (double)st.filter_bytes * 8 / (double)st.live_keys_estimate : 0;
     slot_levels(e->db, s);
     s->write_amp = st.bytes_written_user ? (double)st.bytes_written_disk / (double)st.bytes_written_user : 0;
-    for (int l = 0; st.bytes_written_user && l < AKV_MAX_LEVELS && l < 9; l++) {
+    for (int l = 0; st.bytes_written_user && l < AKV_MAX_LEVELS && l < AKV_KB_MAX_LEVELS; l++) {
         s->write_amp_level[l] = (double)st.bytes_written_per_level[l] / (double)st.bytes_written_user;
         if (st.bytes_written_per_level[l])
             s->n_write_amp_levels = l + 1;

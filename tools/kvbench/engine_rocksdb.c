@@ -263,7 +263,7 @@ static void level_write_amp(const char *st, double ingest, akv_kb_estats *s)
             break;
         unsigned lvl;
         int off = 0;
-        if (sscanf(row, " L%u%n", &lvl, &off) == 1 && off > 0 && lvl < 9) {
+        if (sscanf(row, " L%u%n", &lvl, &off) == 1 && off > 0 && lvl < AKV_KB_MAX_LEVELS) {
             const char *p = row;
             for (int k = 0; k < col && p < end; k++) {
                 while (*p == ' ')

@@ -222,6 +222,9 @@ typedef struct akv_kb_cost {
     uint64_t block_reads;
 } akv_kb_cost;
 
+/* Levels a report shows (adaptkv has AKV_MAX_LEVELS, RocksDB 7 by default). */
+#define AKV_KB_MAX_LEVELS 8
+
 typedef struct akv_kb_estats {
     uint64_t adaptations, filter_bytes, keys;
     uint64_t filter_grows, filter_refills; /* adaptkv: full filters grown, refilled in place */
@@ -235,7 +238,7 @@ typedef struct akv_kb_estats {
     /* The same per level (the bytes each level's flushes or compactions
      * wrote over the application's bytes), levels 0..n_write_amp_levels-1;
      * RocksDB's from its compaction-stats table (0.1 GB resolution). */
-    double write_amp_level[9];
+    double write_amp_level[AKV_KB_MAX_LEVELS];
     int n_write_amp_levels;
     uint64_t write_stalls, write_slowdowns; /* adaptkv: writes stopped / delayed */
     double stall_seconds;                   /* rocksdb: cumulative stall time */
@@ -251,7 +254,7 @@ typedef struct akv_kb_estats {
         int level;
         uint64_t slots, keys, queries, false_positives, adaptations;
         double bits; /* filter memory of its slots, in bits */
-    } levels[9];
+    } levels[AKV_KB_MAX_LEVELS + 1]; /* the guard, then levels 0.. */
     int n_levels;
 } akv_kb_estats;
 

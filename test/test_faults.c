@@ -32,7 +32,7 @@
  *     the lookups; and (every 4th N) the database takes a write and compacts.
  * And over the sweep: 90% of the faults were injected (the calls are not
  * numbered identically in every run: background threads), and every phase
- * that does I/O had a fault reported.
+ * whose own calls do I/O (not the lookup phases) had a fault reported.
  * AKV_FAULT_STRIDE=K sweeps every K-th candidate only (default 1);
  * AKV_FAULT_ONLY=N,N,... only those candidates (to reproduce one);
  * AKV_FAULT_VERBOSE=1 prints each N's outcome.
@@ -1025,11 +1025,19 @@ static void sweep(akv_layout layout)
         so += (size_t)snprintf(summary + so, sizeof summary - so, " %s %u", kind_names[k], kinds[k]);
     cr_log_info("faults %s: faults per file:%s", lname, so ? summary : "");
     /* The sweep is not vacuous: nearly every N was reached, and every phase
-     * that does I/O had faults reported. */
+     * whose own calls do I/O had faults reported. The lookup phases (adapt*,
+     * check) do none themselves: what the dry run counted there is
+     * background work (a flush or compaction finishing, adapted filters
+     * saved) that lands in them by timing, and in the sweep's runs it may
+     * land in the phase before or after (seen once in CI: "no fault in
+     * phase check was reported"). Their faults are still checked one by
+     * one above. */
     cr_assert_geq(fired * 10, tried * 9, "only %u of %u faults were injected", fired, tried);
     for (int i = 0; stride == 1 && !(only && *only) && i < o->n_phase; i++) {
         const char *ph = o->phase[i].name;
-        if (o->phase[i].last < o->phase[i].first || (layout == AKV_LAYOUT_ORDERED && strcmp(ph, "open") == 0))
+        bool lookups_only = strncmp(ph, "adapt", 5) == 0 || strcmp(ph, "check") == 0;
+        if (o->phase[i].last < o->phase[i].first || lookups_only ||
+            (layout == AKV_LAYOUT_ORDERED && strcmp(ph, "open") == 0))
             continue;
         unsigned rep = 0;
         for (unsigned j = 0; j < nt; j++)

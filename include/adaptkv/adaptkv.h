@@ -142,7 +142,11 @@ AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
 
 /* Wait for background work, persist the miss log and adapted filters, close.
  * The database is closed either way; an error says something could not be
- * saved (acknowledged writes are safe in RocksDB's WAL). NULL is a no-op. */
+ * saved (acknowledged writes are safe in RocksDB's WAL). NULL is a no-op.
+ * Errors: the error that stopped the database, when an earlier write or
+ * background job failed (the miss log is then not saved); AKV_EIO when
+ * saving failed or RocksDB's own background work (a flush or compaction
+ * of the meta family) reported an error, which its LOG describes. */
 AKV_API int akv_close(akv_db *db);
 
 /* The layout the open database has (never AKV_LAYOUT_AUTO). */

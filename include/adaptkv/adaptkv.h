@@ -145,8 +145,10 @@ AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
  * saved (acknowledged writes are safe in RocksDB's WAL). NULL is a no-op.
  * Errors: the error that stopped the database, when an earlier write or
  * background job failed (the miss log is then not saved); AKV_EIO when
- * saving failed or RocksDB's own background work (a flush or compaction
- * of the meta family) reported an error, which its LOG describes. */
+ * writing the miss log failed or RocksDB's own background work (a flush or
+ * compaction of the meta family) reported an error, which its LOG
+ * describes; the save's own code (AKV_EIO, AKV_ENOMEM) when an adapted
+ * filter could not be saved. */
 AKV_API int akv_close(akv_db *db);
 
 /* The layout the open database has (never AKV_LAYOUT_AUTO). */

@@ -232,6 +232,19 @@ static double stats_num(const char *s, const char *key)
     return p ? strtod(p + strlen(key), NULL) : 0;
 }
 
+/* The start of the next whitespace-separated word after the one at p (or
+ * at end, the line's end, when there is none). */
+static const char *next_word(const char *p, const char *end)
+{
+    while (p < end && *p == ' ')
+        p++;
+    while (p < end && *p != ' ')
+        p++;
+    while (p < end && *p == ' ')
+        p++;
+    return p;
+}
+
 /* Write(GB) per level from the first "Compaction Stats" table of
  * "rocksdb.stats" (rows "  L<n>", printed only for levels with files or
  * compactions), over the GB ingested. Its "Size" column takes two words
@@ -240,20 +253,18 @@ static void level_write_amp(const char *st, double ingest, akv_kb_estats *s)
 {
     const char *t = st && ingest > 0 ? strstr(st, "** Compaction Stats [") : NULL;
     const char *hdr = t ? strstr(t, "\nLevel ") : NULL;
-    if (!hdr)
+    const char *eol = hdr ? strchr(hdr + 1, '\n') : NULL;
+    if (!eol)
         return;
-    int col = -1, size_col = -1, i = 0;
-    const char *eol = strchr(hdr + 1, '\n');
-    for (const char *p = hdr + 1; p && p < eol; i++) {
-        while (*p == ' ')
-            p++;
+    int col = -1, size_col = -1;
+    int i = 0;
+    for (const char *p = hdr + 1; p < eol; p = next_word(p, eol), i++) {
         if (strncmp(p, "Write(GB)", 9) == 0)
             col = i;
         if (strncmp(p, "Size ", 5) == 0)
             size_col = i;
-        p = strchr(p, ' ');
     }
-    if (col < 0 || !eol)
+    if (col < 0)
         return;
     if (size_col >= 0 && size_col < col)
         col++;
@@ -264,15 +275,10 @@ static void level_write_amp(const char *st, double ingest, akv_kb_estats *s)
         unsigned lvl;
         int off = 0;
         if (sscanf(row, " L%u%n", &lvl, &off) == 1 && off > 0 && lvl < AKV_KB_MAX_LEVELS) {
-            const char *p = row;
-            for (int k = 0; k < col && p < end; k++) {
-                while (*p == ' ')
-                    p++;
-                p = strchr(p, ' ');
-                if (!p)
-                    break;
-            }
-            if (p && p < end) {
+            const char *p = next_word(row, end); /* the first word: "L<n>" */
+            for (int k = 1; k < col; k++)
+                p = next_word(p, end);
+            if (p < end) {
                 s->write_amp_level[lvl] = strtod(p, NULL) / ingest;
                 if ((int)lvl + 1 > s->n_write_amp_levels)
                     s->n_write_amp_levels = (int)lvl + 1;

@@ -1,6 +1,7 @@
 /*
- * bg.c — background work: a flush thread and a compaction thread (a flush
- * never waits behind a long compaction), saving what adaptive slots
+ * bg.c — background work: a flush thread (which also merges L0 runs while
+ * it has nothing to flush) and a compaction thread (a flush never waits
+ * behind a long compaction), saving what adaptive slots
  * learned; and the synchronous akv_flush and akv_compact, which hand their
  * work to those threads and wait.
  */
@@ -49,36 +50,33 @@ void akvi_bg_wake(akv_db *db)
 
 enum { FLUSHER, COMPACTOR };
 
-void (*_Atomic akvi_hook_before_compaction)(void);
-
-static int compact_step(akv_db *db, bool full)
-{
-    void (*hook)(void) = atomic_load(&akvi_hook_before_compaction);
-    if (hook)
-        hook();
-    return akvi_compact_step(db, full);
-}
-
 /* Under bgmu: is there work for this thread? */
 static bool pending(akv_db *db, int role)
 {
     if (db->bg_error)
         return false;
     akvi_version *v = akvi_current(db);
-    bool yes = role == FLUSHER ? v->n_mem > 1
+    bool yes = role == FLUSHER ? v->n_mem > 1 || akvi_l0_merge_due(db, v)
                                : db->compact_req > db->compact_done || akvi_compaction_needed(db, v);
     akvi_version_unref(v);
     return yes;
 }
 
+/* The flush thread's turn: the oldest waiting memtable, else an L0 merge
+ * (compact.c), if one is due. */
 static int flush_oldest(akv_db *db)
 {
     akvi_version *v = akvi_current(db);
-    akvi_mem *m = v->mems[v->n_mem - 1];
-    akvi_mem_ref(m);
+    akvi_mem *m = v->n_mem > 1 ? v->mems[v->n_mem - 1] : NULL;
+    if (m)
+        akvi_mem_ref(m);
     akvi_version_unref(v);
+    if (!m)
+        return akvi_compact_l0(db);
     int rc = akvi_flush_one(db, m);
     akvi_mem_unref(m);
+    if (rc == AKV_OK)
+        akvi_save_adapted_slots(db);
     return rc;
 }
 
@@ -119,13 +117,12 @@ static void run(akv_db *db, int role)
         bool full = role == COMPACTOR && req > db->compact_done;
         pthread_mutex_unlock(&db->bgmu);
         akvi_grave_empty(db);
-        int rc = role == FLUSHER ? flush_oldest(db) : compact_step(db, full);
-        if (rc != AKV_OK)
-            akvi_log(db, "background %s failed: %s", role == FLUSHER ? "flush" : "compaction", akv_errmsg());
-        else if (role == FLUSHER)
-            akvi_save_adapted_slots(db);
-        if (rc != AKV_OK)
+        int rc = role == FLUSHER ? flush_oldest(db) : akvi_compact_step(db, full);
+        if (rc != AKV_OK) {
+            akvi_log(db, "background %s failed: %s", role == FLUSHER ? "flush or L0 merge" : "compaction",
+                     akv_errmsg());
             akvi_stop(db, rc);
+        }
         pthread_mutex_lock(&db->wmu);
         pthread_cond_broadcast(&db->stall_cv);
         pthread_mutex_unlock(&db->wmu);

@@ -16,6 +16,11 @@
  *     Li+1 runs its range overlaps.
  * The output is cut into runs again; tombstones are dropped only when no
  * run lies below the output level.
+ *
+ * While a compaction runs, L0 keeps filling. The flush thread, when it has
+ * no memtable to flush, merges the newest L0 runs the compaction does not
+ * hold into one L0 run (RocksDB's intra-L0 compaction), so a lookup checks
+ * fewer L0 filters.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,11 +54,26 @@ static uint64_t level_bytes(const akvi_version *v, int level)
  * L0 runs span the whole key range each L0 compaction rewrote all of it,
  * longer every time, while L0 filled up behind it.
  */
+static uint64_t l0_run_weight(const akv_db *db, const akvi_run *r)
+{
+    uint64_t m = db->opt.memtable_bytes, w = (r->info.raw_bytes + m / 2) / m;
+    return w ? w : 1;
+}
+
+size_t akvi_l0_weight(const akv_db *db, const akvi_version *v)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < v->n_run; i++)
+        if (v->runs[i]->info.level == 0)
+            w += (size_t)l0_run_weight(db, v->runs[i]);
+    return w;
+}
+
 static int due_level(const akv_db *db, const akvi_version *v)
 {
     int best = -1;
     double best_score = 0;
-    size_t l0 = akvi_runs_at_level(v, 0);
+    size_t l0 = akvi_l0_weight(db, v);
     if (l0 >= (size_t)db->opt.l0_compaction_trigger) {
         best = 0;
         best_score = (double)l0 / (double)db->opt.l0_compaction_trigger;
@@ -76,7 +96,7 @@ bool akvi_compaction_needed(akv_db *db, const akvi_version *v)
 uint64_t akvi_compaction_debt(const akv_db *db, const akvi_version *v)
 {
     uint64_t debt = 0;
-    if (akvi_runs_at_level(v, 0) >= (size_t)db->opt.l0_compaction_trigger)
+    if (akvi_l0_weight(db, v) >= (size_t)db->opt.l0_compaction_trigger)
         debt += level_bytes(v, 0);
     for (int l = 1; l < AKV_MAX_LEVELS - 1; l++) {
         uint64_t b = level_bytes(v, l), cap = level_capacity(db, l);
@@ -216,8 +236,27 @@ static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
     }
 }
 
+void (*_Atomic akvi_hook_before_compaction)(void);
+
+/* Under bgmu: mark the picked inputs held, so the flush thread merges only
+ * L0 runs newer than them; and wake it, as a merge may now be due. */
+static void hold_inputs(akv_db *db, const pick *p)
+{
+    uint64_t below = 0;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->in[i]->info.level == 0 && p->in[i]->info.id >= below)
+            below = p->in[i]->info.id + 1;
+    db->compacting = true;
+    db->l0_held_below = below;
+    pthread_cond_broadcast(&db->bg_cv);
+}
+
 int akvi_compact_step(akv_db *db, bool full)
 {
+    /* Pick while no L0 merge runs (one replaces the L0 runs it merges). */
+    pthread_mutex_lock(&db->bgmu);
+    while (db->l0_merging)
+        pthread_cond_wait(&db->done_cv, &db->bgmu);
     akvi_version *v = akvi_current(db);
     pick p = {
         calloc(v->n_run + 1, sizeof *p.in), calloc(v->n_run + 1, sizeof *p.cfs), 0, 0, 0, AKVI_SHARDS_NONE};
@@ -225,9 +264,16 @@ int akvi_compact_step(akv_db *db, bool full)
     if (rc == AKV_OK)
         choose(db, v, full, &p);
     bool trivial = p.n == 0 || (full && p.n == 1 && (int)p.in[0]->info.level == p.out_level);
+    if (rc == AKV_OK && !trivial)
+        hold_inputs(db, &p);
+    pthread_mutex_unlock(&db->bgmu);
     if (rc == AKV_OK && !trivial) {
+        void (*hook)(void) = atomic_load(&akvi_hook_before_compaction);
+        if (hook)
+            hook();
         /* Tombstones can go only when nothing older lies below the output
-         * (flushes only add to L0, so this holds until the publish). */
+         * (flushes and L0 merges only add to L0, so this holds until the
+         * publish). */
         bool last = akvi_deepest_level(v) <= p.out_level;
         akvi_run **out = NULL;
         size_t n_out = 0;
@@ -240,6 +286,81 @@ int akvi_compact_step(akv_db *db, bool full)
         free(out);
         if (rc == AKV_OK)
             atomic_fetch_add(&db->st.compactions, 1);
+        pthread_mutex_lock(&db->bgmu);
+        db->compacting = false;
+        db->l0_held_below = 0;
+        pthread_mutex_unlock(&db->bgmu);
+    }
+    free(p.in);
+    free(p.cfs);
+    akvi_version_unref(v);
+    return rc;
+}
+
+/* ---- L0 merges ------------------------------------------------------------ */
+
+/* A merge takes at least this many L0 runs (RocksDB's minimum for an
+ * intra-L0 compaction) and at most this many memtables' worth of data, so
+ * that it ends before more than a memtable or two wait for the flush
+ * thread, and a merged run is not merged again and again. */
+#define L0_MERGE_MIN_RUNS      4
+#define L0_MERGE_MAX_MEMTABLES 5
+
+/* Under bgmu: the newest L0 runs (search order: L0 first, newest first)
+ * newer than what the compaction holds, up to the size limit, into in[] if
+ * not NULL; their count if a merge is due, else 0. Only while a compaction
+ * runs: otherwise the next one takes L0 as it is. */
+static size_t l0_merge_pick(const akv_db *db, const akvi_version *v, akvi_run **in)
+{
+    if (!db->compacting || db->l0_merging)
+        return 0;
+    uint64_t bytes = 0, cap = L0_MERGE_MAX_MEMTABLES * db->opt.memtable_bytes;
+    size_t n = 0;
+    for (size_t i = 0; i < v->n_run; i++) {
+        akvi_run *r = v->runs[i];
+        if (r->info.level != 0 || r->info.id < db->l0_held_below || bytes + r->info.raw_bytes > cap)
+            break;
+        bytes += r->info.raw_bytes;
+        if (in)
+            in[n] = r;
+        n++;
+    }
+    return n >= L0_MERGE_MIN_RUNS ? n : 0;
+}
+
+bool akvi_l0_merge_due(const akv_db *db, const akvi_version *v)
+{
+    return l0_merge_pick(db, v, NULL) > 0;
+}
+
+int akvi_compact_l0(akv_db *db)
+{
+    pthread_mutex_lock(&db->bgmu);
+    akvi_version *v = akvi_current(db);
+    pick p = {
+        calloc(v->n_run + 1, sizeof *p.in), calloc(v->n_run + 1, sizeof *p.cfs), 0, 0, 0, AKVI_SHARDS_NONE};
+    size_t n = p.in && p.cfs ? l0_merge_pick(db, v, p.in) : 0;
+    db->l0_merging = n > 0;
+    pthread_mutex_unlock(&db->bgmu);
+    int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
+    if (n > 0) {
+        for (size_t i = 0; i < n; i++)
+            take(&p, p.in[i]); /* in[i] stays; cfs, bytes and shards follow */
+        akvi_run **out = NULL;
+        size_t n_out = 0;
+        /* One run (no size cut), tombstones kept: older runs lie below. */
+        rc = akvi_rw_merge(db, p.cfs, p.n, 0, p.est, &p.shards, UINT64_MAX, false, &out, &n_out);
+        if (rc == AKV_OK)
+            rc = akvi_publish(db, NULL, p.in, p.n, out, n_out);
+        for (size_t i = 0; rc != AKV_OK && i < n_out; i++)
+            akvi_run_unref(out[i]);
+        free(out);
+        if (rc == AKV_OK)
+            atomic_fetch_add(&db->st.l0_merges, 1);
+        pthread_mutex_lock(&db->bgmu);
+        db->l0_merging = false;
+        pthread_cond_broadcast(&db->done_cv);
+        pthread_mutex_unlock(&db->bgmu);
     }
     free(p.in);
     free(p.cfs);

@@ -353,6 +353,11 @@ struct akv_db {
     pthread_cond_t bg_cv, done_cv;
     bool shutdown;
     uint64_t compact_req, compact_done;
+    /* L0 merges (compact.c), under bgmu: the compaction thread is inside a
+     * step, holding the L0 runs with ids below l0_held_below (0: none);
+     * the flush thread is merging the newest L0 runs among themselves. */
+    bool compacting, l0_merging;
+    uint64_t l0_held_below;
     _Atomic int bg_error; /* sticky: first background failure (set under bgmu; read without it) */
     _Atomic uint64_t next_run_id; /* flush and compaction threads allocate */
     uint64_t flushed_mem_gen;     /* under pubmu (and open) */
@@ -375,7 +380,7 @@ struct akv_db {
     struct {
         _Atomic uint64_t puts, deletes, gets, negative_lookups, probes, wasted_probes, slot_queries,
             slot_filtered, false_positives, adaptations, block_reads, flushes, compactions, write_stalls,
-            write_slowdowns, bytes_written_user, bytes_written_disk, filter_grows, filter_refills;
+            write_slowdowns, l0_merges, bytes_written_user, bytes_written_disk, filter_grows, filter_refills;
         _Atomic uint64_t bytes_written_level[AKV_MAX_LEVELS];
     } st;
 };
@@ -619,6 +624,18 @@ bool akvi_compaction_needed(akv_db *db, const akvi_version *v);
  * trigger: what the compactions due now have to move (akv_stats). */
 uint64_t akvi_compaction_debt(const akv_db *db, const akvi_version *v);
 int akvi_compact_step(akv_db *db, bool full);
+/* How many memtables' worth of data L0 holds: each run counts as the
+ * memtables it was flushed from (its raw bytes over memtable_bytes, at
+ * least 1). L0 compactions are due, and writers slow down and stop, by
+ * this count, so merging L0 runs does not change when they happen. */
+size_t akvi_l0_weight(const akv_db *db, const akvi_version *v);
+/* Under bgmu: is an L0 merge due (the flush thread's spare work)? */
+bool akvi_l0_merge_due(const akv_db *db, const akvi_version *v);
+/* Merge the newest L0 runs no compaction holds into one L0 run, if due
+ * (docs/design.md, "LSM shape"). Flush thread only: a merge's run id is
+ * then above every input's and below every later flush's, so ids keep
+ * giving L0's search order. */
+int akvi_compact_l0(akv_db *db);
 
 /* ---- background thread (bg.c) ------------------------------------------ */
 
@@ -670,8 +687,9 @@ void akvi_db_free(akv_db *db);
 /* Test hook: called at the steps of a create ("rocksdb", "catalog",
  * "identity"); a result other than AKV_OK fails the open there. */
 extern int (*_Atomic akvi_hook_create_step)(const char *step);
-/* Test hook: the compaction thread calls it before each compaction step
- * (holding no lock); a test holds compactions back by blocking in it. */
+/* Test hook: the compaction thread calls it in each compaction step once
+ * the inputs are picked and before they are merged (holding no lock); a
+ * test holds compactions back by blocking in it. */
 extern void (*_Atomic akvi_hook_before_compaction)(void);
 
 #endif

@@ -26,6 +26,7 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     st->compactions = atomic_load(&db->st.compactions);
     st->write_stalls = atomic_load(&db->st.write_stalls);
     st->write_slowdowns = atomic_load(&db->st.write_slowdowns);
+    st->l0_merges = atomic_load(&db->st.l0_merges);
     for (int l = 0; l < AKV_MAX_LEVELS; l++)
         st->bytes_written_per_level[l] = atomic_load(&db->st.bytes_written_level[l]);
     st->bytes_written_user = atomic_load(&db->st.bytes_written_user);
@@ -110,6 +111,7 @@ int akv_stats_json(akv_db *db, char **json)
     U64(compaction_debt_bytes);
     U64(filter_grows);
     U64(filter_refills);
+    U64(l0_merges);
 #undef U64
     put_array32(&p, end, "runs_per_level", s.runs_per_level);
     put_array32(&p, end, "ssts_per_level", s.ssts_per_level);

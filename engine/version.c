@@ -118,9 +118,10 @@ static bool in_list(const akvi_run *r, akvi_run *const *list, size_t n)
 }
 
 /*
- * Search order: level ascending; within L0 newest first (flushes allocate
- * run ids in order); within a level >= 1 by key range (runs there are
- * disjoint, so a lookup finds its one run by binary search).
+ * Search order: level ascending; within L0 newest first (flushes and L0
+ * merges allocate run ids in order on one thread, and a merge takes the
+ * newest L0 runs: compact.c); within a level >= 1 by key range (runs there
+ * are disjoint, so a lookup finds its one run by binary search).
  */
 static int run_order(const void *pa, const void *pb)
 {

@@ -10,9 +10,10 @@
 
 #include "engine/internal.h"
 
-/* Writes while slowed down go at most this fast, halved for every L0 run
- * (or waiting memtable) past the slowdown point: the ramp RocksDB's write
- * controller applies, so writers slow before they stop. */
+/* Writes while slowed down go at most this fast, times 0.8 for every
+ * memtable's worth of L0 runs (akvi_l0_weight) past the slowdown point: the
+ * ramp RocksDB's write controller applies, so writers slow before they
+ * stop. */
 #define SLOW_WRITE_RATE (16.0 * 1024 * 1024) /* bytes per second */
 
 static int l0_slowdown(const akv_db *db)
@@ -25,7 +26,8 @@ static int l0_slowdown(const akv_db *db)
 
 /* Under wmu (which rate-limits every writer while it sleeps): delay a write
  * of `bytes` when the background threads fall behind, stop it while they
- * are far behind (L0 at l0_stall_runs, or three memtables waiting). */
+ * are far behind (L0 at l0_stall_runs memtables' worth, or three memtables
+ * waiting). */
 static int stall(akv_db *db, uint64_t bytes)
 {
     /* After a failed write or background job RocksDB has stopped: another
@@ -36,7 +38,7 @@ static int stall(akv_db *db, uint64_t bytes)
     bool counted = false;
     for (;;) {
         akvi_version *v = akvi_current(db);
-        int l0 = (int)akvi_runs_at_level(v, 0), waiting = (int)v->n_mem - 1;
+        int l0 = (int)akvi_l0_weight(db, v), waiting = (int)v->n_mem - 1;
         akvi_version_unref(v);
         if (l0 < db->opt.l0_stall_runs && waiting < 3) {
             int over = l0 - l0_slowdown(db) + 1;

@@ -84,6 +84,8 @@ typedef struct akv_options {
     uint64_t block_cache_bytes;/* shared LRU block cache; default 64 MiB */
     uint64_t sst_target_bytes; /* target SST size in runs; default 64 MiB */
     uint64_t miss_log_bytes;   /* negative-lookup summary budget; default 1 MiB */
+    /* L0 is measured in flushed memtables: a run merged from several L0
+     * runs counts as all of them (docs/design.md, "LSM shape"). */
     int l0_compaction_trigger; /* L0 runs that trigger a compaction; default 4 */
     int l0_stall_runs;         /* writers stop at this many L0 runs; default 36 (RocksDB's) */
     int level_multiplier;      /* level i+1 holds this × level i; default 10 */
@@ -329,6 +331,10 @@ typedef struct akv_stats {
      * adaptations) because grown filters had used their share of
      * bits_per_key (docs/design.md, "A full adaptive filter grows"). */
     uint64_t filter_grows, filter_refills;
+    /* L0 merges: the newest L0 runs merged into one while a compaction
+     * ran, so a lookup checks fewer L0 filters (counted apart from
+     * `compactions`). */
+    uint64_t l0_merges;
 } akv_stats;
 
 AKV_API int akv_get_stats(akv_db *db, akv_stats *st);

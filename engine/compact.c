@@ -45,15 +45,6 @@ static uint64_t level_bytes(const akvi_version *v, int level)
     return b;
 }
 
-/*
- * The level whose compaction is due (-1: none), scored as RocksDB scores
- * them: L0 by its run count over l0_compaction_trigger, deeper levels by
- * their bytes over their capacity; the highest score at or above 1 wins (L0
- * on a tie). Giving L0 priority whatever the rest scored starved the
- * deeper levels during a long load: everything piled up in L1, and since
- * L0 runs span the whole key range each L0 compaction rewrote all of it,
- * longer every time, while L0 filled up behind it.
- */
 static uint64_t l0_run_weight(const akv_db *db, const akvi_run *r)
 {
     uint64_t m = db->opt.memtable_bytes, w = (r->info.raw_bytes + m / 2) / m;
@@ -69,6 +60,15 @@ size_t akvi_l0_weight(const akv_db *db, const akvi_version *v)
     return w;
 }
 
+/*
+ * The level whose compaction is due (-1: none), scored as RocksDB scores
+ * them: L0 by its memtables' worth (akvi_l0_weight) over the trigger,
+ * deeper levels by their bytes over their capacity; the highest score at
+ * or above 1 wins (L0 on a tie). Giving L0 priority whatever the rest
+ * scored starved the deeper levels during a long load: everything piled up
+ * in L1, and since L0 runs span the whole key range each L0 compaction
+ * rewrote all of it, longer every time, while L0 filled up behind it.
+ */
 static int due_level(const akv_db *db, const akvi_version *v)
 {
     int best = -1;

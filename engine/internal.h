@@ -291,7 +291,6 @@ int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run
                size_t n_drop, akvi_run *const *add_runs, size_t n_add);
 /* Runs in search order (level, then L0 newest first, deeper levels by range). */
 void akvi_sort_runs(akvi_run **runs, size_t n);
-size_t akvi_runs_at_level(const akvi_version *v, int level);
 int akvi_deepest_level(const akvi_version *v);
 
 /* ---- the database ------------------------------------------------------ */

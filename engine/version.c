@@ -92,14 +92,6 @@ void akvi_install(akv_db *db, akvi_version *v)
     akvi_version_unref(old);
 }
 
-size_t akvi_runs_at_level(const akvi_version *v, int level)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < v->n_run; i++)
-        n += (int)v->runs[i]->info.level == level;
-    return n;
-}
-
 int akvi_deepest_level(const akvi_version *v)
 {
     int d = -1;

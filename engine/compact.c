@@ -236,6 +236,22 @@ static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
     }
 }
 
+/* Merge the picked runs into runs at p->out_level, cut at run_bytes, and
+ * publish them in place of the inputs. */
+static int merge_and_publish(akv_db *db, pick *p, uint64_t run_bytes, bool drop_tombstones)
+{
+    akvi_run **out = NULL;
+    size_t n_out = 0;
+    int rc = akvi_rw_merge(db, p->cfs, p->n, p->out_level, p->est, &p->shards, run_bytes, drop_tombstones,
+                           &out, &n_out);
+    if (rc == AKV_OK)
+        rc = akvi_publish(db, NULL, p->in, p->n, out, n_out);
+    for (size_t i = 0; rc != AKV_OK && i < n_out; i++)
+        akvi_run_unref(out[i]);
+    free(out);
+    return rc;
+}
+
 void (*_Atomic akvi_hook_before_compaction)(void);
 
 /* Under bgmu: mark the picked inputs held, so the flush thread merges only
@@ -275,15 +291,7 @@ int akvi_compact_step(akv_db *db, bool full)
          * (flushes and L0 merges only add to L0, so this holds until the
          * publish). */
         bool last = akvi_deepest_level(v) <= p.out_level;
-        akvi_run **out = NULL;
-        size_t n_out = 0;
-        rc = akvi_rw_merge(db, p.cfs, p.n, p.out_level, p.est, &p.shards, db->opt.sst_target_bytes, last,
-                           &out, &n_out);
-        if (rc == AKV_OK)
-            rc = akvi_publish(db, NULL, p.in, p.n, out, n_out);
-        for (size_t i = 0; rc != AKV_OK && i < n_out; i++)
-            akvi_run_unref(out[i]);
-        free(out);
+        rc = merge_and_publish(db, &p, db->opt.sst_target_bytes, last);
         if (rc == AKV_OK)
             atomic_fetch_add(&db->st.compactions, 1);
         pthread_mutex_lock(&db->bgmu);
@@ -346,15 +354,9 @@ int akvi_compact_l0(akv_db *db)
     if (n > 0) {
         for (size_t i = 0; i < n; i++)
             take(&p, p.in[i]); /* in[i] stays; cfs, bytes and shards follow */
-        akvi_run **out = NULL;
-        size_t n_out = 0;
+        p.out_level = 0;
         /* One run (no size cut), tombstones kept: older runs lie below. */
-        rc = akvi_rw_merge(db, p.cfs, p.n, 0, p.est, &p.shards, UINT64_MAX, false, &out, &n_out);
-        if (rc == AKV_OK)
-            rc = akvi_publish(db, NULL, p.in, p.n, out, n_out);
-        for (size_t i = 0; rc != AKV_OK && i < n_out; i++)
-            akvi_run_unref(out[i]);
-        free(out);
+        rc = merge_and_publish(db, &p, UINT64_MAX, false);
         if (rc == AKV_OK)
             atomic_fetch_add(&db->st.l0_merges, 1);
         pthread_mutex_lock(&db->bgmu);

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "engine/internal.h"
+#include "util/clock.h"
 #include "util/grow.h"
 
 #define GUARD_MIN 4096 /* keys: 15 KiB at 10 bits/key */
@@ -29,13 +30,6 @@
 /* The guard's memory is averaged over about this long for the runs'
  * budget (akvi_guard_memory_over_floor). Tests shorten it. */
 _Atomic double akvi_guard_avg_seconds = 60.0;
-
-static double mono_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* Under guard_lock: the guard's memory averaged over time, up to `now`
  * (an exponential average; the guard's size changes only when swapped). */
@@ -94,7 +88,7 @@ int akvi_guard_init(akv_db *db)
     db->guard_cap = guard_capacity(0);
     int rc = guard_new(db, db->guard_cap, &db->guard);
     db->guard_avg = db->guard ? (double)akv_filter_memory(db->guard) : 0;
-    db->guard_avg_since = mono_seconds();
+    db->guard_avg_since = akv_mono_seconds();
     return rc;
 }
 
@@ -162,7 +156,7 @@ static bool guard_rebuild(akv_db *db, const akvi_mem *also)
         return false;
     }
     pthread_rwlock_wrlock(&db->guard_lock);
-    double now = mono_seconds();
+    double now = akv_mono_seconds();
     db->guard_avg = guard_avg_at(db, now);
     db->guard_avg_since = now;
     akv_filter *old = db->guard;
@@ -288,7 +282,7 @@ size_t akvi_guard_memory_over_floor(akv_db *db)
     if (!db->policy.mem)
         return 0;
     pthread_rwlock_rdlock(&db->guard_lock);
-    double avg = guard_avg_at(db, mono_seconds());
+    double avg = guard_avg_at(db, akv_mono_seconds());
     /* A guard's memory is proportional to the keys it is sized for. */
     double floor = 0;
     if (db->guard && db->guard_cap)

@@ -379,7 +379,8 @@ struct akv_db {
     struct {
         _Atomic uint64_t puts, deletes, gets, negative_lookups, probes, wasted_probes, slot_queries,
             slot_filtered, false_positives, adaptations, block_reads, flushes, compactions, write_stalls,
-            write_slowdowns, l0_merges, bytes_written_user, bytes_written_disk, filter_grows, filter_refills;
+            write_slowdowns, l0_merges, bytes_written_user, bytes_written_disk, filter_grows, filter_refills,
+            family_ops, family_op_us;
         _Atomic uint64_t bytes_written_level[AKV_MAX_LEVELS];
     } st;
 };
@@ -442,6 +443,10 @@ void akvi_rocks_teardown(akv_db *db);
 int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_family_handle_t **out);
 const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name);
 void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf);
+/* Ingests SST files into a family, moving (hard-linking) them or copying;
+ * `what` names the step in the error. */
+int akvi_ingest(akv_db *db, rocksdb_column_family_handle_t *cf, const char *const *paths, size_t n, bool move,
+                const char *what);
 /* Stops background work and writes until reopen, keeping the first error:
  * after any failed flush, compaction, write or change of column families
  * (docs/reliability.md). Not under bgmu. Returns rc. */

@@ -685,14 +685,8 @@ static int identify(akv_db *db, const char *path, akvi_live_sst *id)
     int rc = akvi_cf_create(db, "salvage.scratch", 0, &cf);
     if (rc != AKV_OK)
         return rc;
-    rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
-    rocksdb_ingestexternalfileoptions_set_move_files(io, 0);
-    char *err = NULL;
     const char *paths[1] = {path};
-    rocksdb_ingest_external_file_cf(db->rdb, cf, paths, 1, io, &err);
-    rocksdb_ingestexternalfileoptions_destroy(io);
-    if (err)
-        rc = akvi_rocks_err(err, "reading a set-aside SST");
+    rc = akvi_ingest(db, cf, paths, 1, false, "reading a set-aside SST");
     akvi_live_sst *l = NULL;
     size_t nl = 0, first;
     if (rc == AKV_OK)
@@ -754,13 +748,8 @@ static int ingest_into(akv_db *db, rrun *r, akvi_cf_set *cfs, const char *path)
         r->cf_index = SIZE_MAX; /* owned here, not by the set */
         (void)cfs;
     }
-    rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
-    rocksdb_ingestexternalfileoptions_set_move_files(io, 0);
-    char *err = NULL;
     const char *paths[1] = {path};
-    rocksdb_ingest_external_file_cf(db->rdb, r->cf, paths, 1, io, &err);
-    rocksdb_ingestexternalfileoptions_destroy(io);
-    return err ? akvi_rocks_err(err, "ingesting a set-aside SST again") : AKV_OK;
+    return akvi_ingest(db, r->cf, paths, 1, false, "ingesting a set-aside SST again");
 }
 
 static int restore_orphans(akv_db *db, rep *R, runs *rs, akvi_cf_set *cfs, char **orph, size_t n)

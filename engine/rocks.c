@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "util/clock.h"
 #include "util/order.h"
 
 static rocksdb_options_t *cf_options(akv_db *db, bool auto_compact, int compression)
@@ -128,6 +129,16 @@ int akvi_stop(akv_db *db, int rc)
     return rc;
 }
 
+/* Creating or dropping a family, and ingesting into one, hold RocksDB's
+ * writers while RocksDB writes its MANIFEST (and, for a create or a drop,
+ * its OPTIONS file): counted in akv_stats (family_ops, family_op_us). */
+static void family_op_done(akv_db *db, double t0)
+{
+    atomic_fetch_add_explicit(&db->st.family_ops, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&db->st.family_op_us, (uint64_t)((akv_mono_seconds() - t0) * 1e6),
+                              memory_order_relaxed);
+}
+
 /* Creating or dropping a column family writes and syncs RocksDB's MANIFEST.
  * Once a RocksDB write failed, neither is tried again until reopen: RocksDB
  * 7.8 may be recovering from a failed MANIFEST write on its own thread, and
@@ -144,7 +155,9 @@ int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_famil
     const rocksdb_options_t *o = akvi_cf_options_for(db, name);
     if (level >= 1 && strncmp(name, "run.", 4) == 0)
         o = db->runopt_z;
+    double t0 = akv_mono_seconds();
     *out = rocksdb_create_column_family(db->rdb, o, name, &err);
+    family_op_done(db, t0);
     if (err) {
         *out = NULL;
         return akvi_stop(db, akvi_rocks_err(err, "creating column family"));
@@ -159,11 +172,26 @@ void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf)
     if (atomic_load(&db->bg_error))
         return;
     char *err = NULL;
+    double t0 = akv_mono_seconds();
     rocksdb_drop_column_family(db->rdb, cf, &err);
+    family_op_done(db, t0);
     if (err) {
         akvi_log(db, "dropping a column family failed: %s", err);
         akvi_stop(db, akvi_rocks_err(err, "dropping a column family"));
     }
+}
+
+int akvi_ingest(akv_db *db, rocksdb_column_family_handle_t *cf, const char *const *paths, size_t n, bool move,
+                const char *what)
+{
+    rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
+    rocksdb_ingestexternalfileoptions_set_move_files(io, move ? 1 : 0);
+    char *err = NULL;
+    double t0 = akv_mono_seconds();
+    rocksdb_ingest_external_file_cf(db->rdb, cf, paths, n, io, &err);
+    family_op_done(db, t0);
+    rocksdb_ingestexternalfileoptions_destroy(io);
+    return err ? akvi_rocks_err(err, what) : AKV_OK;
 }
 
 int akvi_meta_put(akv_db *db, const char *key, const uint8_t *val, size_t len, bool sync)

@@ -284,12 +284,8 @@ static int cmp_rmap(const void *a, const void *b, void *arena)
 
 static int ingest(akv_db *db, rocksdb_column_family_handle_t *cf, char **paths, size_t n)
 {
-    rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
-    rocksdb_ingestexternalfileoptions_set_move_files(io, 1);
-    char *err = NULL;
-    rocksdb_ingest_external_file_cf(db->rdb, cf, (const char *const *)paths, n, io, &err);
-    rocksdb_ingestexternalfileoptions_destroy(io);
-    return err ? akvi_stop(db, akvi_rocks_err(err, "ingesting SST files")) : AKV_OK;
+    int rc = akvi_ingest(db, cf, (const char *const *)paths, n, true, "ingesting SST files");
+    return rc == AKV_OK ? rc : akvi_stop(db, rc);
 }
 
 /* Ordered layout: write the sorted reverse map as one SST and ingest it. */

@@ -27,6 +27,8 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     st->write_stalls = atomic_load(&db->st.write_stalls);
     st->write_slowdowns = atomic_load(&db->st.write_slowdowns);
     st->l0_merges = atomic_load(&db->st.l0_merges);
+    st->family_ops = atomic_load(&db->st.family_ops);
+    st->family_op_us = atomic_load(&db->st.family_op_us);
     for (int l = 0; l < AKV_MAX_LEVELS; l++)
         st->bytes_written_per_level[l] = atomic_load(&db->st.bytes_written_level[l]);
     st->bytes_written_user = atomic_load(&db->st.bytes_written_user);
@@ -112,6 +114,8 @@ int akv_stats_json(akv_db *db, char **json)
     U64(filter_grows);
     U64(filter_refills);
     U64(l0_merges);
+    U64(family_ops);
+    U64(family_op_us);
 #undef U64
     put_array32(&p, end, "runs_per_level", s.runs_per_level);
     put_array32(&p, end, "ssts_per_level", s.ssts_per_level);

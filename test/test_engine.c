@@ -1403,6 +1403,32 @@ static void set_hold(bool on)
     pthread_mutex_unlock(&hold_mu);
 }
 
+/* akv_stats.family_ops: a flush creates its run's family and ingests
+ * into it, and both are counted with the time they took. */
+Test(stats, family_ops_count_what_a_flush_does)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "famops");
+    akv_options o;
+    small_options(&o, AKV_LAYOUT_HASH, NULL);
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    akv_stats before, after;
+    cr_assert_eq(akv_get_stats(db, &before), AKV_OK);
+    cr_assert_eq(akv_put(db, "k", 1, "v", 1), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
+    cr_assert_geq(after.family_ops, before.family_ops + 2, "%llu -> %llu family operations for a flush",
+                  (unsigned long long)before.family_ops, (unsigned long long)after.family_ops);
+    cr_assert_gt(after.family_op_us, before.family_op_us, "family operations took no time");
+    char *json = NULL;
+    cr_assert_eq(akv_stats_json(db, &json), AKV_OK);
+    cr_assert_not_null(strstr(json, "\"family_ops\":"), "%s", json);
+    cr_assert_not_null(strstr(json, "\"family_op_us\":"), "%s", json);
+    akv_free(json);
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+}
+
 /* akv_stats.compaction_debt_bytes: 0 once compactions have caught up;
  * while they are held back, what the over-full levels hold beyond their
  * capacities, which is more than 0 and less than all the data. */

@@ -335,6 +335,12 @@ typedef struct akv_stats {
      * ran, so a lookup checks fewer L0 filters (counted apart from
      * `compactions`). */
     uint64_t l0_merges;
+    /* Column families created and dropped, and ingestions into them
+     * (one of each per run written), and the microseconds they took.
+     * RocksDB holds every writer while it records each of them in its
+     * MANIFEST, so this time is write latency (docs/design.md, "LSM
+     * shape"). */
+    uint64_t family_ops, family_op_us;
 } akv_stats;
 
 AKV_API int akv_get_stats(akv_db *db, akv_stats *st);

@@ -181,6 +181,8 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
     }
     s->write_stalls = st.write_stalls;
     s->write_slowdowns = st.write_slowdowns;
+    s->family_ops = st.family_ops;
+    s->family_op_seconds = (double)st.family_op_us / 1e6;
     s->l0_files = st.runs_per_level[0];
     s->pending_compaction_bytes = st.compaction_debt_bytes;
     return 0;

@@ -242,6 +242,10 @@ typedef struct akv_kb_estats {
     int n_write_amp_levels;
     uint64_t write_stalls, write_slowdowns; /* adaptkv: writes stopped / delayed */
     double stall_seconds;                   /* rocksdb: cumulative stall time */
+    /* adaptkv: families created and dropped and ingestions, and the time
+     * they took (RocksDB holds its writers meanwhile) */
+    uint64_t family_ops;
+    double family_op_seconds;
     /* Background work still owed, each engine's own figure (so compare
      * when each reaches 0, not their sizes): L0 files (adaptkv: L0 runs),
      * and pending compaction bytes (adaptkv: its compaction debt, raw bytes

@@ -23,13 +23,19 @@ SONAME  := libadaptkv.so.$(SOMAJOR)
 # -fvisibility=hidden: the shared library exports only the functions the
 # public headers mark AKV_API (include/adaptkv/api.h).
 CFLAGS_BASE := -std=c17 $(OPT) -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -D_GNU_SOURCE -pthread -I. -Iinclude -MMD -MP
+# The one C++ file (engine/sstwriter.cc) reaches an option of RocksDB's
+# SstFileWriter that its C API does not; same warnings, nothing exported.
+CXXFLAGS_BASE := -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -fvisibility-inlines-hidden \
+                 -D_GNU_SOURCE -pthread -I. -Iinclude -MMD -MP
 ifneq ($(SAN),)
 # -fno-sanitize-recover: a UBSan finding ends the test (it would only print).
 CFLAGS_BASE += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
+CXXFLAGS_BASE += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDSAN := -fsanitize=$(SAN)
 endif
 CFLAGS  += $(CFLAGS_BASE)
-LIBS    := -lrocksdb -lxxhash -lzstd -lm -pthread
+CXXFLAGS += $(CXXFLAGS_BASE)
+LIBS    := -lrocksdb -lxxhash -lzstd -lm -pthread -lstdc++
 TESTLIBS := -lcriterion
 TEST_INC :=
 # Criterion cannot run under ThreadSanitizer; TSan builds of the same test
@@ -39,8 +45,8 @@ TESTLIBS := $(BUILD)/obj/test/shim/runner.o
 TEST_INC := -Itest/shim
 endif
 
-LIB_SRC   := $(wildcard util/*.c filters/*.c revmap/*.c engine/*.c)
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_SRC   := $(wildcard util/*.c filters/*.c revmap/*.c engine/*.c) $(wildcard engine/*.cc)
+LIB_OBJ   := $(patsubst %.cc,$(BUILD)/obj/%.o,$(LIB_SRC:%.c=$(BUILD)/obj/%.o))
 TOOLS     := $(basename $(notdir $(wildcard tools/*.c)))
 TOOL_BINS := $(TOOLS:%=$(BUILD)/%)
 COMMON_SRC := $(wildcard tools/common/*.c)
@@ -60,6 +66,10 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
 $(BUILD)/libadaptkv.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -67,8 +77,8 @@ $(BUILD)/libadaptkv.a: $(LIB_OBJ)
 # The real file is libadaptkv.so.$(VERSION) with SONAME libadaptkv.so.$(SOMAJOR);
 # libadaptkv.so.$(SOMAJOR) (what programs load) and libadaptkv.so (what -ladaptkv
 # finds) are symlinks to it, here and where `make install` puts them.
-$(BUILD)/libadaptkv.so.$(VERSION): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,$(SONAME) $(LDSAN) -o $@ $^ $(LIBS)
+$(BUILD)/libadaptkv.so.$(VERSION): $(LIB_OBJ) adaptkv.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=adaptkv.map $(LDSAN) -o $@ $(filter %.o,$^) $(LIBS)
 
 $(BUILD)/$(SONAME) $(BUILD)/libadaptkv.so: $(BUILD)/libadaptkv.so.$(VERSION)
 	ln -sf libadaptkv.so.$(VERSION) $@
@@ -169,12 +179,12 @@ uninstall:
 	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/adaptkv.pc $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(TOOLS))
 
 format:
-	clang-format -i $(shell git ls-files '*.c' '*.h')
+	clang-format -i $(shell git ls-files '*.c' '*.cc' '*.h')
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --inline-suppr --suppress=missingIncludeSystem -I. -Iinclude -D__GNUC__ \
-	  $(shell git ls-files '*.c' '*.h')
+	  $(shell git ls-files '*.c' '*.cc' '*.h')
 
 clean:
 	rm -rf build

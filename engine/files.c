@@ -124,14 +124,3 @@ bool akvi_path_exists(const char *path)
     struct stat st;
     return lstat(path, &st) == 0;
 }
-
-void akvi_file_warm(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return; /* a hint: nothing to report */
-    static _Thread_local char buf[1 << 20];
-    while (read(fd, buf, sizeof buf) > 0)
-        ;
-    close(fd);
-}

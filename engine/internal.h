@@ -51,8 +51,6 @@ int akvi_file_write_atomic(const char *dir, const char *name, const uint8_t *buf
 int akvi_file_rewrite(const char *path, const uint8_t *buf, size_t len);
 int akvi_fsync_dir(const char *dir);
 bool akvi_path_exists(const char *path);
-/* Read path once, so that the OS page cache holds it (errors ignored). */
-void akvi_file_warm(const char *path);
 
 /* ---- slot policy (policy.c) -------------------------------------------- */
 
@@ -318,7 +316,6 @@ struct akv_db {
     rocksdb_readoptions_t *ro, *ro_scan;
     rocksdb_column_family_handle_t *meta_cf;
     rocksdb_column_family_handle_t *default_cf;
-    rocksdb_envoptions_t *envopt;
     /* Open only: RocksDB's MANIFEST may name an SST that RocksDB itself
      * removed (an ingestion whose MANIFEST sync failed). `missing_ok`: this
      * open may then retry RocksDB without paranoid checks, which sets

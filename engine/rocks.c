@@ -69,7 +69,6 @@ int akvi_rocks_setup(akv_db *db)
     /* Flush and compaction stream whole runs: keep them out of the cache. */
     rocksdb_readoptions_set_fill_cache(db->ro_scan, 0);
     rocksdb_readoptions_set_readahead_size(db->ro_scan, 2u << 20);
-    db->envopt = rocksdb_envoptions_create();
     return AKV_OK;
 }
 
@@ -99,14 +98,11 @@ void akvi_rocks_teardown(akv_db *db)
         rocksdb_readoptions_destroy(db->ro);
     if (db->ro_scan)
         rocksdb_readoptions_destroy(db->ro_scan);
-    if (db->envopt)
-        rocksdb_envoptions_destroy(db->envopt);
     db->dbopt = db->metaopt = db->memopt = db->runopt = db->runopt_z = NULL;
     db->bbto = NULL;
     db->cache = NULL;
     db->wo = db->wo_sync = NULL;
     db->ro = db->ro_scan = NULL;
-    db->envopt = NULL;
 }
 
 /* Options for a column family by its name's prefix. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "engine/internal.h"
+#include "engine/sstwriter.h"
 #include "util/order.h"
 
 typedef struct rmap_ent {
@@ -30,7 +31,7 @@ struct akvi_runwriter {
     uint64_t run_id;
     uint32_t prefix_bits;
     uint64_t target, est_bytes;
-    const rocksdb_options_t *sstopt;
+    bool zstd; /* compress its SSTs */
 
     akvi_cat_sst *ssts; /* finished SSTs */
     akv_filter **filters;
@@ -38,7 +39,7 @@ struct akvi_runwriter {
     size_t n_sst, cap_sst, n_paths;
     uint64_t keys, bytes, raw_bytes;
 
-    rocksdb_sstfilewriter_t *w; /* current SST */
+    akvi_sstw *w; /* current SST */
     uint64_t cur_prefix, cur_bytes;
     akv_hash *hashes;
     size_t n, cap;
@@ -107,7 +108,7 @@ int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, const akvi_shards *
     if (db->layout == AKV_LAYOUT_HASH)
         w->prefix_bits = shard_bits(est_bytes, w->target, sh);
     /* Hot, freshly flushed data stays uncompressed; deeper levels use zstd. */
-    w->sstopt = level >= 1 ? db->runopt_z : db->runopt;
+    w->zstd = level >= 1;
     *out = w;
     return AKV_OK;
 }
@@ -145,10 +146,9 @@ static int open_sst(akvi_runwriter *w, uint64_t prefix)
     w->n_paths = w->n_sst + 1;
     w->ssts[w->n_sst] = (akvi_cat_sst){0};
     w->filters[w->n_sst] = NULL;
-    w->w = rocksdb_sstfilewriter_create(w->db->envopt, w->sstopt);
     char *err = NULL;
-    rocksdb_sstfilewriter_open(w->w, path, &err);
-    if (err)
+    w->w = akvi_sstw_open(path, w->zstd, &err);
+    if (!w->w)
         return akvi_rocks_err(err, "creating an SST file");
     w->cur_prefix = prefix;
     w->cur_bytes = 0;
@@ -170,20 +170,11 @@ static uint64_t output_keys_estimate(const akvi_runwriter *w)
 static int finish_sst(akvi_runwriter *w)
 {
     char *err = NULL;
-    rocksdb_sstfilewriter_finish(w->w, &err);
-    rocksdb_sstfilewriter_destroy(w->w);
+    bool ok = akvi_sstw_finish(w->w, &err);
+    akvi_sstw_destroy(w->w);
     w->w = NULL;
-    if (err)
+    if (!ok)
         return akvi_rocks_err(err, "finishing an SST file");
-    /* RocksDB's SstFileWriter drops what it writes from the page cache
-     * (the C API cannot turn that off), so without direct reads every read
-     * of a fresh run went to disk, while RocksDB's own flush and compaction
-     * output stays cached: right after a 200k-record load workloadc ran at
-     * 0.2-0.3x RocksDB's, and at its speed once the files were read once.
-     * Read the file once here (a fadvise WILLNEED hint did not fill the
-     * cache on the test machine). Under direct reads the cache is unused. */
-    if (!w->db->opt.direct_reads)
-        akvi_file_warm(w->paths[w->n_sst]);
     struct stat st;
     akvi_cat_sst *s = &w->ssts[w->n_sst];
     s->id = w->n_sst;
@@ -254,8 +245,7 @@ int akvi_rw_add(akvi_runwriter *w, const uint8_t *ikey, size_t iklen, const uint
             return rc;
     }
     char *err = NULL;
-    rocksdb_sstfilewriter_put(w->w, (const char *)ikey, iklen, (const char *)val, vlen, &err);
-    if (err)
+    if (!akvi_sstw_put(w->w, ikey, iklen, val, vlen, &err))
         return akvi_rocks_err(err, "writing an SST file");
     if (w->n == 0) {
         w->first = malloc(iklen);
@@ -295,19 +285,19 @@ static int write_rmap(akvi_runwriter *w, rocksdb_column_family_handle_t **cf)
     qsort_r(w->rm, w->n_rm, sizeof *w->rm, cmp_rmap, w->arena);
     char path[4096], name[64];
     snprintf(path, sizeof path, "%s/%llu-rmap.sst", db->tdir, (unsigned long long)w->run_id);
-    rocksdb_sstfilewriter_t *sw = rocksdb_sstfilewriter_create(db->envopt, db->runopt);
     char *err = NULL;
-    rocksdb_sstfilewriter_open(sw, path, &err);
+    akvi_sstw *sw = akvi_sstw_open(path, false, &err);
+    bool ok = sw != NULL;
     uint8_t key[AKV_MAX_KEY_BYTES + 8];
-    for (size_t i = 0; !err && i < w->n_rm; i++) {
+    for (size_t i = 0; ok && i < w->n_rm; i++) {
         akvi_be64(key, w->rm[i].hi);
         memcpy(key + 8, w->arena + w->rm[i].off, w->rm[i].len);
-        rocksdb_sstfilewriter_put(sw, (const char *)key, 8 + w->rm[i].len, "", 0, &err);
+        ok = akvi_sstw_put(sw, key, 8 + w->rm[i].len, "", 0, &err);
     }
-    if (!err)
-        rocksdb_sstfilewriter_finish(sw, &err);
-    rocksdb_sstfilewriter_destroy(sw);
-    if (err) {
+    if (ok)
+        ok = akvi_sstw_finish(sw, &err);
+    akvi_sstw_destroy(sw);
+    if (!ok) {
         unlink(path);
         return akvi_rocks_err(err, "writing a reverse map");
     }
@@ -519,8 +509,7 @@ void akvi_rw_abort(akvi_runwriter *w)
 {
     if (!w)
         return;
-    if (w->w)
-        rocksdb_sstfilewriter_destroy(w->w);
+    akvi_sstw_destroy(w->w);
     for (size_t j = 0; j < w->n_paths; j++) {
         unlink(w->paths[j]); /* no-op once moved into RocksDB */
         free(w->paths[j]);

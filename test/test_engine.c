@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1401,6 +1402,70 @@ static void set_hold(bool on)
     hold_compactions = on;
     pthread_cond_broadcast(&hold_cv);
     pthread_mutex_unlock(&hold_mu);
+}
+
+/* Pages of `path` in the page cache, and all its pages (mincore). */
+static void resident_pages(const char *path, size_t *resident, size_t *total)
+{
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "stat %s", path);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = ((size_t)st.st_size + page - 1) / page;
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "open %s", path);
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fileno(f), 0);
+    cr_assert(m != MAP_FAILED, "mmap %s", path);
+    unsigned char *vec = malloc(n);
+    cr_assert_not_null(vec);
+    cr_assert_eq(mincore(m, (size_t)st.st_size, vec), 0, "mincore %s", path);
+    for (size_t i = 0; i < n; i++)
+        *resident += vec[i] & 1;
+    *total += n;
+    free(vec);
+    munmap(m, (size_t)st.st_size);
+    fclose(f);
+}
+
+/* A flush's SST files stay in the page cache, as RocksDB's own flush
+ * output does (sstwriter.cc: RocksDB's C API builds its SstFileWriter to
+ * drop every file it writes from the cache). */
+Test(lsm, flushed_ssts_stay_in_the_page_cache)
+{
+    char dir[512], rdir[600];
+    akvt_tmpdir(dir, sizeof dir, "pagecache");
+    akv_options o;
+    small_options(&o, AKV_LAYOUT_HASH, NULL);
+    o.memtable_bytes = 4u << 20;
+    o.sst_target_bytes = 1u << 20;
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    char k[32], v[1000];
+    memset(v, 'p', sizeof v);
+    for (int i = 0; i < 3000; i++) {
+        int kl = snprintf(k, sizeof k, "page-%d", i);
+        cr_assert_eq(akv_put(db, k, (size_t)kl, v, sizeof v), AKV_OK, "%s", akv_errmsg());
+    }
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+    DIR *d = opendir(rdir);
+    cr_assert_not_null(d, "%s", rdir);
+    size_t resident = 0, total = 0, files = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 4, ".sst") != 0)
+            continue;
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", rdir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0 || st.st_size < (64 << 10))
+            continue; /* the meta family's own small tables */
+        resident_pages(path, &resident, &total);
+        files++;
+    }
+    closedir(d);
+    cr_assert_gt(files, 0, "no run SST in %s", rdir);
+    cr_assert_geq(resident * 2, total, "%zu of %zu pages of %zu fresh SSTs in the page cache", resident,
+                  total, files);
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
 }
 
 /* akv_stats.family_ops: a flush creates its run's family and ingests

@@ -27,7 +27,11 @@ extern "C" {
 }
 
 struct akvi_sstw {
-    rocksdb::SstFileWriter *w;
+    rocksdb::SstFileWriter w;
+    explicit akvi_sstw(const rocksdb::Options &o)
+        : w(rocksdb::EnvOptions(), o, nullptr, false /* invalidate_page_cache */)
+    {
+    }
 };
 
 /* An error string for akvi_rocks_err, which frees it with free(). */
@@ -47,10 +51,8 @@ extern "C" akvi_sstw *akvi_sstw_open(const char *path, bool zstd, char **err)
         rocksdb::Options o;
         o.compression = zstd ? rocksdb::kZSTD : rocksdb::kNoCompression;
         o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(rocksdb::BlockBasedTableOptions()));
-        akvi_sstw *s = new akvi_sstw;
-        s->w =
-            new rocksdb::SstFileWriter(rocksdb::EnvOptions(), o, nullptr, false /* invalidate_page_cache */);
-        rocksdb::Status st = s->w->Open(path);
+        akvi_sstw *s = new akvi_sstw(o);
+        rocksdb::Status st = s->w.Open(path);
         if (!st.ok()) {
             *err = error_string(st);
             akvi_sstw_destroy(s);
@@ -67,8 +69,8 @@ extern "C" bool akvi_sstw_put(akvi_sstw *s, const void *key, size_t klen, const 
                               char **err)
 {
     try {
-        rocksdb::Status st = s->w->Put(rocksdb::Slice(static_cast<const char *>(key), klen),
-                                       rocksdb::Slice(static_cast<const char *>(val), vlen));
+        rocksdb::Status st = s->w.Put(rocksdb::Slice(static_cast<const char *>(key), klen),
+                                      rocksdb::Slice(static_cast<const char *>(val), vlen));
         if (st.ok())
             return true;
         *err = error_string(st);
@@ -81,7 +83,7 @@ extern "C" bool akvi_sstw_put(akvi_sstw *s, const void *key, size_t klen, const 
 extern "C" bool akvi_sstw_finish(akvi_sstw *s, char **err)
 {
     try {
-        rocksdb::Status st = s->w->Finish();
+        rocksdb::Status st = s->w.Finish();
         if (st.ok())
             return true;
         *err = error_string(st);
@@ -93,8 +95,5 @@ extern "C" bool akvi_sstw_finish(akvi_sstw *s, char **err)
 
 extern "C" void akvi_sstw_destroy(akvi_sstw *s)
 {
-    if (!s)
-        return;
-    delete s->w;
     delete s;
 }

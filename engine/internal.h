@@ -377,7 +377,7 @@ struct akv_db {
         _Atomic uint64_t puts, deletes, gets, negative_lookups, probes, wasted_probes, slot_queries,
             slot_filtered, false_positives, adaptations, block_reads, flushes, compactions, write_stalls,
             write_slowdowns, l0_merges, bytes_written_user, bytes_written_disk, filter_grows, filter_refills,
-            family_ops, family_op_us;
+            family_ops, family_op_us, family_creates, family_drops;
         _Atomic uint64_t bytes_written_level[AKV_MAX_LEVELS];
     } st;
 };

@@ -127,9 +127,12 @@ int akvi_stop(akv_db *db, int rc)
 
 /* Creating or dropping a family, and ingesting into one, hold RocksDB's
  * writers while RocksDB writes its MANIFEST (and, for a create or a drop,
- * its OPTIONS file): counted in akv_stats (family_ops, family_op_us). */
-static void family_op_done(akv_db *db, double t0)
+ * its OPTIONS file): counted in akv_stats (family_ops, family_op_us; kind:
+ * family_creates, family_drops, or NULL for an ingestion). */
+static void family_op_done(akv_db *db, _Atomic uint64_t *kind, double t0)
 {
+    if (kind)
+        atomic_fetch_add_explicit(kind, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&db->st.family_ops, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&db->st.family_op_us, (uint64_t)((akv_mono_seconds() - t0) * 1e6),
                               memory_order_relaxed);
@@ -153,7 +156,7 @@ int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_famil
         o = db->runopt_z;
     double t0 = akv_mono_seconds();
     *out = rocksdb_create_column_family(db->rdb, o, name, &err);
-    family_op_done(db, t0);
+    family_op_done(db, &db->st.family_creates, t0);
     if (err) {
         *out = NULL;
         return akvi_stop(db, akvi_rocks_err(err, "creating column family"));
@@ -170,7 +173,7 @@ void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf)
     char *err = NULL;
     double t0 = akv_mono_seconds();
     rocksdb_drop_column_family(db->rdb, cf, &err);
-    family_op_done(db, t0);
+    family_op_done(db, &db->st.family_drops, t0);
     if (err) {
         akvi_log(db, "dropping a column family failed: %s", err);
         akvi_stop(db, akvi_rocks_err(err, "dropping a column family"));
@@ -185,7 +188,7 @@ int akvi_ingest(akv_db *db, rocksdb_column_family_handle_t *cf, const char *cons
     char *err = NULL;
     double t0 = akv_mono_seconds();
     rocksdb_ingest_external_file_cf(db->rdb, cf, paths, n, io, &err);
-    family_op_done(db, t0);
+    family_op_done(db, NULL, t0);
     rocksdb_ingestexternalfileoptions_destroy(io);
     return err ? akvi_rocks_err(err, what) : AKV_OK;
 }

@@ -29,6 +29,8 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     st->l0_merges = atomic_load(&db->st.l0_merges);
     st->family_ops = atomic_load(&db->st.family_ops);
     st->family_op_us = atomic_load(&db->st.family_op_us);
+    st->family_creates = atomic_load(&db->st.family_creates);
+    st->family_drops = atomic_load(&db->st.family_drops);
     for (int l = 0; l < AKV_MAX_LEVELS; l++)
         st->bytes_written_per_level[l] = atomic_load(&db->st.bytes_written_level[l]);
     st->bytes_written_user = atomic_load(&db->st.bytes_written_user);
@@ -116,6 +118,8 @@ int akv_stats_json(akv_db *db, char **json)
     U64(l0_merges);
     U64(family_ops);
     U64(family_op_us);
+    U64(family_creates);
+    U64(family_drops);
 #undef U64
     put_array32(&p, end, "runs_per_level", s.runs_per_level);
     put_array32(&p, end, "ssts_per_level", s.ssts_per_level);

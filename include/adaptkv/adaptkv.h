@@ -339,8 +339,11 @@ typedef struct akv_stats {
      * (one of each per run written), and the microseconds they took.
      * RocksDB holds every writer while it records each of them in its
      * MANIFEST, so this time is write latency (docs/design.md, "LSM
-     * shape"). */
+     * shape"). family_creates and family_drops count the creates and
+     * drops among family_ops (a create or a drop also rewrites RocksDB's
+     * OPTIONS file); the rest are ingestions. */
     uint64_t family_ops, family_op_us;
+    uint64_t family_creates, family_drops;
 } akv_stats;
 
 AKV_API int akv_get_stats(akv_db *db, akv_stats *st);

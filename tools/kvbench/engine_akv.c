@@ -183,6 +183,8 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
     s->write_slowdowns = st.write_slowdowns;
     s->family_ops = st.family_ops;
     s->family_op_seconds = (double)st.family_op_us / 1e6;
+    s->family_creates = st.family_creates;
+    s->family_drops = st.family_drops;
     s->l0_files = st.runs_per_level[0];
     s->pending_compaction_bytes = st.compaction_debt_bytes;
     return 0;

@@ -243,8 +243,9 @@ typedef struct akv_kb_estats {
     uint64_t write_stalls, write_slowdowns; /* adaptkv: writes stopped / delayed */
     double stall_seconds;                   /* rocksdb: cumulative stall time */
     /* adaptkv: families created and dropped and ingestions, and the time
-     * they took (RocksDB holds its writers meanwhile) */
-    uint64_t family_ops;
+     * they took (RocksDB holds its writers meanwhile); the creates and the
+     * drops among them */
+    uint64_t family_ops, family_creates, family_drops;
     double family_op_seconds;
     /* Background work still owed, each engine's own figure (so compare
      * when each reaches 0, not their sizes): L0 files (adaptkv: L0 runs),

@@ -11,32 +11,73 @@
 #include <time.h>
 
 #include "engine/internal.h"
+#include "util/clock.h"
 
 /*
  * Adaptations live in memory; the adapted slots are written back
- * (atomically, like any filter file) after each flush, every few idle
- * seconds and at close, so a key that fooled a filter does not fool it again
- * after a restart. A crash only loses recent adaptations: the file on disk
- * is always a complete filter of its SST. Runs on the background thread (or
- * at close), so no compaction removes a run meanwhile; the version pin keeps
+ * (atomically, like any filter file) by the flush thread at most every
+ * ADAPT_SAVE_SECONDS while it flushes, by the compaction thread when idle
+ * that long, by akv_flush and at close, so a key that fooled a filter does
+ * not fool it again after a restart. A crash only loses recent
+ * adaptations: the file on disk is always a complete filter of its SST.
+ * Saving after every flush, as adaptkv first did, cost two syncs per
+ * adapted filter several times a second (docs/design.md, "Syncs"). The
+ * files of one save share one directory sync; savemu keeps two threads
+ * from writing one file at once. Runs on a background thread (or at
+ * close), so no compaction removes a run meanwhile; the version pin keeps
  * its slots alive.
  */
+#define ADAPT_SAVE_SECONDS 10
+
 int akvi_save_adapted_slots(akv_db *db)
 {
     int first = AKV_OK;
+    bool wrote = false;
+    pthread_mutex_lock(&db->savemu);
+    db->saved_at = akv_mono_seconds();
     akvi_version *v = akvi_current(db);
     for (size_t i = 0; i < v->n_run; i++) {
         akvi_run *r = v->runs[i];
         for (size_t j = 0; j < r->info.n_sst; j++) {
             int rc = akvi_slot_save(&r->slots[j], db->fdir, r->info.id, r->info.ssts[j].id);
-            if (rc != AKV_OK) {
+            wrote |= rc > 0;
+            if (rc < 0) {
                 akvi_log(db, "warning: could not save an adapted filter: %s", akv_errmsg());
                 first = first != AKV_OK ? first : rc;
             }
         }
     }
     akvi_version_unref(v);
-    return first; /* the slot stays dirty: saved again next time */
+    if (wrote) {
+        int rc = akvi_fsync_dir(db->fdir);
+        if (rc != AKV_OK) {
+            akvi_log(db, "warning: adapted filters saved, but not their directory: %s", akv_errmsg());
+            first = first != AKV_OK ? first : rc;
+        }
+    }
+    pthread_mutex_unlock(&db->savemu);
+    return first; /* a slot whose file failed stays dirty: saved again next time */
+}
+
+/* The flush thread's save: when akv_flush asked for one, or after a flush
+ * once ADAPT_SAVE_SECONDS have passed since the last. */
+static void save_if_due(akv_db *db, bool flushed)
+{
+    pthread_mutex_lock(&db->bgmu);
+    uint64_t req = db->save_req;
+    bool asked = req > db->save_done;
+    pthread_mutex_unlock(&db->bgmu);
+    pthread_mutex_lock(&db->savemu);
+    bool due = asked || (flushed && akv_mono_seconds() - db->saved_at >= ADAPT_SAVE_SECONDS);
+    pthread_mutex_unlock(&db->savemu);
+    if (due)
+        akvi_save_adapted_slots(db);
+    if (asked) {
+        pthread_mutex_lock(&db->bgmu);
+        db->save_done = req > db->save_done ? req : db->save_done;
+        pthread_cond_broadcast(&db->done_cv);
+        pthread_mutex_unlock(&db->bgmu);
+    }
 }
 
 /* ---- the thread ---------------------------------------------------------- */
@@ -56,14 +97,15 @@ static bool pending(akv_db *db, int role)
     if (db->bg_error)
         return false;
     akvi_version *v = akvi_current(db);
-    bool yes = role == FLUSHER ? v->n_mem > 1 || akvi_l0_merge_due(db, v)
+    bool yes = role == FLUSHER ? v->n_mem > 1 || akvi_l0_merge_due(db, v) || db->save_req > db->save_done
                                : db->compact_req > db->compact_done || akvi_compaction_needed(db, v);
     akvi_version_unref(v);
     return yes;
 }
 
-/* The flush thread's turn: the oldest waiting memtable, else an L0 merge
- * (compact.c), if one is due. */
+/* The flush thread's turn: the oldest waiting memtable, then the adapted
+ * slots if their save is due; else a save akv_flush asked for, then an L0
+ * merge (compact.c) if one is due. */
 static int flush_oldest(akv_db *db)
 {
     akvi_version *v = akvi_current(db);
@@ -71,19 +113,16 @@ static int flush_oldest(akv_db *db)
     if (m)
         akvi_mem_ref(m);
     akvi_version_unref(v);
-    if (!m)
+    if (!m) { /* a save akv_flush asked for first: it waits on it */
+        save_if_due(db, false);
         return akvi_compact_l0(db);
+    }
     int rc = akvi_flush_one(db, m);
     akvi_mem_unref(m);
     if (rc == AKV_OK)
-        akvi_save_adapted_slots(db);
+        save_if_due(db, true);
     return rc;
 }
-
-/* Adapted filters are written back after every flush and, when idle, this
- * often, so a crash loses at most this much learning (never correctness:
- * every filter file on disk is a complete filter of its SST). */
-#define ADAPT_SAVE_SECONDS 10
 
 /* Under bgmu: wait for work; on every idle timeout, the flusher empties
  * the grave (what readers released) and the compactor saves adapted slots. */
@@ -210,9 +249,11 @@ int akv_flush(akv_db *db)
     pthread_mutex_unlock(&db->wmu);
     if (rc != AKV_OK)
         return rc;
-    akvi_bg_wake(db);
+    /* The flush thread saves the adapted slots once it is through. */
     pthread_mutex_lock(&db->bgmu);
-    while (!db->bg_error && !db->shutdown && !flushed_through(db, target))
+    uint64_t save = ++db->save_req;
+    pthread_cond_broadcast(&db->bg_cv);
+    while (!db->bg_error && !db->shutdown && (!flushed_through(db, target) || db->save_done < save))
         pthread_cond_wait(&db->done_cv, &db->bgmu);
     rc = db->bg_error;
     pthread_mutex_unlock(&db->bgmu);

@@ -2,7 +2,11 @@
  * files.c — whole files, the way every adaptkv record outside RocksDB is
  * kept (docs/format.md): read one whole, write one atomically (a temp name,
  * fsync, rename, fsync of the directory), or rewrite one in place with one
- * fdatasync (the two catalog slots).
+ * fdatasync (the two catalog slots). Filter files are written in batches
+ * (a new run's, the adapted ones): each file is replaced (a temp name,
+ * fsync, rename) and the directory is synced once for the batch, since
+ * every directory sync is a journal commit and a disk cache flush
+ * (docs/design.md, "Syncs").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -84,7 +88,7 @@ int akvi_file_read(const char *path, uint8_t **buf, size_t *len)
     return AKV_OK;
 }
 
-int akvi_file_write_atomic(const char *dir, const char *name, const uint8_t *buf, size_t len)
+int akvi_file_replace(const char *dir, const char *name, const uint8_t *buf, size_t len)
 {
     char path[4096], tmp[4160];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -104,7 +108,13 @@ int akvi_file_write_atomic(const char *dir, const char *name, const uint8_t *buf
         unlink(tmp);
         return akvi_err(AKV_EIO, "writing %s: %s", path, strerror(e));
     }
-    return akvi_fsync_dir(dir);
+    return AKV_OK;
+}
+
+int akvi_file_write_atomic(const char *dir, const char *name, const uint8_t *buf, size_t len)
+{
+    int rc = akvi_file_replace(dir, name, buf, len);
+    return rc == AKV_OK ? akvi_fsync_dir(dir) : rc;
 }
 
 int akvi_file_rewrite(const char *path, const uint8_t *buf, size_t len)

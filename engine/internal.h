@@ -45,7 +45,10 @@ char *akvi_path_join(const char *a, const char *b);
 
 /* AKV_NOTFOUND (with a message) when the file does not exist; *buf malloc'd. */
 int akvi_file_read(const char *path, uint8_t **buf, size_t *len);
-/* dir/name.tmp written, fsynced, renamed over dir/name, dir fsynced. */
+/* dir/name.tmp written, fsynced, renamed over dir/name; the rename is
+ * durable once the caller syncs dir (akvi_fsync_dir), once per batch. */
+int akvi_file_replace(const char *dir, const char *name, const uint8_t *buf, size_t len);
+/* akvi_file_replace, then dir fsynced. */
 int akvi_file_write_atomic(const char *dir, const char *name, const uint8_t *buf, size_t len);
 /* Overwrite path in place (created if absent) and fdatasync it. */
 int akvi_file_rewrite(const char *path, const uint8_t *buf, size_t len);
@@ -204,10 +207,13 @@ int akvi_slot_swap(akvi_slot *s, const akv_filter *expected, akv_filter *g);
 /* The filter's memory, and that of the outgrown filters it still holds. */
 size_t akvi_slot_memory(akvi_slot *s);
 /* Write the slot's filter to its bound file if it changed since the last
- * save: serialized under the shared lock, written after it is released. */
+ * save: serialized under the shared lock, written after it is released
+ * (akvi_file_replace: the caller syncs fdir). 1 if written, AKV_OK if the
+ * slot was clean, or an error. */
 int akvi_slot_save(akvi_slot *s, const char *fdir, uint64_t run, uint64_t sst);
-/* Write the filter file of SST j of run r atomically (temp, fsync, rename,
- * fsync dir), bound to that catalog entry (docs/format.md §8). */
+/* Write the filter file of SST j of run r (akvi_file_replace: the caller
+ * syncs fdir before a catalog names it), bound to that catalog entry
+ * (docs/format.md §8). */
 int akvi_slot_write_file(const char *fdir, const akvi_cat_run *r, size_t j, const akv_filter *f);
 /* The filter of SST j of run r from its file: AKV_OK, or AKV_NOTFOUND /
  * AKV_ECORRUPT (damaged, another kind, or bound to another SST) /
@@ -355,6 +361,9 @@ struct akv_db {
     bool compacting, l0_merging;
     uint64_t l0_held_below;
     _Atomic int bg_error; /* sticky: first background failure (set under bgmu; read without it) */
+    uint64_t save_req, save_done; /* under bgmu: akv_flush's requests that the flusher save adapted slots */
+    pthread_mutex_t savemu; /* one saver of adapted slots at a time (bg.c) */
+    double saved_at;        /* under savemu: when adapted slots were last saved */
     _Atomic uint64_t next_run_id; /* flush and compaction threads allocate */
     uint64_t flushed_mem_gen;     /* under pubmu (and open) */
     pthread_mutex_t pubmu;        /* serialises publishes: commit + install */

@@ -937,10 +937,16 @@ static int go_live(akv_db *db, loaded *L)
                 rc = akvi_rocks_err(err, "removing the format-1 catalog record");
         }
     }
+    bool wrote = false;
     for (size_t i = 0; rc == AKV_OK && i < L->n_run; i++)
-        for (size_t j = 0; rc == AKV_OK && j < L->runs[i]->info.n_sst; j++)
+        for (size_t j = 0; rc == AKV_OK && j < L->runs[i]->info.n_sst; j++) {
             rc = akvi_slot_save(&L->runs[i]->slots[j], db->fdir, L->runs[i]->info.id,
                                 L->runs[i]->info.ssts[j].id);
+            wrote |= rc > 0;
+            rc = rc > 0 ? AKV_OK : rc;
+        }
+    if (rc == AKV_OK && wrote)
+        rc = akvi_fsync_dir(db->fdir);
     return rc;
 }
 
@@ -1074,6 +1080,7 @@ static void db_free(akv_db *db)
     pthread_rwlock_destroy(&db->vmu);
     pthread_mutex_destroy(&db->wmu);
     pthread_mutex_destroy(&db->bgmu);
+    pthread_mutex_destroy(&db->savemu);
     pthread_mutex_destroy(&db->catmu);
     pthread_mutex_destroy(&db->pubmu);
     pthread_mutex_destroy(&db->gravemu);
@@ -1135,6 +1142,7 @@ akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
     pthread_rwlockattr_destroy(&va);
     pthread_mutex_init(&db->wmu, NULL);
     pthread_mutex_init(&db->bgmu, NULL);
+    pthread_mutex_init(&db->savemu, NULL);
     pthread_mutex_init(&db->catmu, NULL);
     pthread_mutex_init(&db->pubmu, NULL);
     pthread_mutex_init(&db->gravemu, NULL);

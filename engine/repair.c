@@ -1165,6 +1165,8 @@ static int write_back(state *S, uint64_t flushed)
         if (f->run)
             S->R->r.filters_rebuilt += (uint32_t)f->run->info.n_sst;
     }
+    if (rc == AKV_OK)
+        rc = akvi_fsync_dir(db->fdir);
     db->run_id_bound = 0;
     db->cat_seq = S->have_cat ? S->cat.seq : 0;
     pthread_mutex_lock(&db->catmu);

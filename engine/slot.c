@@ -180,7 +180,7 @@ static int write_bytes(const char *fdir, const akvi_cat_run *r, size_t j, uint8_
 {
     char name[64];
     akvi_filter_file_name(r->id, r->ssts[j].id, name, sizeof name);
-    int rc = akvi_file_write_atomic(fdir, name, buf, len);
+    int rc = akvi_file_replace(fdir, name, buf, len);
     free(buf);
     return rc;
 }
@@ -210,8 +210,8 @@ int akvi_slot_save(akvi_slot *s, const char *fdir, uint64_t run, uint64_t sst)
     akv_filter *f = atomic_load(&s->f);
     int rc = f ? serialize(f, s->run, s->sst, &buf, &len) : AKV_OK;
     akvi_slot_unlock(s);
-    if (rc == AKV_OK && f)
-        rc = write_bytes(fdir, s->run, s->sst, buf, len);
+    if (rc == AKV_OK && f && (rc = write_bytes(fdir, s->run, s->sst, buf, len)) == AKV_OK)
+        return 1;
     if (rc != AKV_OK)
         atomic_store(&s->dirty, true);
     return rc;

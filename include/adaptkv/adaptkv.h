@@ -231,7 +231,9 @@ AKV_API void akv_iter_destroy(akv_iter *it);
 
 /* ---- maintenance ------------------------------------------------------- */
 
-/* Turn the memtable into an L0 run now and wait for it. */
+/* Turn the memtable into an L0 run now and wait for it, and for the
+ * filters adapted so far to be saved to their files (the background
+ * threads save them at most every 10 s otherwise). */
 AKV_API int akv_flush(akv_db *db);
 /* Flush, then compact every level down into the last one, and wait. */
 AKV_API int akv_compact(akv_db *db);

@@ -1465,7 +1465,7 @@ Test(lsm, flushed_ssts_stay_in_the_page_cache)
     cr_assert_gt(files, 0, "no run SST in %s", rdir);
     cr_assert_geq(resident * 2, total, "%zu of %zu pages of %zu fresh SSTs in the page cache", resident,
                   total, files);
-    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());    akvt_rmrf(dir);
 }
 
 /* akv_stats.family_ops: a flush creates the next memtable's family and
@@ -1500,7 +1500,7 @@ Test(stats, family_ops_count_what_a_flush_does)
     cr_assert_not_null(strstr(json, "\"family_creates\":"), "%s", json);
     cr_assert_not_null(strstr(json, "\"family_drops\":"), "%s", json);
     akv_free(json);
-    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());    akvt_rmrf(dir);
 }
 
 /* akv_stats.compaction_debt_bytes: 0 once compactions have caught up;
@@ -1685,6 +1685,71 @@ static void l0_merge_test(akv_layout layout, const char *tag)
     cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
     check_rounds(db, last, "compacted");
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_rmrf(dir);
+}
+
+/* Under a bgmu-protected flag: is the compaction thread inside a step? */
+static bool compacting(akv_db *db)
+{
+    pthread_mutex_lock(&db->bgmu);
+    bool c = db->compacting;
+    pthread_mutex_unlock(&db->bgmu);
+    return c;
+}
+
+static void flush_one_run(akv_db *db, int round)
+{
+    char k[32], v[200];
+    memset(v, 'b', sizeof v);
+    for (int i = 0; i < 100; i++) {
+        int kl = snprintf(k, sizeof k, "backlog-%d-%d", round, i);
+        cr_assert_eq(akv_put(db, k, (size_t)kl, v, sizeof v), AKV_OK, "%s", akv_errmsg());
+    }
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+}
+
+/* L0 runs are merged only once L0 holds twice the compaction trigger's
+ * runs: below that, a merge rewrites what the next compaction takes anyway
+ * (compact.c). With the trigger at 5 and a compaction held on its 5 runs,
+ * 4 more flushes leave 9 runs, 4 of them newer than the compaction's (as
+ * many as a merge takes), and no merge; the 10th run brings one. */
+Test(lsm, l0_merges_wait_for_a_backlog)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "backlog");
+    akv_options o;
+    small_options(&o, AKV_LAYOUT_HASH, NULL);
+    o.l0_compaction_trigger = 5;
+    akv_db *db = NULL;
+    set_hold(true);
+    atomic_store(&akvi_hook_before_compaction, hold_hook);
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    for (int r = 0; r < 5; r++)
+        flush_one_run(db, r);
+    for (int tries = 0; tries < 3000 && !compacting(db); tries++)
+        usleep(10000); /* bounds a hang only */
+    cr_assert(compacting(db), "no compaction started at the trigger");
+    for (int r = 5; r < 9; r++)
+        flush_one_run(db, r);
+    /* A merge, if one were due, would start at the flush thread's next turn,
+     * which the empty flush below gives it and waits on. */
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    usleep(200000);
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_eq(st.runs_per_level[0], 9, "%u L0 runs", st.runs_per_level[0]);
+    cr_assert_eq(st.l0_merges, 0, "%llu L0 merges below the backlog", (unsigned long long)st.l0_merges);
+    flush_one_run(db, 9);
+    for (int tries = 0; tries < 3000; tries++) {
+        cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+        if (st.l0_merges >= 1)
+            break;
+        usleep(10000);
+    }
+    cr_assert_geq(st.l0_merges, 1, "no L0 merge with %u L0 runs, 10 flushed", st.runs_per_level[0]);
+    cr_assert_lt(st.runs_per_level[0], 10, "%u L0 runs after a merge", st.runs_per_level[0]);
+    close_releasing_hold(db);
+    atomic_store(&akvi_hook_before_compaction, NULL);
     akvt_rmrf(dir);
 }
 

@@ -74,7 +74,7 @@ static void save_if_due(akv_db *db, bool flushed)
         akvi_save_adapted_slots(db);
     if (asked) {
         pthread_mutex_lock(&db->bgmu);
-        db->save_done = req > db->save_done ? req : db->save_done;
+        db->save_done = req; /* only this thread advances it */
         pthread_cond_broadcast(&db->done_cv);
         pthread_mutex_unlock(&db->bgmu);
     }

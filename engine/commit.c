@@ -2,7 +2,8 @@
  * commit.c — the commit step that ends every flush and compaction
  * (docs/design.md, "Commit"):
  *
- *   SSTs written and ingested, filter files fsynced (runwriter.c)
+ *   SSTs written and ingested, filter files fsynced (runwriter.c), their
+ *   directory synced once (akvi_publish)
  *   -> catalog file written and synced (akvi_commit)
  *   -> new version installed (akvi_apply)
  *   -> replaced CFs and filter files dropped at their last unref (version.c)
@@ -71,7 +72,15 @@ int akvi_publish(akv_db *db, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi
     akvi_run **runs = akvi_runs_after(v, drop, n_drop, add, n_add, &n);
     akvi_version_unref(v);
     uint64_t flushed = mem ? mem->gen : db->flushed_mem_gen;
-    int rc = runs ? akvi_commit(db, runs, n, flushed) : akvi_err(AKV_ENOMEM, "out of memory");
+    int rc = runs ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
+    /* The new runs' filter files (each replaced and fsynced by its run
+     * writer) are durable with one directory sync before the catalog names
+     * them: one per commit, however many runs it adds (docs/design.md,
+     * "Syncs"). */
+    if (rc == AKV_OK && n_add > 0)
+        rc = akvi_fsync_dir(db->fdir);
+    if (rc == AKV_OK)
+        rc = akvi_commit(db, runs, n, flushed);
     free(runs);
     if (rc == AKV_OK) {
         db->flushed_mem_gen = flushed;

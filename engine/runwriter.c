@@ -358,14 +358,10 @@ int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
         akvi_rw_abort(w);
         return rc;
     }
-    /* The run's filter files, each replaced and fsynced, are durable with
-     * one directory sync before any catalog can name the run. */
-    rc = akvi_fsync_dir(w->db->fdir);
     char name[64];
     snprintf(name, sizeof name, "run.%llu", (unsigned long long)w->run_id);
     rocksdb_column_family_handle_t *cf = NULL, *rmap = NULL;
-    if (rc == AKV_OK)
-        rc = akvi_cf_create(w->db, name, w->level, &cf);
+    rc = akvi_cf_create(w->db, name, w->level, &cf);
     if (rc == AKV_OK)
         rc = ingest(w->db, cf, w->paths, w->n_sst);
     if (rc == AKV_OK && w->db->layout == AKV_LAYOUT_ORDERED)

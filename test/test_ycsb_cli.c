@@ -2,7 +2,9 @@
  * test_ycsb_cli.c — kvbench as a YCSB user drives it: property precedence,
  * YCSB's client properties (threadcount, exportfile, hdrhistogram.percentiles,
  * measurement.interval), the load and run counts, read-modify-writes in the
- * report, and replaying traces of YCSB's basic binding end to end.
+ * report, replaying traces of YCSB's basic binding end to end, and YCSB's own
+ * command line (bin/ycsb's load|run, -load, -t, -threads, -target, -s, -l,
+ * -db), its refusals, its status lines and a report YCSB's parsers read.
  *
  * The binary is $AKV_BUILD/kvbench when AKV_BUILD is set, else the kvbench
  * next to this test's build directory (BUILD/test/test_ycsb_cli ->
@@ -63,7 +65,8 @@ typedef struct run {
 } run;
 
 /* Run "kvbench ARGS --db DIR/db" from the source tree, with DIR a fresh
- * directory that "{D}" in ARGS stands for. */
+ * directory that "{D}" in ARGS stands for (without --db DIR/db when ARGS
+ * have a --db of their own). */
 static run kvbench(const char *args)
 {
     run r = {0};
@@ -82,8 +85,11 @@ static run kvbench(const char *args)
         }
     }
     expanded[o] = '\0';
-    snprintf(cmd, sizeof cmd, "'%s' %s --db '%s/db' >'%s/out' 2>'%s/err' </dev/null", exe, expanded, r.dir,
-             r.dir, r.dir);
+    char dbopt[600] = ""; /* ARGS may name a database of their own (another run's) */
+    if (!strstr(expanded, "--db "))
+        snprintf(dbopt, sizeof dbopt, " --db '%s/db'", r.dir);
+    snprintf(cmd, sizeof cmd, "'%s' %s%s >'%s/out' 2>'%s/err' </dev/null", exe, expanded, dbopt, r.dir,
+             r.dir);
     int st = system(cmd);
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     char p[600];
@@ -463,4 +469,177 @@ Test(ycsb_cli, negative_stream_reports_first_occurrences)
     cr_assert_neq(r.status, 0);
     cr_assert_not_null(strstr(r.err, "--negative-stream"), "%s", r.err);
     run_free(&r);
+}
+
+/* ---- YCSB's own command line ------------------------------------------------ */
+
+/* Every line of a text report is "[SECTION], metric, number" (what YCSB's
+ * TextMeasurementsExporter writes and its report parsers read) or a '#'
+ * line, which they skip. Returns the number of metric lines. */
+static int assert_ycsb_report(const char *out)
+{
+    int metrics = 0;
+    cr_assert_not_null(out);
+    for (const char *l = out; *l;) {
+        const char *nl = strchr(l, '\n');
+        cr_assert_not_null(nl, "the report's last line has no end: '%s'", l);
+        char line[512];
+        size_t n = (size_t)(nl - l);
+        cr_assert_lt(n, sizeof line);
+        memcpy(line, l, n);
+        line[n] = '\0';
+        l = nl + 1;
+        if (line[0] == '#')
+            continue;
+        /* [SECTION], metric, number: no comma inside the section or the
+         * metric, and the number is all that follows. */
+        char *close = strstr(line, "], ");
+        cr_assert(line[0] == '[' && close && !memchr(line, ',', (size_t)(close - line)),
+                  "not a YCSB line: '%s'", line);
+        char *metric = close + 3, *comma = strstr(metric, ", ");
+        cr_assert(comma && comma > metric, "not a YCSB line: '%s'", line);
+        char *num = comma + 2, *end;
+        double v = strtod(num, &end);
+        cr_assert(end != num && *end == '\0' && !isnan(v), "not a number at the end of '%s'", line);
+        metrics++;
+    }
+    return metrics;
+}
+
+/* The status lines of -s on stderr ("[LABEL]yyyy-MM-dd HH:mm:ss:SSS N sec: N
+ * operations; ..."), each starting with `label`: how many, and the last
+ * one's operation count. */
+static int status_lines(const char *err, const char *label, unsigned long long *last_ops)
+{
+    int n = 0;
+    size_t ll = strlen(label);
+    for (const char *l = err; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        int y, mo, d, h, mi, sec, ms;
+        unsigned long long secs, ops;
+        int used = 0;
+        if (strncmp(l, label, ll) == 0 &&
+            sscanf(l + ll, "%4d-%2d-%2d %2d:%2d:%2d:%3d %llu sec: %llu operations;%n", &y, &mo, &d, &h, &mi,
+                   &sec, &ms, &secs, &ops, &used) == 9 &&
+            used > 0) {
+            n++;
+            *last_ops = ops;
+        }
+        l = nl ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+Test(ycsb_cli, ycsb_load_then_run_as_bin_ycsb)
+{
+    /* bin/ycsb load: the load phase alone, 2 threads, status on stderr. */
+    run l = kvbench("-load -P workloads/workloada -p recordcount=1000 -threads 2 -s --json {D}/load.json");
+    cr_assert_eq(l.status, 0, "%s", l.err);
+    cr_expect_eq(metric(l.out, "INSERT", "Operations"), 1000);
+    cr_expect_eq(metric(l.out, "INSERT", "Return=OK"), 1000);
+    cr_expect_eq(metric(l.out, "READ", "Operations"), -1, "-load runs no transactions");
+    cr_expect_neq(strstr(l.out, "# Phase: load\n"), NULL, "%s", l.out);
+    cr_expect_gt(assert_ycsb_report(l.out), 10);
+    unsigned long long ops = 0;
+    cr_expect_geq(status_lines(l.err, "", &ops), 2, "a status line at the start and one at the end: %s",
+                  l.err);
+    cr_expect_eq(ops, 1000, "the last status line counts every insert: %s", l.err);
+    char p[600];
+    snprintf(p, sizeof p, "%s/load.json", l.dir);
+    char *js = slurp(p);
+    cr_assert_not_null(js);
+    cr_expect_neq(strstr(js, "\"threads\":2,"), NULL, "-threads 2: %s", js);
+    free(js);
+
+    /* bin/ycsb run on that database: the transactions alone, paced by -target. */
+    char args[1200];
+    snprintf(args, sizeof args, "-t -P workloads/workloada -target 500 --db '%s/db'", l.dir);
+    run t = kvbench(args);
+    cr_assert_eq(t.status, 0, "%s", t.err);
+    double reads = metric(t.out, "READ", "Operations"), updates = metric(t.out, "UPDATE", "Operations");
+    cr_expect_eq(reads + updates, 1000, "operationcount=1000: %s", t.out);
+    cr_expect_eq(metric(t.out, "READ", "Return=OK"), reads, "every read finds a loaded record: %s", t.out);
+    cr_expect_eq(metric(t.out, "INSERT", "Operations"), -1, "-t loads nothing: %s", t.out);
+    cr_expect_neq(strstr(t.out, "# Phase: run\n"), NULL, "%s", t.out);
+    /* 1000 operations at 500 per second cannot end before ~2 s (the pace
+     * only delays); nothing is asserted about how late they end. */
+    cr_expect_geq(metric(t.out, "OVERALL", "RunTime(ms)"), 1500, "%s", t.out);
+    cr_expect_leq(metric(t.out, "OVERALL", "Throughput(ops/sec)"), 667, "%s", t.out);
+    cr_expect_eq(status_lines(t.err, "", &ops), 0, "no -s, no status lines: %s", t.err);
+    cr_expect_gt(assert_ycsb_report(t.out), 10);
+    run_free(&t);
+    run_free(&l);
+}
+
+Test(ycsb_cli, bin_ycsb_commands_and_labels)
+{
+    /* bin/ycsb's command and binding name come first; -l prefixes the
+     * status lines; dotransactions=false is -load. */
+    run r = kvbench("load rocksdb -P workloads/workloadc -p recordcount=100 -s -l lbl7: --json {D}/r.json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(metric(r.out, "INSERT", "Operations"), 100);
+    cr_expect_eq(metric(r.out, "READ", "Operations"), -1);
+    cr_expect_neq(strstr(r.out, "# Engine: rocksdb"), NULL, "%s", r.out);
+    unsigned long long ops = 0;
+    cr_expect_geq(status_lines(r.err, "lbl7:", &ops), 2, "%s", r.err);
+    cr_expect_eq(ops, 100);
+    run_free(&r);
+    r = kvbench("-P workloads/workloadc -p recordcount=100 -p dotransactions=false -db adaptkv");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_eq(metric(r.out, "INSERT", "Operations"), 100);
+    cr_expect_eq(metric(r.out, "READ", "Operations"), -1);
+    cr_expect_neq(strstr(r.out, "# Engine: adaptkv"), NULL, "%s", r.out);
+    run_free(&r);
+}
+
+Test(ycsb_cli, refuses_what_it_cannot_honour_by_name)
+{
+    static const struct {
+        const char *args, *named;
+    } cases[] = {
+        {"-p workload=site.ycsb.workloads.TimeSeriesWorkload",
+         "workload=site.ycsb.workloads.TimeSeriesWorkload"},
+        {"-p measurementtype=timeseries", "measurementtype=timeseries"},
+        {"-p measurementtype=histogram", "measurementtype=histogram"},
+        {"-p exporter=site.ycsb.measurements.exporter.JSONMeasurementsExporter", "exporter=site.ycsb"},
+        {"-p dataintegrity=true", "dataintegrity=true"},
+        {"-p measurement.trackjvm=true", "measurement.trackjvm=true"},
+        {"-db site.ycsb.BasicDB", "db=site.ycsb.BasicDB"},
+        {"run basic", "db=basic"},
+        {"-p dotransactions=maybe", "dotransactions"},
+        {"-load --phase run", "disagree"},
+        {"-db rocksdb --engine adaptkv", "disagree"},
+        {"-threads", "-threads needs a value"},
+        {"-target x", "target"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[512];
+        bool command = strncmp(cases[i].args, "run ", 4) == 0; /* bin/ycsb's command comes first */
+        snprintf(args, sizeof args, "%s -P workloads/workloadc -p recordcount=50 %s",
+                 command ? cases[i].args : "", command ? "" : cases[i].args);
+        run r = kvbench(args);
+        cr_expect_eq(r.status, 2, "%s: exit %d, %s", cases[i].args, r.status, r.err);
+        cr_expect_neq(strstr(r.err, cases[i].named), NULL, "%s: the message names '%s': %s", cases[i].args,
+                      cases[i].named, r.err);
+        cr_expect_eq(strstr(r.out, "[OVERALL]"), NULL, "%s: nothing ran: %s", cases[i].args, r.out);
+        char db[600];
+        snprintf(db, sizeof db, "%s/db", r.dir);
+        cr_expect_neq(access(db, F_OK), 0, "%s: no database was opened", cases[i].args);
+        run_free(&r);
+    }
+    /* What a workload file sets is refused with its file and line. */
+    char path[512], args[700], named[700];
+    snprintf(path, sizeof path, "%s/kvbench-refuse-%d.properties",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("recordcount=50\nmeasurementtype=raw\n", f);
+    cr_assert_eq(fclose(f), 0);
+    snprintf(args, sizeof args, "-P workloads/workloadc -P '%s'", path);
+    run r = kvbench(args);
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    snprintf(named, sizeof named, "%s:2: measurementtype=raw", path);
+    cr_expect_neq(strstr(r.err, named), NULL, "names '%s': %s", named, r.err);
+    run_free(&r);
+    unlink(path);
 }

@@ -28,7 +28,7 @@ typedef struct args {
     int ntraces;
     unsigned threads, interval_ms;
     uint64_t seed, negative_stream;
-    bool flush_after_load, quiet, threads_given, compact_replay;
+    bool flush_after_load, quiet, threads_given, compact_replay, phase_given, engine_given;
 } args;
 
 /* One bench thread; counters the sampler reads are atomics. */
@@ -70,9 +70,18 @@ typedef struct bench {
 static void usage(FILE *out)
 {
     fprintf(out, "usage: kvbench -P WORKLOAD [-p name=value ...] [options]\n"
+                 "       kvbench load|run [adaptkv|rocksdb] -P WORKLOAD [YCSB options] [options]\n"
                  "       kvbench --trace FILE [--trace FILE ...] [options]\n"
                  "  -P FILE              YCSB workload property file (repeatable; later files override)\n"
                  "  -p name=value        set one property (wins over every -P file)\n"
+                 "YCSB's own options (each sets a property, as -p does):\n"
+                 "  -load | -t (-run)    the load phase only | the run phase only (dotransactions)\n"
+                 "  -threads N           client threads (threadcount)\n"
+                 "  -target N            operations per second over all threads (target)\n"
+                 "  -s                   status lines on stderr every status.interval seconds (status)\n"
+                 "  -l LABEL             prefix of the status lines (label)\n"
+                 "  -db adaptkv|rocksdb  the engine (db), as --engine\n"
+                 "kvbench's options:\n"
                  "  --engine E           adaptkv (default) | rocksdb\n"
                  "  --db DIR             database directory (default ./kvbench-db)\n"
                  "  --phase P            load | run | both (default both)\n"
@@ -400,12 +409,29 @@ static void timeline_row(bench *b, const sample *p, const sample *s)
     fflush(b->timeline);
 }
 
+/* YCSB's -s: a status line now, of the operations since the last one. */
+static void status_line(bench *b, double t, uint64_t *last_ops, double *last_t)
+{
+    uint64_t ops = 0;
+    for (unsigned i = 0; i < b->a->threads; i++)
+        ops += LOAD(b->ws[i].ops);
+    uint64_t todo = b->total == UINT64_MAX || ops >= b->total ? 0 : b->total - ops;
+    akv_kb_status_line(stderr, b->a->opts.label, t, ops, *last_ops, t - *last_t, todo);
+    *last_ops = ops;
+    *last_t = t;
+}
+
 static void sample_loop(bench *b)
 {
-    bool tty = !b->a->quiet && isatty(STDERR_FILENO);
+    bool status = b->a->opts.status && !b->recon;
+    bool tty = !b->a->quiet && !status && isatty(STDERR_FILENO);
     sample prev = {0}, cur;
-    double next_row = b->a->interval_ms / 1000.0;
+    double next_row = b->a->interval_ms / 1000.0, status_every = (double)b->a->opts.status_interval,
+           next_status = status_every, status_t = 0;
+    uint64_t status_ops = 0;
     take_sample(b, &prev);
+    if (status)
+        status_line(b, 0, &status_ops, &status_t);
     while (!atomic_load(&b->done)) {
         struct timespec ts = {0, 100 * 1000000L};
         nanosleep(&ts, NULL);
@@ -416,6 +442,10 @@ static void sample_loop(bench *b)
                 ops += LOAD(b->ws[i].ops);
             akv_kb_progress(stderr, b->load ? "load" : b->recon ? "recon" : "run", ops, b->total, t);
         }
+        if (status && t >= next_status) {
+            status_line(b, t, &status_ops, &status_t);
+            next_status += status_every;
+        }
         if (b->timeline && t >= next_row) {
             take_sample(b, &cur);
             timeline_row(b, &prev, &cur);
@@ -425,6 +455,8 @@ static void sample_loop(bench *b)
     }
     if (tty)
         akv_kb_progress_end(stderr);
+    if (status)
+        status_line(b, now_since(&b->start), &status_ops, &status_t);
     if (b->timeline) {
         take_sample(b, &cur);
         if (cur.ops > prev.ops)
@@ -702,12 +734,14 @@ static int other_opt(args *a, int c, const char *v)
     switch (c) {
     case O_ENGINE:
         a->cfg.engine = v;
+        a->engine_given = true;
         break;
     case O_DB:
         a->cfg.dir = v;
         break;
     case O_PHASE:
         a->phase = v;
+        a->phase_given = true;
         break;
     case O_TRACE:
         if (a->ntraces == 16)
@@ -793,6 +827,36 @@ static int parse_args(args *a, int argc, char **argv)
         return die("%s", "give a workload (-P FILE) or a trace (--trace FILE); see --help");
     if (strcmp(a->phase, "load") && strcmp(a->phase, "run") && strcmp(a->phase, "both"))
         return die("--phase: '%s' is not load, run or both", a->phase);
+    return 0;
+}
+
+/* What YCSB's own command line asked for, once the properties are read:
+ * the phase (dotransactions: -load, -t, bin/ycsb's load|run), the engine
+ * (db: -db, bin/ycsb's binding name); properties kvbench cannot honour are
+ * refused by name. */
+static int apply_ycsb(args *a)
+{
+    if (akv_kb_ycsb_refuse(&a->props))
+        return die("%s", a->props.err);
+    const char *phase = akv_kb_clientopts_phase(&a->opts);
+    if (phase && a->phase_given && strcmp(a->phase, phase)) {
+        fprintf(stderr, "kvbench: --phase %s and dotransactions=%s (-load, -t) disagree\n", a->phase,
+                strcmp(phase, "run") ? "false" : "true");
+        return 2;
+    }
+    if (phase)
+        a->phase = phase;
+    const char *db = a->opts.db;
+    if (db && strcmp(db, "adaptkv") && strcmp(db, "rocksdb"))
+        return die("db=%s cannot be honoured: kvbench drives adaptkv or rocksdb (-db adaptkv|rocksdb, "
+                   "or --engine), not YCSB's bindings",
+                   db);
+    if (db && a->engine_given && strcmp(db, a->cfg.engine)) {
+        fprintf(stderr, "kvbench: --engine %s and db=%s (-db) disagree\n", a->cfg.engine, db);
+        return 2;
+    }
+    if (db)
+        a->cfg.engine = db;
     return 0;
 }
 
@@ -1007,7 +1071,9 @@ int main(int argc, char **argv)
     akv_kb_workload w = {0};
     akv_kb_trace t = {0};
     akv_kb_engine e = {0};
-    int rc = parse_args(&a, argc, argv);
+    akv_kb_argv yv;
+    int rc =
+        akv_kb_ycsb_argv(&yv, argc, argv, long_opts) ? die("%s", yv.err) : parse_args(&a, yv.argc, yv.argv);
     if (rc == 0 && a.workload_name) {
         if (akv_kb_workload_load(&w, &a.props))
             rc = die("%s", a.props.err);
@@ -1018,11 +1084,14 @@ int main(int argc, char **argv)
     }
     if (rc == 0 && akv_kb_clientopts_load(&a.opts, &a.props))
         rc = die("%s", a.props.err);
+    if (rc == 0)
+        rc = apply_ycsb(&a);
     if (rc == 0 && a.negative_stream) {
         rc = a.workload_name ? akv_kb_negative_stream(&w, a.negative_stream, a.seed, stdout)
                              : die("--negative-stream needs a workload (-P)%s", "");
         akv_kb_workload_free(&w);
         akv_kb_props_free(&a.props);
+        akv_kb_argv_free(&yv);
         return rc;
     }
     if (rc == 0 && !a.threads_given && a.opts.threadcount)
@@ -1040,5 +1109,6 @@ int main(int argc, char **argv)
     akv_kb_trace_free(&t);
     akv_kb_workload_free(&w);
     akv_kb_props_free(&a.props);
+    akv_kb_argv_free(&yv);
     return rc;
 }

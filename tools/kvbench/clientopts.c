@@ -2,8 +2,10 @@
  * clientopts.c — the properties of YCSB's client (Client, ClientThread,
  * Measurements, the insertion retries of CoreWorkload) that kvbench honours:
  * threadcount, target, exportfile, measurement.interval,
- * hdrhistogram.percentiles and the insertion retry / keep-going settings.
- * They apply to generated workloads and to trace replays alike.
+ * hdrhistogram.percentiles, the insertion retry / keep-going settings, and
+ * what bin/ycsb's words set (ycsbcli.c): dotransactions, status,
+ * status.interval, label and db. They apply to generated workloads and to
+ * trace replays alike.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -44,6 +46,33 @@ static int load_percentiles(akv_kb_clientopts *o, akv_kb_props *p)
     return 0;
 }
 
+/* What YCSB's -load / -t, -s, -l and -db set. */
+static int load_ycsb_words(akv_kb_clientopts *o, akv_kb_props *p)
+{
+    bool dotx = true;
+    o->dotransactions = -1;
+    if (akv_kb_props_find(p, "dotransactions")) {
+        if (akv_kb_props_bool(p, "dotransactions", true, &dotx))
+            return -1;
+        o->dotransactions = dotx;
+    }
+    if (akv_kb_props_bool(p, "status", false, &o->status) ||
+        akv_kb_props_u64(p, "status.interval", 10, &o->status_interval) ||
+        akv_kb_props_str(p, "label", "", &o->label) || akv_kb_props_str(p, "db", NULL, &o->db))
+        return -1;
+    if (o->status_interval == 0 || o->status_interval > 86400) {
+        snprintf(p->err, sizeof p->err, "status.interval: %llu is not a number of seconds in [1, 86400]",
+                 (unsigned long long)o->status_interval);
+        return -1;
+    }
+    return 0;
+}
+
+const char *akv_kb_clientopts_phase(const akv_kb_clientopts *o)
+{
+    return o->dotransactions < 0 ? NULL : o->dotransactions ? "run" : "load";
+}
+
 int akv_kb_clientopts_load(akv_kb_clientopts *o, akv_kb_props *p)
 {
     memset(o, 0, sizeof *o);
@@ -54,7 +83,7 @@ int akv_kb_clientopts_load(akv_kb_clientopts *o, akv_kb_props *p)
         akv_kb_props_bool(p, "core_workload_insertion_keep_going_on_error", false, &o->keep_going) ||
         akv_kb_props_u64(p, "core_workload_insertion_retry_limit", 0, &o->retry_limit) ||
         akv_kb_props_u64(p, "core_workload_insertion_retry_interval", 3, &o->retry_interval) ||
-        load_percentiles(o, p))
+        load_percentiles(o, p) || load_ycsb_words(o, p))
         return -1;
     if (o->threadcount > 256) {
         snprintf(p->err, sizeof p->err, "threadcount: %llu is above kvbench's limit of 256",

@@ -166,11 +166,45 @@ typedef struct akv_kb_clientopts {
     size_t npcts;
     bool keep_going; /* core_workload_insertion_keep_going_on_error */
     uint64_t retry_limit, retry_interval;
+    int dotransactions;       /* -1: not given; else YCSB's dotransactions (-load: 0, -t: 1) */
+    bool status;              /* -s: status lines on stderr */
+    uint64_t status_interval; /* status.interval, seconds */
+    const char *label;        /* -l: the status lines' prefix */
+    const char *db;           /* -db, or bin/ycsb's binding name: an engine name, or NULL */
 } akv_kb_clientopts;
 
 int akv_kb_clientopts_load(akv_kb_clientopts *o, akv_kb_props *p);
+/* The phase dotransactions asks for ("load" or "run"), or NULL when no
+ * property, -load, -t or bin/ycsb command set it. */
+const char *akv_kb_clientopts_phase(const akv_kb_clientopts *o);
 /* How YCSB names a percentile: "50th", "1st", "99.9". */
 void akv_kb_pct_name(char *out, size_t cap, double pct);
+
+/* ---- YCSB's command line (ycsbcli.c) ------------------------------------ */
+
+/* argv with YCSB's words (bin/ycsb's load|run [DB], -load, -t, -run, -s,
+ * -threads N, -target N, -l L, -db D) turned into the -p settings of the
+ * properties they set; the words of kvbench's own options are kept. */
+typedef struct akv_kb_argv {
+    int argc, nowned;
+    char **argv, **owned;
+    char err[AKV_KB_ERRLEN];
+} akv_kb_argv;
+
+struct option;
+int akv_kb_ycsb_argv(akv_kb_argv *v, int argc, char **argv, const struct option *longopts);
+void akv_kb_argv_free(akv_kb_argv *v);
+/* -1 with p->err naming the first YCSB property set to a value kvbench
+ * cannot honour (workload, exporter, measurementtype, ...). */
+int akv_kb_ycsb_refuse(akv_kb_props *p);
+
+/* ---- status lines (status.c) --------------------------------------------- */
+
+/* One line of YCSB's StatusThread on `out`: LABEL DATE SECS sec: OPS
+ * operations; CUR current ops/sec; est completion in ...; `todo` is what is
+ * left (0: unknown or nothing). */
+void akv_kb_status_line(FILE *out, const char *label, double secs, uint64_t ops, uint64_t prev_ops,
+                        double interval_secs, uint64_t todo);
 
 /* ---- latency histogram (histogram.c) ----------------------------------- */
 

@@ -1,6 +1,8 @@
 /*
- * report.c — results as YCSB-style text (so existing YCSB parsers read it),
- * one JSON object, or a CSV row. Every format carries the same numbers.
+ * report.c — results as YCSB-style text (so existing YCSB parsers read it:
+ * "[SECTION], metric, number" lines, and '#' lines for what is not a
+ * number), one JSON object, or a CSV row. Every format carries the same
+ * numbers.
  */
 #include <string.h>
 
@@ -43,9 +45,22 @@ static void measurement(const akv_kb_result *r, const char *name, const akv_kb_h
             fprintf(out, "[%s], Return=%s, %llu\n", name, ret_names[k], (unsigned long long)ret[k]);
 }
 
+/* What is not a number goes on lines of its own that start with '#', so that
+ * a YCSB report parser, which reads "[SECTION], metric, number" lines and
+ * skips the rest (YCSB's own report.py matches each line against that
+ * pattern), reads every other line as a number. */
+static void facts(const akv_kb_result *r, FILE *out)
+{
+    fprintf(out, "# Engine: %s\n", r->label ? r->label : "");
+    if (r->workload)
+        fprintf(out, "# Workload: %s\n", r->workload);
+    if (r->phase)
+        fprintf(out, "# Phase: %s\n", r->phase);
+}
+
 void akv_kb_report_text(const akv_kb_result *r, FILE *out)
 {
-    fprintf(out, "[OVERALL], Engine, %s\n", r->label);
+    facts(r, out);
     fprintf(out, "[OVERALL], RunTime(ms), %.0f\n", r->seconds * 1000);
     fprintf(out, "[OVERALL], Throughput(ops/sec), %.1f\n", throughput(r));
     bool both = r->opts && r->opts->interval == AKV_KB_MEASURE_BOTH;

@@ -263,6 +263,51 @@ Test(kvshell, hash_layout_scans_are_refused_clearly)
     akvt_rmrf(f.tmp);
 }
 
+/* `stats` (text) shows every field `stats --json` has: a scalar as a
+ * "name value" line, a NAME_per_level array as the NAME column of the
+ * per-level table. */
+static void stats_text_has_every_json_field(fixture *f)
+{
+    result j = run(f->tmp, NULL, "'%s' stats --json", f->db);
+    result t = run(f->tmp, NULL, "'%s' stats", f->db);
+    cr_assert_eq(j.status, 0, "%s", j.err);
+    cr_assert_eq(t.status, 0, "%s", t.err);
+    const char *header = strstr(t.out, "\nlevel ");
+    cr_assert_not_null(header, "no per-level table: %s", t.out);
+    const char *header_end = strchr(header + 1, '\n');
+    cr_assert_not_null(header_end);
+    int fields = 0;
+    for (const char *p = strchr(j.out, '"'); p;) {
+        const char *q = strchr(p + 1, '"');
+        cr_assert(q && q[1] == ':', "not a JSON name at '%s'", p);
+        char name[64], want[80];
+        size_t n = (size_t)(q - p - 1);
+        cr_assert_lt(n, sizeof name);
+        memcpy(name, p + 1, n);
+        name[n] = '\0';
+        fields++;
+        if (q[2] == '[') {
+            char *suffix = strstr(name, "_per_level");
+            cr_assert_not_null(suffix, "array '%s' is not per level", name);
+            *suffix = '\0';
+            snprintf(want, sizeof want, " %s", name);
+            const char *at = strstr(header, want);
+            cr_expect(at && at < header_end && (at[strlen(want)] == ' ' || at[strlen(want)] == '\n'),
+                      "stats has no '%s' column for --json's %s_per_level:\n%s", name, name, t.out);
+        } else {
+            snprintf(want, sizeof want, "\n%s ", name);
+            cr_expect(strncmp(t.out, want + 1, strlen(want) - 1) == 0 || strstr(t.out, want),
+                      "stats has no '%s' line, which --json has:\n%s", name, t.out);
+        }
+        p = q[2] == '[' ? strchr(q + 2, ']') : strpbrk(q + 2, ",}"); /* past the value */
+        cr_assert_not_null(p);
+        p = strchr(p, '"');
+    }
+    cr_expect_geq(fields, 30, "%s", j.out);
+    result_free(&j);
+    result_free(&t);
+}
+
 Test(kvshell, maintenance_stats_and_filters)
 {
     fixture f;
@@ -285,6 +330,7 @@ Test(kvshell, maintenance_stats_and_filters)
     cr_assert_eq(r.status, 0);
     cr_assert_not_null(strstr(r.out, "live_keys_estimate"));
     result_free(&r);
+    stats_text_has_every_json_field(&f);
     akvt_rmrf(f.tmp);
 }
 

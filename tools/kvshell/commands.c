@@ -191,15 +191,24 @@ static int cmd_count(kvs_ctx *c, const kvs_words *w)
     return KVS_OK;
 }
 
+/* The per-level arrays of akv_stats, one row per level that holds or has
+ * written anything: runs_per_level, ssts_per_level, keys_per_level,
+ * bytes_written_per_level and write_amp_per_level (as --json has them). */
 static void print_levels(const akv_stats *s)
 {
-    printf("%-8s %6s %6s %14s\n", "level", "runs", "ssts", "keys");
-    for (int i = 0; i < AKV_MAX_LEVELS; i++)
-        if (s->runs_per_level[i] || s->ssts_per_level[i] || s->keys_per_level[i])
-            printf("L%-7d %6u %6u %14llu\n", i, s->runs_per_level[i], s->ssts_per_level[i],
-                   (unsigned long long)s->keys_per_level[i]);
+    printf("%-8s %6s %6s %14s %16s %10s\n", "level", "runs", "ssts", "keys", "bytes_written", "write_amp");
+    for (int i = 0; i < AKV_MAX_LEVELS; i++) {
+        uint64_t written = s->bytes_written_per_level[i];
+        if (!s->runs_per_level[i] && !s->ssts_per_level[i] && !s->keys_per_level[i] && !written)
+            continue;
+        double amp = s->bytes_written_user ? (double)written / (double)s->bytes_written_user : 0.0;
+        printf("L%-7d %6u %6u %14llu %16llu %10.3f\n", i, s->runs_per_level[i], s->ssts_per_level[i],
+               (unsigned long long)s->keys_per_level[i], (unsigned long long)written, amp);
+    }
 }
 
+/* Every scalar of akv_stats, one "name value" line each, named and ordered
+ * as --json (akv_stats_json) has them, then the per-level table. */
 static void print_stats(const akv_stats *s)
 {
 #define ROW(name) printf("%-20s %llu\n", #name, (unsigned long long)s->name)
@@ -217,14 +226,21 @@ static void print_stats(const akv_stats *s)
     ROW(flushes);
     ROW(compactions);
     ROW(write_stalls);
+    ROW(write_slowdowns);
     ROW(bytes_written_user);
     ROW(bytes_written_disk);
     ROW(filter_bytes);
     ROW(live_keys_estimate);
     ROW(levels);
     ROW(memtables);
+    ROW(compaction_debt_bytes);
     ROW(filter_grows);
     ROW(filter_refills);
+    ROW(l0_merges);
+    ROW(family_ops);
+    ROW(family_op_us);
+    ROW(family_creates);
+    ROW(family_drops);
 #undef ROW
     printf("%-20s %.4f\n", "miss_log_coverage", s->miss_log_coverage);
     print_levels(s);

@@ -49,7 +49,6 @@ LIB_SRC   := $(wildcard util/*.c filters/*.c revmap/*.c engine/*.c) $(wildcard e
 LIB_OBJ   := $(patsubst %.cc,$(BUILD)/obj/%.o,$(LIB_SRC:%.c=$(BUILD)/obj/%.o))
 TOOLS     := $(basename $(notdir $(wildcard tools/*.c)))
 TOOL_BINS := $(TOOLS:%=$(BUILD)/%)
-COMMON_SRC := $(wildcard tools/common/*.c)
 TEST_SRC  := $(wildcard test/test_*.c)
 TEST_BINS := $(TEST_SRC:test/%.c=$(BUILD)/test/%)
 TEST_SUPPORT := $(wildcard test/support/*.c)
@@ -83,9 +82,9 @@ $(BUILD)/libadaptkv.so.$(VERSION): $(LIB_OBJ) adaptkv.map
 $(BUILD)/$(SONAME) $(BUILD)/libadaptkv.so: $(BUILD)/libadaptkv.so.$(VERSION)
 	ln -sf libadaptkv.so.$(VERSION) $@
 
-# A tool is tools/NAME.c plus tools/NAME/*.c plus the shared tools/common/*.c.
+# A tool is tools/NAME.c plus tools/NAME/*.c.
 .SECONDEXPANSION:
-$(BUILD)/%: tools/%.c $$(wildcard tools/%/*.c) $(COMMON_SRC) $(BUILD)/libadaptkv.a
+$(BUILD)/%: tools/%.c $$(wildcard tools/%/*.c) $(BUILD)/libadaptkv.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(BUILD)/libadaptkv.a $(LIBS) $(if $(filter kvshell,$*),-ledit) $(LDSAN)
 

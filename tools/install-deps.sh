@@ -5,9 +5,12 @@
 set -u
 
 # build-essential brings gcc, g++ (test/cxx/smoke.cpp) and make; binutils
-# (objdump, readelf) is listed for test_install's checks of the shared library.
+# (objdump, readelf) is listed for test_install's checks of the shared library;
+# cppcheck (`make lint`) and clang-format with git-clang-format (`make
+# format-check`, whose output depends on the clang-format version: Debian's
+# is the reference) are the CI's checks.
 PKGS=(build-essential binutils pkg-config librocksdb-dev libxxhash-dev libzstd-dev
-      libcriterion-dev libedit-dev gnuplot-nox)
+      libcriterion-dev libedit-dev gnuplot-nox cppcheck clang-format)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -62,7 +62,8 @@ int akv_aqf_resize(const akv_filter *f, uint32_t new_q, uint32_t new_r, akv_revm
 /* Remove key h by its exact rank (the reverse map must still hold h). With
  * `shorten`, the remaining members of h's minirun drop the extensions that
  * only told them apart from each other and from h: this can bring back a
- * false positive the filter had fixed (spec §3.5). */
+ * false positive the filter had fixed (docs/filters.md, "Rank order, the
+ * shadowing hazard, ..."). */
 int akv_aqf_remove_exact(akv_filter *f, akv_hash h, akv_revmap *rm, bool shorten);
 
 /* Full structural check of a qf/aqf filter (tests, tools). */

@@ -1,7 +1,8 @@
 /*
  * cbf.c — counting Bloom filter (kind `cbf`), the SSCF baseline: 4-bit
  * counters packed two per byte, bits_per_key/4 counters per key,
- * k = ⌊ln2 · counters per key⌋ (spec habf-sscf §0), probes by double
+ * k = ⌊ln2 · counters per key⌋ (docs/filters.md, "Measured against the
+ * papers"), probes by double
  * hashing as the Bloom kind. Saturation is sticky: a counter at 15 never
  * moves again, which can only add false positives, never false negatives.
  */

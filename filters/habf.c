@@ -1,6 +1,6 @@
 /*
  * habf.c — Hash Adaptive Bloom Filter and its fast variant (kinds `habf`,
- * `fhabf`; spec habf-sscf Part A).
+ * `fhabf`; Xie et al., ICDE 2021; docs/filters.md, "Cost-aware filters").
  *
  * A static filter built at finish from the buffered key hashes plus the
  * costed negatives handed to create. Every key uses the shared initial
@@ -15,7 +15,8 @@
  * expressor is useless, so the whole budget goes to the Bloom bits and k is
  * the Bloom optimum (capped at |H|): the filter is then a plain Bloom filter.
  *
- * Deviations from the authors' code, per the spec's corrections: every
+ * Deviations from the authors' code (docs/filters.md, "How they are
+ * built", "Differences from the authors' code"): every
  * function of H is a candidate (Q1); negatives turned into false positives
  * by a commit go back on the queue (Q2); a queued negative already fixed is
  * re-registered as optimized (Q3); a candidate mapping back to the vacated
@@ -266,8 +267,9 @@ static int build_gamma(build *b, uint64_t m)
 }
 
 /* Cost of the Γ negatives of bucket u2 that setting bit u2 would turn into
- * false positives, with bit u (being vacated) counted as 0 (Algorithm 1,
- * with the spec's refinement). Stops once the cost reaches `limit`. */
+ * false positives, with bit u (being vacated) counted as 0: the paper's
+ * Algorithm 1, refined by that vacated bit. Stops once the cost reaches
+ * `limit`. */
 static double detect_conflict(const build *b, uint64_t u2, uint64_t u, double limit)
 {
     double cost = 0;
@@ -368,7 +370,8 @@ static int fix_collision(build *b, uint32_t ck, bool *fixed)
                     continue;
             }
             /* Cheapest first; among equals the chain that reuses the most
-             * written cells, which keeps the expressor sparse (spec A.3.4). */
+             * written cells, which keeps the expressor sparse (the paper's
+             * tie-break; docs/filters.md, "How they are built"). */
             mv.overlap = f->fam.fast ? 0 : akv_he_overlap(&f->he, f->fam, hk, mv.seq, b->k);
             if (cost < best_cost || (cost == best_cost && mv.overlap > best.overlap)) {
                 best = mv;

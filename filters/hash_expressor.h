@@ -1,6 +1,6 @@
 /*
- * hash_expressor.h — HABF's hash family and HashExpressor (spec habf-sscf
- * §A.2.2, §A.2.3, §A.3.1, §A.3.2).
+ * hash_expressor.h — HABF's hash family and HashExpressor (the HABF paper
+ * and its authors' code; docs/filters.md, "How they are built").
  *
  * Hash family. Function i (i = 1..|H|) of a key is a 64-bit value derived
  * from the key's 128-bit hash; index 0 is the HashExpressor entry function

@@ -39,9 +39,9 @@
  * group by lengthening the shorter of any nested pair with its owner's bits
  * (fix_nesting). Lengthening a fingerprint with its owner's bits keeps it a
  * prefix of its owner, so no stored key can ever stop matching its own
- * record: no false negative, and no rank mix-up (the shadowing hazard of spec
- * §3.2) can arise, because ranks are positions in hash order, not insertion
- * order.
+ * record: no false negative, and no rank mix-up (the shadowing hazard of
+ * docs/filters.md, "Rank order, the shadowing hazard, ...") can arise,
+ * because ranks are positions in hash order, not insertion order.
  *
  * Monotonicity: adaptation only lengthens fingerprints, so a query that no
  * longer matches any fingerprint keeps not matching after later adaptations.
@@ -352,7 +352,7 @@ static void slot_clear(akv_qf *f, uint64_t i)
 }
 
 /* Open `delta` blank slots at pos for the run of `home`: the slots up to
- * each of the next delta empty slots move right (spec §3 insert_one_slot,
+ * each of the next delta empty slots move right (one slot's insertion shift,
  * done for all delta at once), and the offset of every block the shift
  * enters grows by one per shift. */
 static int make_room(akv_qf *f, uint64_t home, uint64_t pos, uint64_t delta)

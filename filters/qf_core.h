@@ -1,7 +1,7 @@
 /*
  * qf_core.h — the quotient-filter core shared by the `qf` and `aqf` kinds.
  *
- * Layout (spec aqf §2.3, CQF/RSQF style): N home slots (any N >= 64) plus
+ * Layout (docs/filters.md, "Layout and hash bits"; CQF/RSQF style): N home slots (any N >= 64) plus
  * an overflow tail, grouped in blocks of 64 slots. A block is packed bytes:
  *
  *     occupieds | runends | extensions (aqf only) | offset byte | 64 r-bit slots
@@ -29,7 +29,7 @@
  * Fingerprint records: [remainder][ext_1]…[ext_k]; the remainder slot has
  * extension bit 0, extension slots have extension bit 1 and runend bit 0;
  * the run-end mark sits on the remainder slot of a run's last record
- * (spec §2.4). Counter slots (extension = runend = 1) are not used.
+ * (as in the AQF authors' code). Counter slots (extension = runend = 1) are not used.
  *
  * Records inside a run are in ascending hash order of their owners, so the
  * i-th record of a minirun belongs to the i-th key a revmap scan returns.

@@ -13,7 +13,8 @@
  * must still hold h), and when `shorten` is set cut the extensions of the
  * remaining minirun members down to what keeps them apart from each other
  * and from h. Shortening forgets adaptations to queries that are not stored
- * keys: it trades monotonicity for space (spec §3.5). */
+ * keys: it trades monotonicity for space (docs/filters.md, "Rank order, the
+ * shadowing hazard, ..."). */
 int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten);
 
 /* Merge a and b (same slot count N) into an empty `out` of N·2^d slots,

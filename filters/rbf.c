@@ -1,5 +1,5 @@
 /*
- * rbf.c — Rational Bloom filter (spec rbf-vsbbf-shbf, A2–A5): a standard
+ * rbf.c — Rational Bloom filter (Walther, Mansour, Werner 2024): a standard
  * Bloom filter whose number of probes k may be any positive rational.
  * Every key takes k_int always-applied probes; a fraction frac(k) of keys,
  * chosen by an independent 64-bit hash compared with the integer threshold
@@ -12,7 +12,8 @@
  * params->flags, num_hashes in thousandths.
  *
  * fpr_theory is the expected FPR of this construction, q^a·(1 - f·p0)
- * (spec A5), not the paper's (1-p0)^k, which underestimates it.
+ * (derived in docs/filters.md, "Findings"), not the paper's (1-p0)^k, which
+ * underestimates it.
  */
 #include "rbf.h"
 

@@ -1,6 +1,6 @@
 /*
  * rbf.h — Rational Bloom filter helpers shared by the `rbf` and `vsbbf`
- * kinds (spec rbf-vsbbf-shbf, Part A).
+ * kinds (Walther, Mansour, Werner 2024; docs/filters.md, "Bloom family").
  *
  * A rational number of probes k = k_int + frac is stored as two integers:
  * k_int and act_thr = floor(frac * 2^64). A key takes the extra probe when an

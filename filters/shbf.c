@@ -1,7 +1,7 @@
 /*
- * shbf.c — Shifting Bloom filter for membership, ShBF_M (spec
- * rbf-vsbbf-shbf, B2–B3), as a slot kind, with the linear generalisation to
- * t shifts (B3 "Generalization", the paper's §3.6).
+ * shbf.c — Shifting Bloom filter for membership, ShBF_M (Yang et al.,
+ * PVLDB 2016, its §3), as a slot kind, with the linear generalisation to
+ * t shifts (the paper's §3.6; docs/filters.md, "ShBF with t shifts").
  *
  * Each key sets k bits as k/(t+1) groups: one hashed position
  * p_i = (h.hi + i·(h.lo|1)) reduced to [0, m) plus t shifted copies
@@ -76,7 +76,7 @@ static inline uint64_t key_mask(const shbf *s, akv_hash h, uint32_t *off)
     return mask;
 }
 
-/* Eqs. 11–12 of the spec: (1-p')^(k/(t+1)) · f_group^(k/(t+1)) with
+/* The paper's eqs. 11–12: (1-p')^(k/(t+1)) · f_group^(k/(t+1)) with
  *   f_group = (1/t)(1-p')² · Σ_{i<t} (1-p')^i a^(t-1-i) + p'·a^t,
  *   a = 1 - ((w-1-t)/(w-1))·p',
  * the sum being eq. 12's quotient [(1-p')^t - a^t] / [(1-p') - a] written

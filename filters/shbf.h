@@ -1,5 +1,6 @@
 /*
- * shbf.h — Shifting Bloom filter library APIs (spec rbf-vsbbf-shbf, B4–B5).
+ * shbf.h — Shifting Bloom filter library APIs (Yang et al., PVLDB 2016, its
+ * §4–§5; docs/filters.md, "Bloom family").
  *
  * The membership variant ShBF_M is the `shbf` slot kind (filters/shbf.c);
  * its one option, the number of shifts t, is requested through the flags
@@ -31,7 +32,7 @@
 /* ---- ShBF_M: the `shbf` slot kind -------------------------------------- */
 
 /*
- * Shifts t (spec B3 "Generalization", the paper's §3.6): each key sets its
+ * Shifts t (the paper's §3.6; docs/filters.md, "ShBF with t shifts"): each key sets its
  * k bits as k/(t+1) groups of one hashed position plus t shifted copies,
  * all in one 64-bit window, so a query reads at most k/(t+1) words. The t
  * offsets are distinct, one from each of t equal sub-ranges of [1, 56].
@@ -42,7 +43,7 @@
  * t ∈ 1..7; 0 (no flag) means t = 1, the paper's ShBF_M with bit pairs.
  * Any other flag bit, or t > 7, is AKV_EINVAL. For t ≥ 2, num_hashes must be
  * a multiple of t+1 (else AKV_EINVAL); by default k is the multiple of t+1
- * minimising the spec's eq. 11 (at 10 bits/key: 8 for t = 1, 6 for t = 2,
+ * minimising the paper's eq. 11 (at 10 bits/key: 8 for t = 1, 6 for t = 2,
  * 8 for t = 3). fpr_theory is eqs. 10–12 (eq. 1 for t = 1). t is stored in
  * the payload (payload version 2; version-1 payloads load as t = 1).
  */
@@ -120,7 +121,7 @@ uint32_t akv_shbfx_query(const akv_shbfx *f, akv_hash h, unsigned *words);
  * remove: AKV_NOTFOUND when h is not stored. Exact: no false negatives. */
 int akv_shbfx_insert(akv_shbfx *f, akv_hash h);
 int akv_shbfx_remove(akv_shbfx *f, akv_hash h);
-/* Per-offset false-match probability f0 = (1 - e^(-kn/m))^k (spec eq. 17);
+/* Per-offset false-match probability f0 = (1 - e^(-kn/m))^k (the paper's eq. 17);
  * a non-member is reported 0 with probability (1 - f0)^c. */
 double akv_shbfx_f0(const akv_shbfx *f);
 void akv_shbfx_info(const akv_shbfx *f, akv_shbf_info *out);

@@ -1,5 +1,6 @@
 /*
- * shbf_assoc.c — ShBF_A, association queries over two sets (spec B4).
+ * shbf_assoc.c — ShBF_A, association queries over two sets (Yang et al.,
+ * PVLDB 2016, its §4; docs/filters.md, "Bloom family").
  *
  * Every key of S1 ∪ S2 sets k bits at h_i + o, where the offset o encodes
  * its category: 0 for S1 − S2, o1 ∈ [1, 28] for S1 ∩ S2, o2 ∈ [o1+1, o1+28]

@@ -1,5 +1,6 @@
 /*
- * shbf_mult.c — ShBF_X, multiplicity queries (spec B5).
+ * shbf_mult.c — ShBF_X, multiplicity queries (Yang et al., PVLDB 2016, its
+ * §5; docs/filters.md, "Bloom family").
  *
  * A key with count z ∈ [1, c] sets its k bits at offset z - 1: bit
  * h_i + z - 1. A query ANDs the k windows of c bits; bit j of the result

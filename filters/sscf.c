@@ -1,6 +1,7 @@
 /*
- * sscf.c — Seesaw Counting Filter with ada-SSCF (kind `sscf`; spec
- * habf-sscf Part B), the engine's memtable guard.
+ * sscf.c — Seesaw Counting Filter with ada-SSCF (kind `sscf`; Li et al.,
+ * WWW 2022; docs/filters.md, "Cost-aware filters"), the engine's memtable
+ * guard.
  *
  * A counting Bloom filter whose counters also carry a negative cell (nc):
  * vulnerable negatives seal the counters they hit, and a positive key whose
@@ -735,7 +736,7 @@ static void sscf_destroy(akv_filter *f)
 static double sscf_fpr_theory(const akv_filter *f)
 {
     /* With nothing sealed the filter is exactly a CBF over its counters;
-     * once negatives are sealed there is no closed form (spec B.4). */
+     * once negatives are sealed the paper gives no closed form. */
     sscf *s = (sscf *)f;
     pthread_mutex_lock(&s->wlock);
     bool sealed = s->encoded || s->absorbed;

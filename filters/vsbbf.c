@@ -1,12 +1,13 @@
 /*
- * vsbbf.c — Variably-Sized Block Bloom filter (spec rbf-vsbbf-shbf, A6–A8).
+ * vsbbf.c — Variably-Sized Block Bloom filter (Walther, Mansour, Werner 2024).
  *
  * m = bits/key · n bits, any value. The plan (vsbbf.h) splits it into one
  * power-of-two block per set bit of m; every key is inserted into every
  * block as into a Rational Bloom filter with k_j = (m_j/n)·ln 2 probes.
  * Indices inside a block are (h1_j + i·h2_j) & (m_j - 1): masks only.
  *
- * Resolutions of the paper's open points (spec A7 errata):
+ * Resolutions of the paper's open points (docs/filters.md, "How they are
+ * built", `vsbbf`):
  *  - each block has its own (h1_j, h2_j), re-mixed from the key's hash and
  *    the block's size, so small blocks do not reuse the low bits of the
  *    large blocks' probes (erratum 3; AKV_VSBBF_LITERAL restores the
@@ -16,7 +17,8 @@
  *    64-bit hash per block against an integer threshold (erratum 5, A3).
  *
  * fpr_theory = Π_j q_j^a_j · (1 - f_j·p0_j) with the actual fill p0_j of
- * each block (spec A8, generalised from p0 = 1/2).
+ * each block (the paper's Theorem 4.10 product, with the activation-corrected
+ * RBF formula per block and its actual fill rather than p0 = 1/2).
  */
 #include "vsbbf.h"
 

@@ -1,6 +1,7 @@
 /*
- * vsbbf.h — block plan of the Variably-Sized Block Bloom filter (spec
- * rbf-vsbbf-shbf, A6–A7), exposed so that tests and tools can check it.
+ * vsbbf.h — block plan of the Variably-Sized Block Bloom filter (Walther,
+ * Mansour, Werner 2024; docs/filters.md, "Bloom family"), exposed so that
+ * tests and tools can check it.
  *
  * A filter of m bits (any m) is cut into J = popcount(m) contiguous blocks,
  * one per set bit of m, largest first: block sizes are powers of two, so a
@@ -19,7 +20,7 @@
  * `vsbbf` params->flags: AKV_VSBBF_LITERAL indexes every block with the same
  * (h1, h2), as the paper's Algorithm 2 literally does (its (i + m_j)·h2 term
  * vanishes modulo m_j). Small blocks then reuse the low bits of the large
- * blocks' probes and the FPR rises (spec A7, erratum 3); kept only to
+ * blocks' probes and the FPR rises (docs/filters.md, "Findings"); kept only to
  * reproduce that measurement. The default decorrelates the blocks.
  */
 #define AKV_VSBBF_LITERAL (1u << 0)

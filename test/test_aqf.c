@@ -173,7 +173,8 @@ Test(aqf, random_ops_against_model_uniform)
     akv_filter_destroy(f);
 }
 
-/* Spec §3.2/§7.2 regression: two keys in one minirun with identical
+/* Shadowing-hazard regression (docs/filters.md, "Rank order, the shadowing
+ * hazard, ..."): two keys in one minirun with identical
  * unextended fingerprints, queried in both orders, then a false positive
  * on that minirun adapted, then a third key whose hash matches the first
  * key's extended fingerprint, then removals. No step may lose a key, and
@@ -283,7 +284,8 @@ Test(aqf, adapt_fixes_and_is_monotonic)
         cr_assert_not(akv_filter_may_contain(f, fixed[j]));
     akvt_check_no_false_negatives(f, 3, 50000);
     cr_assert_eq(akv_aqf_validate(f), AKV_OK);
-    /* ~1 + 1/(2^r - 1) extension slots per adaptation (spec §8.3) */
+    /* ~1 + 1/(2^r - 1) extension slots per adaptation (docs/filters.md,
+     * "Rank order, the shadowing hazard, ...") */
     akv_aqf_info info;
     akv_aqf_info_get(f, &info);
     double per = (double)info.ext_slots / (double)info.adaptations;

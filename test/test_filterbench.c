@@ -57,7 +57,8 @@ Test(filterbench, baseline_sees_the_same_keys_and_queries)
     cr_expect_eq(rb.base.words_per_query, rl.words_per_query);
     cr_expect_eq(rb.base.memory_bytes, rl.memory_bytes);
     cr_expect(fabs(rb.base.fpr_theory - rl.fpr_theory) < 1e-12);
-    /* ShBF_M reads fewer words than bloom on absent keys (spec B8.4). */
+    /* ShBF_M reads fewer words than bloom on absent keys (docs/filters.md,
+     * "Findings"). */
     cr_expect_lt(rb.words_per_query, rb.base.words_per_query);
     cr_expect(isfinite(rb.query_speedup) && rb.query_speedup > 0);
     cr_expect(isfinite(rb.batch_speedup) && rb.batch_speedup > 0);

@@ -48,9 +48,9 @@ Test(qf, derived_remainder_bits)
     akv_filter_destroy(g);
 }
 
-/* Space per slot: qf r + 3 bits (occupied, runend, 1/64 offset word), aqf
- * r + 4 (plus extension): at r = 9 the AQF is 13/12 = 8.3% larger, the
- * paper's "~8–9%" (spec §8.1). */
+/* Space per slot: qf r + 2.125 bits (occupied, runend, 1/64 offset byte),
+ * aqf r + 3.125 (plus extension): at r = 9 the AQF is 97/89 = 9.0% larger,
+ * the paper's Table 2 ratio (docs/filters.md, "Layout and hash bits"). */
 Test(qf, layout_bits_per_slot)
 {
     akv_filter_params p;

@@ -67,18 +67,18 @@ Test(rbf, fixed_point_kstar)
 }
 
 /*
- * Spec A5 / A11.5: at m = 131072, n = 60000 the FPR follows q^a(1 - f p0),
+ * docs/filters.md, "Findings": at m = 131072, n = 60000 the FPR follows q^a(1 - f p0),
  * with minima at integer k; k* = 1.514 (foz 0.500) is worse than k = 2.
  */
 Test(rbf, rational_k_sweep_matches_corrected_formula)
 {
     const uint32_t ks[] = {1000, 1300, 1514, 1700, 2000};
-    const double spec[] = {0.3673, 0.3743, 0.3715, 0.3669, 0.3596};
+    const double expected[] = {0.3673, 0.3743, 0.3715, 0.3669, 0.3596};
     double fpr[5];
     for (int i = 0; i < 5; i++) {
         akv_filter *f = rbf_milli(131072, 60000, ks[i], 11);
         double th = f->kind->fpr_theory(f);
-        cr_assert(fabs(th - spec[i]) < 0.002, "k=%u theory %.4f vs spec %.4f", ks[i], th, spec[i]);
+        cr_assert(fabs(th - expected[i]) < 0.002, "k=%u theory %.4f vs %.4f", ks[i], th, expected[i]);
         akvt_check_no_false_negatives(f, 11, 60000);
         fpr[i] = akvt_measure_fpr(f, 11, 1000000);
         double p0 = exp(-(double)ks[i] / 1000.0 * 60000 / 131072);

@@ -58,7 +58,7 @@ Test(shbf, no_false_negatives_fpr_matches_theory)
             }
 }
 
-/* The paper's setup (spec B6): k = 8, m = 22008, w̄ = 57, n = 1000..1500;
+/* The paper's setup (docs/filters.md, "Findings"): k = 8, m = 22008, w̄ = 57, n = 1000..1500;
  * eq. 1 gives 8.32e-5 .. 1.03e-3 and the simulation follows it. */
 Test(shbf, paper_setup_matches_eq1)
 {
@@ -70,7 +70,7 @@ Test(shbf, paper_setup_matches_eq1)
         p.num_hashes = 8;
         akv_filter *f = akvt_build("shbf", &p, 40 + i, ns[i]);
         double th = f->kind->fpr_theory(f);
-        cr_assert(fabs(th - eq1[i]) < 0.02 * eq1[i], "n=%zu eq1 %g vs spec %g", ns[i], th, eq1[i]);
+        cr_assert(fabs(th - eq1[i]) < 0.02 * eq1[i], "n=%zu eq1 %g vs %g", ns[i], th, eq1[i]);
         akvt_check_no_false_negatives(f, 40 + i, ns[i]);
         akvt_check_fpr_theory(f, 40 + i, 3000000, 0.10);
         cr_log_info("shbf k=8 m=22008 n=%zu: fpr %.3g, eq.1 %.3g", ns[i],
@@ -148,9 +148,9 @@ Test(shbf, load_validates_fields)
     akv_filter_destroy(f);
 }
 
-/* ---- ShBF_M with t shifts (spec B3 "Generalization", eqs. 10–12) ------- */
+/* ---- ShBF_M with t shifts (the paper's §3.6, eqs. 10–12) -------------- */
 
-/* Eq. 1 of the spec, written out here independently of the kind: for
+/* The paper's eq. 1, written out here independently of the kind: for
  * t = 1 the kind's eqs. 11–12 must give the same number. */
 static double eq1_ref(unsigned k, unsigned wbar, uint64_t m, uint64_t n)
 {
@@ -406,7 +406,7 @@ static akv_shbfa *build_assoc(uint32_t k, double bpk)
     return f;
 }
 
-/* Spec B4/B8.6: P(clear answer) = (1 - 0.5^k)^2 at the optimal m; never a
+/* ShBF_A (docs/filters.md, "Findings"): P(clear answer) = (1 - 0.5^k)^2 at the optimal m; never a
  * wrong answer for a member of S1 ∪ S2; k windows at most. */
 Test(shbfa, clear_answers_and_no_wrong_answers)
 {
@@ -470,7 +470,7 @@ static akv_shbfx_item *count_items(uint64_t space, size_t n, uint64_t seed)
     return it;
 }
 
-/* Spec B5/B8.7 at 1.5× the optimal memory: members are never under-
+/* ShBF_X (docs/filters.md, "Findings") at 1.5× the optimal memory: members are never under-
  * reported and are exact with probability (1-f0)^(c-j) (erratum to eq.
  * 19); non-members read 0 with probability (1-f0)^c (eq. 18). */
 Test(shbfx, never_under_reports_and_cr_matches_theory)

@@ -35,7 +35,8 @@ static void check_plan(uint64_t m, uint64_t n, int J, const uint64_t *size, cons
     cr_assert(fabs(ksum - kstar) < 1e-9 * kstar, "sum k_j %.12f vs k* %.12f", ksum, kstar);
 }
 
-/* Spec A6 examples: blocks are the set bits of m, largest first. */
+/* Plan examples (docs/filters.md, "How they are built"): blocks are the set
+ * bits of m, largest first. */
 Test(vsbbf, block_plans)
 {
     check_plan(11, 5, 3, (uint64_t[]){8, 2, 1}, (uint64_t[]){0, 8, 10});
@@ -45,7 +46,7 @@ Test(vsbbf, block_plans)
     check_plan(10000000, 1000000, 8,
                (uint64_t[]){1 << 23, 1 << 20, 1 << 19, 1 << 15, 1 << 12, 1 << 10, 1 << 9, 1 << 7},
                (uint64_t[]){0, 8388608, 9437184, 9961472, 9994240, 9998336, 9999360, 9999872});
-    /* Spec appendix: k_j at (10^6, 10^5) = 3.634, 1.817, 0.908, ... */
+    /* k_j = (m_j/n)·ln 2 at (10^6, 10^5) = 3.634, 1.817, 0.908, ... */
     akv_vsbbf_block b[AKV_VSBBF_MAX_BLOCKS];
     akv_vsbbf_plan(1000000, 100000, b);
     cr_assert_eq(b[0].k_int, 3);
@@ -88,7 +89,7 @@ Test(vsbbf, no_false_negatives_fpr_matches_theory)
 }
 
 /*
- * Spec A8/A11.6 at m = 10^6, n = 10^5: the activation-corrected product
+ * docs/filters.md, "Findings", at m = 10^6, n = 10^5: the activation-corrected product
  * predicts 0.0100 (the paper's eq. 11 says 0.0082); decorrelated blocks
  * reach it, the literal Algorithm 2 indexing does much worse (~0.028).
  */

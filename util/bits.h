@@ -1,6 +1,6 @@
 /*
  * bits.h — bit arrays with the layout the Bloom family shares
- * (spec rbf-vsbbf-shbf §0.2): bit i in byte i>>3 at position i&7, LSB first,
+ * (docs/filters.md, "Bloom family"): bit i in byte i>>3 at position i&7, LSB first,
  * with 8 bytes of zero padding so a 64-bit window can start at any bit.
  */
 #ifndef AKV_BITS_H

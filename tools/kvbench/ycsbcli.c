@@ -43,12 +43,20 @@ static bool takes_value(const char *w, const struct option *longopts)
 {
     if (strcmp(w, "-P") == 0 || strcmp(w, "-p") == 0)
         return true;
-    if (strncmp(w, "--", 2) != 0 || strchr(w, '='))
+    if (strncmp(w, "--", 2) != 0 || strchr(w, '=') || !w[2])
         return false;
-    for (const struct option *o = longopts; o->name; o++)
+    /* getopt_long takes an exact name or an unambiguous prefix of one. */
+    const struct option *hit = NULL;
+    size_t n = strlen(w + 2), hits = 0;
+    for (const struct option *o = longopts; o->name; o++) {
         if (strcmp(o->name, w + 2) == 0)
             return o->has_arg == required_argument;
-    return false;
+        if (strncmp(o->name, w + 2, n) == 0) {
+            hit = o;
+            hits++;
+        }
+    }
+    return hits == 1 && hit->has_arg == required_argument;
 }
 
 static int push(akv_kb_argv *v, char *s, bool owned)

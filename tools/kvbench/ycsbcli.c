@@ -9,6 +9,7 @@
  * rather than silently ignored.
  */
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -176,6 +177,18 @@ static const struct honoured {
     {"dataintegrity", {"false"}, true, "kvbench does not verify the values it reads"},
 };
 
+/* p->err from a format: vsnprintf, so that a long path in the message is
+ * cut at the buffer's end like every other kvbench message. */
+static int refuse(akv_kb_props *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(akv_kb_props *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err, sizeof p->err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 static bool value_is(const char *v, const char *want, bool nocase)
 {
     return nocase ? strcasecmp(v, want) == 0 : strcmp(v, want) == 0;
@@ -207,9 +220,8 @@ int akv_kb_ycsb_refuse(akv_kb_props *p)
             continue;
         char at[300];
         where(at, sizeof at, e);
-        snprintf(p->err, sizeof p->err, "%s: %s=%s cannot be honoured: %s (accepted: %s)", at, h->prop,
-                 e->value, h->why, accepted);
-        return -1;
+        return refuse(p, "%s: %s=%s cannot be honoured: %s (accepted: %s)", at, h->prop, e->value, h->why,
+                      accepted);
     }
     return 0;
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "adaptkv/adaptkv.h"
 #include "tools/kvbench/kvbench.h"
 
 typedef struct args {
@@ -1002,6 +1003,11 @@ static int load_trace(akv_kb_trace *t, const char *path, bool quiet)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("kvbench (adaptkv) %s\n", akv_version(NULL, NULL, NULL));
+            return 0;
+        }
     args a;
     defaults(&a);
     akv_kb_workload w = {0};

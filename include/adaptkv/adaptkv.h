@@ -53,8 +53,25 @@ enum {
     AKV_EEXIST = -8,    /* already exists (e.g. kind name registered twice) */
 };
 
-/* Human-readable name of a result code ("invalid argument", …). */
+/* Human-readable name of a result code ("invalid argument", …); never NULL
+ * ("unknown error" for a code not listed above). */
 AKV_API const char *akv_strerror(int rc);
+
+/* The release this header belongs to (MAJOR.MINOR.PATCH; the shared
+ * library's file is libadaptkv.so.MAJOR.MINOR.PATCH, its SONAME
+ * libadaptkv.so.<ABI>, changed on any incompatible change of the API). */
+#define AKV_VERSION_MAJOR 0
+#define AKV_VERSION_MINOR 1
+#define AKV_VERSION_PATCH 0
+#define AKV_VERSION_STRING "0.1.0"
+/* One comparable number: MAJOR * 10000 + MINOR * 100 + PATCH. */
+#define AKV_VERSION_NUMBER (AKV_VERSION_MAJOR * 10000 + AKV_VERSION_MINOR * 100 + AKV_VERSION_PATCH)
+
+/* The release of the library linked at run time, which may differ from the
+ * header's AKV_VERSION_* a program was built with (as LMDB's mdb_version,
+ * SQLite's sqlite3_libversion). Stores its parts in the non-NULL arguments
+ * and returns "MAJOR.MINOR.PATCH" (static; never NULL). Cannot fail. */
+AKV_API const char *akv_version(int *major, int *minor, int *patch);
 
 #define AKV_MAX_KEY_BYTES (64u * 1024u)
 #define AKV_MAX_VALUE_BYTES (64u * 1024u * 1024u)
@@ -289,7 +306,7 @@ typedef struct akv_repair_report {
  *   AKV_EIO      a read or write failed;
  *   AKV_ENOMEM   out of memory.
  */
-int akv_repair(const char *dir, const akv_options *opt, akv_repair_report *report);
+AKV_API int akv_repair(const char *dir, const akv_options *opt, akv_repair_report *report);
 
 /* ---- statistics -------------------------------------------------------- */
 

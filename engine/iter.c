@@ -1,6 +1,9 @@
 /*
- * iter.c — range iterators (ordered layout): a merge over the memtables and
- * runs of a pinned version, newest entry per key, tombstones skipped.
+ * iter.c — iterators: a merge over the memtables and runs of a pinned
+ * version, newest entry per key, tombstones skipped. In the ordered layout
+ * keys come in key order; in the hash layout in the order of the internal
+ * keys (BE64(h.hi) ‖ user key), an order unrelated to the keys, with the
+ * hash prefix stripped from what the caller sees.
  *
  * Consistency: the version is pinned and a RocksDB snapshot taken under the
  * writer lock, so the iterator sees exactly the writes acknowledged before
@@ -25,8 +28,6 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     if (!db || !out)
         return akvi_err(AKV_EINVAL, "akv_iter_create: NULL argument");
     *out = NULL;
-    if (db->layout != AKV_LAYOUT_ORDERED)
-        return akvi_err(AKV_ENOTSUP, "range scans need the ordered layout");
     akv_iter *it = calloc(1, sizeof *it);
     if (!it)
         return akvi_err(AKV_ENOMEM, "out of memory");
@@ -91,8 +92,26 @@ void akv_iter_seek_first(akv_iter *it)
 
 void akv_iter_seek(akv_iter *it, const void *key, size_t klen)
 {
+    if (!key || klen == 0) { /* nothing comes before the empty key */
+        akv_iter_seek_first(it);
+        return;
+    }
     uint64_t before = akvi_thread_block_reads();
-    akvi_merge_seek(it->mg, key, klen);
+    if (it->db->layout == AKV_LAYOUT_HASH) {
+        /* The key's own place in hash order: the internal key it would have. */
+        uint8_t stackbuf[512];
+        uint8_t *ik = klen + 8 <= sizeof stackbuf ? stackbuf : malloc(klen + 8);
+        if (!ik) {
+            akvi_merge_fail(it->mg, akvi_err(AKV_ENOMEM, "out of memory"));
+            return;
+        }
+        size_t iklen = akvi_ikey(it->db, akv_hash_key(key, klen, it->db->seed), key, klen, ik);
+        akvi_merge_seek(it->mg, ik, iklen);
+        if (ik != stackbuf)
+            free(ik);
+    } else {
+        akvi_merge_seek(it->mg, key, klen);
+    }
     settle(it, before);
 }
 
@@ -121,7 +140,9 @@ const void *akv_iter_key(const akv_iter *it, size_t *klen)
         *klen = 0;
         return NULL;
     }
-    return akvi_merge_key(it->mg, klen);
+    size_t iklen;
+    const uint8_t *ik = akvi_merge_key(it->mg, &iklen);
+    return akvi_ukey(it->db, ik, iklen, klen);
 }
 
 const void *akv_iter_value(const akv_iter *it, size_t *vlen)

@@ -245,6 +245,12 @@ void akvi_merge_next(akvi_merge *m)
     pick(m);
 }
 
+void akvi_merge_fail(akvi_merge *m, int rc)
+{
+    if (m->status == AKV_OK)
+        m->status = rc;
+}
+
 int akvi_merge_status(const akvi_merge *m)
 {
     return m->status;

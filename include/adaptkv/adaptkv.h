@@ -228,14 +228,26 @@ AKV_API void akv_batch_destroy(akv_batch *b);
 /* Apply atomically; sync = 1 fsyncs the WAL before returning. */
 AKV_API int akv_write(akv_db *db, akv_batch *b, int sync);
 
-/* ---- iterators (ordered layout only) ----------------------------------- */
+/* ---- iterators ----------------------------------------------------------- */
 
+/* An iterator walks every live key once. Ordered layout: in key order
+ * (bytewise, a shorter key before its extensions). Hash layout: in hash
+ * order, an order unrelated to the keys (the same for the same data); use
+ * it to list, count, dump or copy a database, not for key ranges. */
 typedef struct akv_iter akv_iter;
 
-/* AKV_ENOTSUP on the hash layout. The iterator sees a consistent snapshot. */
+/* The iterator sees a consistent snapshot: exactly the writes acknowledged
+ * before this call. It pins that snapshot (data it covers stays on disk)
+ * until akv_iter_destroy, which must come before akv_close. It starts
+ * unpositioned: seek first.
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument), AKV_ENOMEM. */
 AKV_API int akv_iter_create(akv_db *db, akv_iter **it);
 AKV_API void akv_iter_seek_first(akv_iter *it);
-AKV_API void akv_iter_seek(akv_iter *it, const void *key, size_t klen); /* first key >= key */
+/* Ordered layout: the first key >= key. Hash layout: the key's own place in
+ * hash order (the key if it is live, else the next one in that order), so a
+ * scan can resume after the last key it returned. An empty key (klen 0) is
+ * akv_iter_seek_first. */
+AKV_API void akv_iter_seek(akv_iter *it, const void *key, size_t klen);
 AKV_API int akv_iter_valid(const akv_iter *it);
 AKV_API void akv_iter_next(akv_iter *it);
 AKV_API const void *akv_iter_key(const akv_iter *it, size_t *klen);   /* valid until next/seek */

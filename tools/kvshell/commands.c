@@ -72,12 +72,6 @@ static int cmd_del(kvs_ctx *c, const kvs_words *w)
 static int iter_open(kvs_ctx *c, const char *cmd, akv_iter **it)
 {
     int rc = akv_iter_create(c->db, it);
-    if (rc == AKV_ENOTSUP) {
-        kvs_error(c, cmd,
-                  "not supported on the hash layout: its data is in hash order "
-                  "(create the database with --layout ordered for scans)");
-        return KVS_FAIL;
-    }
     return rc == AKV_OK ? KVS_OK : engine_fail(c, cmd, rc);
 }
 
@@ -151,6 +145,13 @@ static int cmd_scan(kvs_ctx *c, const kvs_words *w)
             return KVS_FAIL;
         }
     }
+    if (npos > 0 && c->layout == AKV_LAYOUT_HASH) {
+        kvs_error(c, "scan",
+                  "FROM and TO need the ordered layout: the hash layout keeps keys in hash order "
+                  "(`scan` without them lists every pair in that order; create the database with "
+                  "--layout ordered for key ranges)");
+        return KVS_FAIL;
+    }
     return print_range(c, "scan", pos[0], pos[1], limit);
 }
 
@@ -161,18 +162,12 @@ static int cmd_dump(kvs_ctx *c, const kvs_words *w)
     return print_range(c, "dump", NULL, NULL, UINT64_MAX);
 }
 
-/* Counting needs iteration; the hash layout has none, and its stats count
- * shadowed versions and tombstones, so we refuse rather than guess. */
+/* Counts by iterating: exact in both layouts (the statistics' estimate
+ * counts shadowed versions and tombstones). */
 static int cmd_count(kvs_ctx *c, const kvs_words *w)
 {
     if (!want_args(c, w, 0, "count"))
         return KVS_FAIL;
-    if (c->layout == AKV_LAYOUT_HASH) {
-        kvs_error(c, "count",
-                  "not supported on the hash layout (no iteration); `stats` shows "
-                  "live_keys_estimate, an upper bound that includes overwritten and deleted keys");
-        return KVS_FAIL;
-    }
     akv_iter *it;
     int st = iter_open(c, "count", &it);
     if (st != KVS_OK)
@@ -415,14 +410,16 @@ static const command commands[] = {
     {"put", cmd_put, "put KEY VALUE", "store VALUE under KEY", false},
     {"get", cmd_get, "get KEY", "print the value of KEY (\"not found: KEY\" on stderr if absent)", false},
     {"del", cmd_del, "del KEY", "delete KEY (deleting an absent key is not an error)", false},
-    {"scan", cmd_scan, "scan [FROM [TO]] [--limit N]", "pairs with FROM <= key < TO (ordered layout)", false},
-    {"count", cmd_count, "count", "number of live keys (ordered layout)", false},
+    {"scan", cmd_scan, "scan [FROM [TO]] [--limit N]",
+     "pairs with FROM <= key < TO (FROM and TO: ordered layout; hash layout: hash order)", false},
+    {"count", cmd_count, "count", "number of live keys", false},
     {"stats", cmd_stats, "stats [--json]", "engine statistics; --json prints one line", false},
     {"filters", cmd_filters, "filters", "slot policy, kinds per level, then one row per filter slot", false},
     {"flush", cmd_flush, "flush", "write the memtable out as an L0 run", false},
     {"compact", cmd_compact, "compact", "flush, then compact every level into the last", false},
     {"load", cmd_load, "load FILE", "bulk load \"key<TAB>value\" or \"put K V\" lines", false},
-    {"dump", cmd_dump, "dump", "every pair as key<TAB>value (ordered layout)", false},
+    {"dump", cmd_dump, "dump", "every pair as key<TAB>value (key order, or hash order on the hash layout)",
+     false},
     {"help", cmd_help, "help [COMMAND]", "this list, or one command's usage", false},
     {"quit", cmd_quit, "quit", "leave the shell (also: exit, end of input)", false},
     {"exit", cmd_quit, "exit", "leave the shell (same as quit)", true},

@@ -371,6 +371,24 @@ Test(kvshell, hash_layout_dumps_counts_and_round_trips)
     akvt_rmrf(f.tmp);
 }
 
+/* `backup DIR` makes a database of its own, as of the command. */
+Test(kvshell, backup_is_a_database_of_its_own)
+{
+    fixture f;
+    fixture_init(&f);
+    char bk[700];
+    snprintf(bk, sizeof bk, "%s/backup", f.tmp);
+    expect(run(f.tmp, "put a 1\nput b 2\nflush\nput c 3\n", "'%s'", f.db), 0, "", NULL, "fill");
+    expect(run(f.tmp, NULL, "'%s' backup '%s'", f.db, bk), 0, "", NULL, "backup");
+    expect(run(f.tmp, NULL, "'%s' put d 4", f.db), 0, "", NULL, "a write after the backup");
+    expect(run(f.tmp, NULL, "'%s' count", bk), 0, "3\n", NULL, "count in the backup");
+    expect(run(f.tmp, NULL, "'%s' get c", bk), 0, "3\n", NULL, "memtable write in the backup");
+    expect(run(f.tmp, NULL, "'%s' get d", bk), 3, "", "not found: d", "later write not in the backup");
+    expect(run(f.tmp, NULL, "'%s' backup '%s'", f.db, bk), 1, "", "new directory", "backup over a directory");
+    expect(run(f.tmp, NULL, "'%s' backup", f.db), 1, "", "backup DIR", "backup without DIR");
+    akvt_rmrf(f.tmp);
+}
+
 Test(kvshell, maintenance_stats_and_filters)
 {
     fixture f;

@@ -267,6 +267,30 @@ AKV_API int akv_flush(akv_db *db);
 /* Flush, then compact every level down into the last one, and wait. */
 AKV_API int akv_compact(akv_db *db);
 
+/* ---- backup ------------------------------------------------------------ */
+
+/*
+ * A consistent point-in-time copy of the open database in the new directory
+ * `dir` (it must not exist; its parent must), taken while other threads
+ * read and write: it holds every write acknowledged before the call and
+ * none that starts after it returned, and akv_open opens it as a database
+ * of its own (same layout, seed, policy and data). Immutable files (SSTs,
+ * filter files) are hard-linked where the filesystem allows, so on the
+ * same filesystem it costs little space until the database moves on; the
+ * rest (WAL, catalog, RocksDB's manifest) is copied and synced. Flushes
+ * and compactions wait while it is taken; writers do not.
+ * To restore: close the database and open the copy in its place
+ * (docs/design.md, "Backup and restore").
+ *
+ * Returns AKV_OK, or
+ *   AKV_EINVAL   NULL or empty argument;
+ *   AKV_EEXIST   `dir` exists;
+ *   AKV_EIO      a file could not be created, linked, copied or synced, or
+ *                RocksDB's checkpoint failed (nothing is left in `dir`);
+ *   AKV_ENOMEM   out of memory.
+ */
+AKV_API int akv_checkpoint(akv_db *db, const char *dir);
+
 /* ---- repair ------------------------------------------------------------ */
 
 /* What akv_repair found and did. Counts are of entries (puts and

@@ -362,6 +362,19 @@ static int cmd_compact(kvs_ctx *c, const kvs_words *w)
     return rc == AKV_OK ? KVS_OK : engine_fail(c, "compact", rc);
 }
 
+/* A consistent copy of the open database in a new directory. */
+static int cmd_backup(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 1, "backup DIR"))
+        return KVS_FAIL;
+    if (memchr(w->v[1].data, '\0', w->v[1].len)) {
+        kvs_error(c, "backup", "a directory name cannot hold a NUL byte");
+        return KVS_FAIL;
+    }
+    int rc = akv_checkpoint(c->db, w->v[1].data);
+    return rc == AKV_OK ? KVS_OK : engine_fail(c, "backup", rc);
+}
+
 static int cmd_load(kvs_ctx *c, const kvs_words *w)
 {
     if (!want_args(c, w, 1, "load FILE"))
@@ -418,6 +431,8 @@ static const command commands[] = {
     {"flush", cmd_flush, "flush", "write the memtable out as an L0 run", false},
     {"compact", cmd_compact, "compact", "flush, then compact every level into the last", false},
     {"load", cmd_load, "load FILE", "bulk load \"key<TAB>value\" or \"put K V\" lines", false},
+    {"backup", cmd_backup, "backup DIR",
+     "a consistent copy of the database in the new directory DIR, a database of its own", false},
     {"dump", cmd_dump, "dump", "every pair as key<TAB>value (key order, or hash order on the hash layout)",
      false},
     {"help", cmd_help, "help [COMMAND]", "this list, or one command's usage", false},

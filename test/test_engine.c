@@ -513,6 +513,73 @@ static void limits_batch(akv_db *db, const unsigned char *big_key, const unsigne
     akv_batch_destroy(b);
 }
 
+/* akv_get_pinned reads a value in place, from a memtable or a run, and the
+ * pin holds while a compaction replaces the run it was read from. */
+static void pinned_reads(akv_layout layout)
+{
+    world w;
+    world_init(&w, "pinned", layout, NULL, 7);
+    size_t big = 300u << 10;
+    unsigned char *val = malloc(big);
+    cr_assert_not_null(val);
+    for (size_t i = 0; i < big; i++)
+        val[i] = (unsigned char)(i * 131 + 7);
+    cr_assert_eq(akv_put(w.db, "in-run", 6, val, big), AKV_OK);
+    cr_assert_eq(akv_put(w.db, "empty", 5, "", 0), AKV_OK);
+    cr_assert_eq(akv_put(w.db, "gone", 4, "x", 1), AKV_OK);
+    cr_assert_eq(akv_delete(w.db, "gone", 4), AKV_OK);
+    cr_assert_eq(akv_flush(w.db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_put(w.db, "in-mem", 6, "memvalue", 8), AKV_OK);
+
+    akv_pinned *run_pin = NULL, *mem_pin = NULL, *none = (akv_pinned *)&w;
+    cr_assert_eq(akv_get_pinned(w.db, "in-run", 6, &run_pin), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_get_pinned(w.db, "in-mem", 6, &mem_pin), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_get_pinned(w.db, "gone", 4, &none), AKV_NOTFOUND);
+    cr_assert_null(none);
+    cr_assert_eq(akv_get_pinned(w.db, "never", 5, &none), AKV_NOTFOUND);
+    cr_assert_null(none);
+    cr_assert_eq(akv_get_pinned(w.db, "", 0, &none), AKV_EINVAL);
+    cr_assert_eq(akv_get_pinned(w.db, "k", 1, NULL), AKV_EINVAL);
+
+    /* Replace the run under the pin, overwrite the key: the pin still
+     * shows what it read. */
+    cr_assert_eq(akv_put(w.db, "in-run", 6, "newer", 5), AKV_OK);
+    cr_assert_eq(akv_compact(w.db), AKV_OK, "%s", akv_errmsg());
+    size_t len = 0;
+    const void *v = akv_pinned_value(run_pin, &len);
+    cr_assert_eq(len, big);
+    cr_assert(memcmp(v, val, big) == 0, "the pinned value changed under its pin");
+    v = akv_pinned_value(mem_pin, &len);
+    cr_assert(len == 8 && memcmp(v, "memvalue", 8) == 0);
+    akv_pinned_release(run_pin);
+    akv_pinned_release(mem_pin);
+    akv_pinned_release(NULL);
+    cr_assert_null(akv_pinned_value(NULL, &len));
+    cr_assert_eq(len, 0);
+
+    akv_pinned *p = NULL;
+    cr_assert_eq(akv_get_pinned(w.db, "in-run", 6, &p), AKV_OK);
+    v = akv_pinned_value(p, &len);
+    cr_assert(len == 5 && memcmp(v, "newer", 5) == 0);
+    akv_pinned_release(p);
+    cr_assert_eq(akv_get_pinned(w.db, "empty", 5, &p), AKV_OK);
+    akv_pinned_value(p, &len);
+    cr_assert_eq(len, 0);
+    akv_pinned_release(p);
+    free(val);
+    world_done(&w);
+}
+
+Test(reads, pinned_values_hash)
+{
+    pinned_reads(AKV_LAYOUT_HASH);
+}
+
+Test(reads, pinned_values_ordered)
+{
+    pinned_reads(AKV_LAYOUT_ORDERED);
+}
+
 Test(limits, key_and_value_sizes)
 {
     world w;

@@ -211,6 +211,28 @@ typedef struct akv_get_info {
 
 AKV_API int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen, akv_get_info *info);
 
+/* ---- reads without a copy ----------------------------------------------- */
+
+/* A value the caller reads in place, as RocksDB's PinnableSlice or LMDB's
+ * MDB_val: no malloc, no copy of the value. */
+typedef struct akv_pinned akv_pinned;
+
+/* Look up `key` as akv_get does; on AKV_OK *pin holds the value, readable
+ * with akv_pinned_value until akv_pinned_release(*pin). While held, a pin
+ * keeps the data it was read from (a block in the block cache, the run
+ * that holds it) from being freed, as an iterator does: release it soon,
+ * and always before akv_close. *pin is NULL unless AKV_OK.
+ * Returns AKV_OK; AKV_NOTFOUND when the key is absent or deleted;
+ * AKV_EINVAL for a NULL argument or a key of 0 or more than
+ * AKV_MAX_KEY_BYTES bytes; AKV_EIO when RocksDB cannot read; AKV_ECORRUPT
+ * when a stored value fails validation; AKV_ENOMEM. */
+AKV_API int akv_get_pinned(akv_db *db, const void *key, size_t klen, akv_pinned **pin);
+/* The pinned value and its length in *vlen (may be NULL); NULL (and 0) for
+ * a NULL pin. Cannot fail. */
+AKV_API const void *akv_pinned_value(const akv_pinned *pin, size_t *vlen);
+/* Let go of the value. NULL is a no-op. */
+AKV_API void akv_pinned_release(akv_pinned *pin);
+
 /* Declare an absent key costly up front (HABF/SSCF "costed negatives"). */
 AKV_API int akv_hint_negative(akv_db *db, const void *key, size_t klen, double cost);
 

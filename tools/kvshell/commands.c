@@ -42,9 +42,8 @@ static int cmd_get(kvs_ctx *c, const kvs_words *w)
 {
     if (!want_args(c, w, 1, "get KEY"))
         return KVS_FAIL;
-    void *val = NULL;
-    size_t vlen = 0;
-    int rc = akv_get(c->db, w->v[1].data, w->v[1].len, &val, &vlen);
+    akv_pinned *pin = NULL; /* printed in place, without a copy */
+    int rc = akv_get_pinned(c->db, w->v[1].data, w->v[1].len, &pin);
     if (rc == AKV_NOTFOUND) {
         /* On stderr so that `v=$(kvshell DIR get k)` never captures it. */
         kvs_error_begin(c, NULL);
@@ -55,9 +54,11 @@ static int cmd_get(kvs_ctx *c, const kvs_words *w)
     }
     if (rc != AKV_OK)
         return engine_fail(c, "get", rc);
+    size_t vlen = 0;
+    const void *val = akv_pinned_value(pin, &vlen);
     kvs_print_escaped(stdout, val, vlen);
     putchar('\n');
-    akv_free(val);
+    akv_pinned_release(pin);
     return KVS_OK;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "util/order.h"
 
 struct akv_iter {
     akv_db *db;
@@ -21,6 +22,9 @@ struct akv_iter {
     rocksdb_readoptions_t *ro_mem;
     akvi_merge *mg;
     uint64_t block_reads; /* RocksDB blocks read by this iterator's steps */
+    uint8_t *upper;       /* exclusive upper bound (ordered layout), or NULL */
+    size_t upper_len;
+    bool past_upper;      /* positioned at or past the upper bound: not valid */
 };
 
 int akv_iter_create(akv_db *db, akv_iter **out)
@@ -64,22 +68,32 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     return AKV_OK;
 }
 
-static void skip_tombstones(akv_iter *it)
+/* Steps over tombstones in the direction of travel. */
+static void skip_tombstones(akv_iter *it, bool backwards)
 {
     while (akvi_merge_valid(it->mg)) {
         size_t vl;
         const uint8_t *v = akvi_merge_value(it->mg, &vl);
         if (vl > 0 && v[0] == AKVI_TAG_PUT)
             return;
-        akvi_merge_next(it->mg);
+        if (backwards)
+            akvi_merge_prev(it->mg);
+        else
+            akvi_merge_next(it->mg);
     }
 }
 
 /* End of a seek or step begun when the thread had read `before` blocks:
  * steps run on the caller's thread, so its perf context counts their reads. */
-static void settle(akv_iter *it, uint64_t before)
+static void settle(akv_iter *it, uint64_t before, bool backwards)
 {
-    skip_tombstones(it);
+    skip_tombstones(it, backwards);
+    it->past_upper = false;
+    if (it->upper && akvi_merge_valid(it->mg)) {
+        size_t kl;
+        const uint8_t *k = akvi_merge_key(it->mg, &kl);
+        it->past_upper = akv_bytes_cmp(k, kl, it->upper, it->upper_len) >= 0;
+    }
     it->block_reads += akvi_thread_block_reads() - before;
 }
 
@@ -87,7 +101,17 @@ void akv_iter_seek_first(akv_iter *it)
 {
     uint64_t before = akvi_thread_block_reads();
     akvi_merge_seek_first(it->mg);
-    settle(it, before);
+    settle(it, before, false);
+}
+
+void akv_iter_seek_last(akv_iter *it)
+{
+    uint64_t before = akvi_thread_block_reads();
+    if (it->upper)
+        akvi_merge_seek_before(it->mg, it->upper, it->upper_len);
+    else
+        akvi_merge_seek_last(it->mg);
+    settle(it, before, true);
 }
 
 void akv_iter_seek(akv_iter *it, const void *key, size_t klen)
@@ -112,12 +136,35 @@ void akv_iter_seek(akv_iter *it, const void *key, size_t klen)
     } else {
         akvi_merge_seek(it->mg, key, klen);
     }
-    settle(it, before);
+    settle(it, before, false);
+}
+
+int akv_iter_set_upper_bound(akv_iter *it, const void *key, size_t klen)
+{
+    if (!it)
+        return akvi_err(AKV_EINVAL, "akv_iter_set_upper_bound: NULL iterator");
+    if (it->db->layout != AKV_LAYOUT_ORDERED)
+        return akvi_err(AKV_ENOTSUP, "an upper bound needs the ordered layout: the hash layout keeps keys in "
+                                     "hash order");
+    if (key && klen > AKV_MAX_KEY_BYTES)
+        return akvi_check_key(klen);
+    uint8_t *b = NULL;
+    if (key) {
+        b = malloc(klen ? klen : 1);
+        if (!b)
+            return akvi_err(AKV_ENOMEM, "out of memory");
+        memcpy(b, key, klen);
+    }
+    free(it->upper);
+    it->upper = b;
+    it->upper_len = klen;
+    it->past_upper = false;
+    return AKV_OK;
 }
 
 int akv_iter_valid(const akv_iter *it)
 {
-    return it && akvi_merge_valid(it->mg);
+    return it && !it->past_upper && akvi_merge_valid(it->mg);
 }
 
 void akv_iter_next(akv_iter *it)
@@ -126,7 +173,16 @@ void akv_iter_next(akv_iter *it)
         return;
     uint64_t before = akvi_thread_block_reads();
     akvi_merge_next(it->mg);
-    settle(it, before);
+    settle(it, before, false);
+}
+
+void akv_iter_prev(akv_iter *it)
+{
+    if (!akv_iter_valid(it))
+        return;
+    uint64_t before = akvi_thread_block_reads();
+    akvi_merge_prev(it->mg);
+    settle(it, before, true);
 }
 
 uint64_t akv_iter_block_reads(const akv_iter *it)
@@ -175,5 +231,6 @@ void akv_iter_destroy(akv_iter *it)
     if (it->snap)
         rocksdb_release_snapshot(it->db->rdb, it->snap);
     akvi_version_unref(it->v);
+    free(it->upper);
     free(it);
 }

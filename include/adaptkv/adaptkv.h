@@ -270,8 +270,21 @@ AKV_API void akv_iter_seek_first(akv_iter *it);
  * scan can resume after the last key it returned. An empty key (klen 0) is
  * akv_iter_seek_first. */
 AKV_API void akv_iter_seek(akv_iter *it, const void *key, size_t klen);
+/* The last key (below the upper bound, when one is set). */
+AKV_API void akv_iter_seek_last(akv_iter *it);
 AKV_API int akv_iter_valid(const akv_iter *it);
 AKV_API void akv_iter_next(akv_iter *it);
+/* The key before the current one (in the layout's order); past the first,
+ * the iterator is no longer valid. No-op on an iterator that is not valid. */
+AKV_API void akv_iter_prev(akv_iter *it);
+/* Ordered layout: keys from `key` on (exclusive, as RocksDB's
+ * iterate_upper_bound) are not shown: a step onto one ends the iteration,
+ * and akv_iter_seek_last goes to the last key before it. The key is copied;
+ * NULL removes the bound. It applies from the next seek or step.
+ * Returns AKV_OK, or AKV_ENOTSUP on the hash layout (no key order),
+ * AKV_EINVAL (NULL iterator, key longer than AKV_MAX_KEY_BYTES),
+ * AKV_ENOMEM. */
+AKV_API int akv_iter_set_upper_bound(akv_iter *it, const void *key, size_t klen);
 AKV_API const void *akv_iter_key(const akv_iter *it, size_t *klen);   /* valid until next/seek */
 AKV_API const void *akv_iter_value(const akv_iter *it, size_t *vlen); /* valid until next/seek */
 AKV_API int akv_iter_status(const akv_iter *it); /* AKV_OK or the error that ended iteration */

@@ -12,6 +12,7 @@
  *     pkg-config against the installed shared library and runs, and
  *     akv_version() there is the header's AKV_VERSION_*;
  *   - every installed tool answers --version with that release;
+ *   - every declared function's comment says what it returns;
  *   - `pkg-config --libs adaptkv` (and --static) resolve with
  *     PKG_CONFIG_PATH=<prefix>/lib/pkgconfig;
  *   - test/cxx/smoke.cpp compiles with `c++ $(pkg-config --cflags --libs adaptkv)`,
@@ -247,6 +248,44 @@ static void link_every_function(char names[][64], size_t n)
     free(out);
 }
 
+/* Every function declared AKV_API in the header at `path` has a comment
+ * right above its declaration (or above the group of declarations it
+ * belongs to) that says what it returns: "Returns"/"returns", "Cannot
+ * fail" or "no-op" (docs/design.md: each public function lists its return
+ * codes in the header). */
+static void check_documented(const char *path)
+{
+    char *text = slurp(path);
+    cr_assert(text[0], "cannot read %s", path);
+    size_t n = 0, cap = 4096;
+    char **lines = malloc(cap * sizeof *lines);
+    cr_assert_not_null(lines);
+    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
+        cr_assert_lt(n, cap);
+        lines[n++] = l;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(lines[i], "AKV_API ", 8) != 0)
+            continue;
+        /* Back over the group's other declarations and their continuation
+         * lines to the comment's last line. */
+        size_t j = i;
+        while (j > 0 && (strncmp(lines[j - 1], "AKV_API ", 8) == 0 || lines[j - 1][0] == ' ') &&
+               !strstr(lines[j - 1], "*/"))
+            j--;
+        cr_assert(j > 0 && strstr(lines[j - 1], "*/"), "%s: no comment above %s", path, lines[i]);
+        bool says = false;
+        for (size_t k = j; k-- > 0;) {
+            says = says || strstr(lines[k], "eturn") || strstr(lines[k], "Cannot fail") || strstr(lines[k], "no-op");
+            if (strstr(lines[k], "/*"))
+                break;
+        }
+        cr_assert(says, "%s: the comment above '%s' does not say what it returns", path, lines[i]);
+    }
+    free(lines);
+    free(text);
+}
+
 static int cmp_name(const void *a, const void *b)
 {
     return strcmp((const char *)a, (const char *)b);
@@ -263,6 +302,7 @@ static void check_exports(void)
         char p[PATH_MAX + 64];
         snprintf(p, sizeof p, "%s/include/adaptkv/%s", prefix, headers[i]);
         declared_functions(p, declared, &nd, MAX_NAMES);
+        check_documented(p);
     }
     cr_assert_gt(nd, 40, "only %zu functions found declared in the installed headers", nd);
 

@@ -11,6 +11,11 @@
  *     the limit is 65536", "database was created with layout 'hash', opened
  *     with 'ordered'").
  *   - Buffers returned to the caller are malloc'd; release them with akv_free().
+ *   - Each function's comment lists what it returns ("Returns ..."), or says
+ *     it cannot fail. Write errors are sticky: after a failed write, flush
+ *     or compaction (an I/O error in RocksDB or a filter file), writes,
+ *     akv_flush and akv_compact return that error until the database is
+ *     reopened (docs/reliability.md); reads go on.
  *
  * Public API: every function declared AKV_API here, in adaptkv/filter.h and in
  * adaptkv/hash.h (adaptkv/api.h); the shared library exports those and nothing
@@ -53,8 +58,9 @@ enum {
     AKV_EEXIST = -8,    /* already exists (e.g. kind name registered twice) */
 };
 
-/* Human-readable name of a result code ("invalid argument", …); never NULL
- * ("unknown error" for a code not listed above). */
+/* Human-readable name of a result code ("invalid argument", …). Cannot
+ * fail: returns a static string, "unknown error" for a code not listed
+ * above. */
 AKV_API const char *akv_strerror(int rc);
 
 /* The release this header belongs to (MAJOR.MINOR.PATCH; the shared
@@ -129,7 +135,8 @@ typedef struct akv_options {
 } akv_options;
 
 /* Fill with defaults; slot_policy and bits_per_key are left unset (NULL,
- * 0). Always call before setting fields. */
+ * 0). Always call before setting fields. Cannot fail (`opt` must not be
+ * NULL). */
 AKV_API void akv_options_init(akv_options *opt);
 
 typedef struct akv_db akv_db;
@@ -156,7 +163,18 @@ typedef struct akv_db akv_db;
  * rebuilt from their SSTs. Damage it cannot account for is refused with
  * AKV_ECORRUPT naming akv_repair, the directory left as it was
  * (docs/reliability.md, "Damage and what open does"); AKV_EIO when a read
- * or write fails. */
+ * or write fails.
+ *
+ * Returns AKV_OK, or
+ *   AKV_EINVAL   NULL dir or db, an option out of range, a layout or seed
+ *                other than the database's, or no database in `dir` with
+ *                create_if_missing off;
+ *   AKV_EEXIST   a database exists in `dir` and error_if_exists is on;
+ *   AKV_ECORRUPT damage open cannot account for (see above);
+ *   AKV_EIO      a read or write failed, or RocksDB refused (its message
+ *                says why: another process holding the database's lock,
+ *                say);
+ *   AKV_ENOMEM   out of memory. */
 AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
 
 /* Wait for background work, persist the miss log and adapted filters, close.
@@ -170,33 +188,57 @@ AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
  * filter could not be saved. */
 AKV_API int akv_close(akv_db *db);
 
-/* The layout the open database has (never AKV_LAYOUT_AUTO). */
+/* The layout the open database has (never AKV_LAYOUT_AUTO). Cannot fail. */
 AKV_API akv_layout akv_db_layout(const akv_db *db);
 
 /* The slot policy in effect for SSTs built from now on, in canonical form
  * with every part named ("mem=sscf,l0=aqf,l1+=blocked"; the form stored
- * with the database). Valid until akv_close. */
+ * with the database). Valid until akv_close. Cannot fail. */
 AKV_API const char *akv_db_slot_policy(const akv_db *db);
 /* The filter kind that policy gives new slots of run level `level`
  * (0 .. AKV_MAX_LEVELS-1), or the memtable guard (level -1): a kind name,
- * or "none" (no guard). NULL for any other level. Existing slots may have
- * other kinds after a policy change: akv_slots lists them. */
+ * or "none" (no guard). Returns NULL for any other level. Existing slots
+ * may have other kinds after a policy change: akv_slots lists them. */
 AKV_API const char *akv_db_policy_kind(const akv_db *db, int level);
-/* The filter memory per key new slots are built with (stored or given). */
+/* The filter memory per key new slots are built with (stored or given).
+ * Cannot fail. */
 AKV_API double akv_db_bits_per_key(const akv_db *db);
 
-/* Detailed message for the last failure on this thread ("" if none). */
+/* Detailed message for the last failure on this thread ("" if none); valid
+ * until the thread's next call into adaptkv. Cannot fail. */
 AKV_API const char *akv_errmsg(void);
 
+/* Release a buffer adaptkv returned (akv_get values, akv_stats_json,
+ * akv_slots rows, akv_repair_report.text). NULL is a no-op. */
 AKV_API void akv_free(void *p);
 
 /* ---- point operations -------------------------------------------------- */
 
+/* Store `val` under `key` (1 B to AKV_MAX_KEY_BYTES; the value up to
+ * AKV_MAX_VALUE_BYTES, may be empty), replacing any value; fsyncs the WAL
+ * first when the `sync` option is set. A write may wait while background
+ * work is far behind (docs/design.md, "LSM shape").
+ * Returns AKV_OK, or
+ *   AKV_EINVAL   NULL db or key, NULL val with vlen > 0, or a key or value
+ *                out of the limits;
+ *   AKV_EIO      RocksDB could not write (its WAL, or a new memtable
+ *                family); writes stop until reopen;
+ *   AKV_ENOMEM   out of memory;
+ *   the error of an earlier failed write, flush or compaction (writes are
+ *   stopped until reopen), or AKV_EBUSY while the database is closing. */
 AKV_API int akv_put(akv_db *db, const void *key, size_t klen, const void *val, size_t vlen);
+/* Delete `key`; deleting an absent key is not an error. Returns what
+ * akv_put returns. */
 AKV_API int akv_delete(akv_db *db, const void *key, size_t klen);
 
-/* AKV_OK with a malloc'd copy of the value in *val (free with akv_free), or
- * AKV_NOTFOUND. */
+/* Look up `key`. On AKV_OK *val holds a malloc'd copy of the value (free
+ * with akv_free) and *vlen its length. `val` may be NULL: the call then only
+ * tests presence (nothing is copied); `vlen` may be NULL. akv_get_pinned
+ * reads without the copy.
+ * Returns AKV_OK; AKV_NOTFOUND when the key is absent or deleted (not an
+ * error; *val untouched); AKV_EINVAL for a NULL db or key, or a key out of
+ * the limits; AKV_EIO when RocksDB cannot read (a damaged block);
+ * AKV_ECORRUPT when a stored value fails validation; AKV_ENOMEM. */
 AKV_API int akv_get(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen);
 
 /* What one lookup cost (for benchmarks and the adversarial workload). */
@@ -209,6 +251,8 @@ typedef struct akv_get_info {
     uint32_t mem_wasted;    /* of `wasted_probes`, memtables */
 } akv_get_info;
 
+/* akv_get, and what the lookup cost in *info (when not NULL).
+ * Returns what akv_get returns. */
 AKV_API int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen, akv_get_info *info);
 
 /* ---- reads without a copy ----------------------------------------------- */
@@ -233,21 +277,37 @@ AKV_API const void *akv_pinned_value(const akv_pinned *pin, size_t *vlen);
 /* Let go of the value. NULL is a no-op. */
 AKV_API void akv_pinned_release(akv_pinned *pin);
 
-/* Declare an absent key costly up front (HABF/SSCF "costed negatives"). */
+/* Declare an absent key costly up front (HABF/SSCF "costed negatives"): the
+ * miss log weighs it by `cost` (>= 0) as if it had caused that many wasted
+ * probes, so costed filter kinds learn it at their next build.
+ * Returns AKV_OK, or AKV_EINVAL (NULL db or key, a key out of the limits,
+ * a negative or NaN cost). */
 AKV_API int akv_hint_negative(akv_db *db, const void *key, size_t klen, double cost);
 
 /* ---- write batches ----------------------------------------------------- */
 
 typedef struct akv_batch akv_batch;
 
+/* A new, empty batch in *b (NULL on failure).
+ * Returns AKV_OK, or AKV_EINVAL (NULL b), AKV_ENOMEM. */
 AKV_API int akv_batch_create(akv_batch **b);
+/* Add a put or a delete (copied; the limits of akv_put and akv_delete).
+ * Later operations on a key win within a batch.
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument, a key or value out of the
+ * limits; the batch is unchanged), AKV_ENOMEM. */
 AKV_API int akv_batch_put(akv_batch *b, const void *key, size_t klen, const void *val, size_t vlen);
 AKV_API int akv_batch_delete(akv_batch *b, const void *key, size_t klen);
+/* Empty the batch for reuse. NULL is a no-op. */
 AKV_API void akv_batch_clear(akv_batch *b);
+/* Operations in the batch (0 for NULL). Cannot fail. */
 AKV_API size_t akv_batch_count(const akv_batch *b);
+/* Free the batch. NULL is a no-op. */
 AKV_API void akv_batch_destroy(akv_batch *b);
 
-/* Apply atomically; sync = 1 fsyncs the WAL before returning. */
+/* Apply atomically: a reader or a crash sees all of the batch or none of
+ * it; sync = 1 fsyncs the WAL before returning. The batch is left as it was
+ * (clear or destroy it). An empty batch is AKV_OK and writes nothing.
+ * Returns what akv_put returns (AKV_EINVAL for a NULL db or batch). */
 AKV_API int akv_write(akv_db *db, akv_batch *b, int sync);
 
 /* ---- iterators ----------------------------------------------------------- */
@@ -264,18 +324,28 @@ typedef struct akv_iter akv_iter;
  * unpositioned: seek first.
  * Returns AKV_OK, or AKV_EINVAL (NULL argument), AKV_ENOMEM. */
 AKV_API int akv_iter_create(akv_db *db, akv_iter **it);
+/* The first key. Seeks and steps return nothing: check akv_iter_valid,
+ * then akv_iter_status (an error ends the iteration). */
 AKV_API void akv_iter_seek_first(akv_iter *it);
 /* Ordered layout: the first key >= key. Hash layout: the key's own place in
  * hash order (the key if it is live, else the next one in that order), so a
  * scan can resume after the last key it returned. An empty key (klen 0) is
- * akv_iter_seek_first. */
+ * akv_iter_seek_first. Returns nothing: see akv_iter_valid and
+ * akv_iter_status. */
 AKV_API void akv_iter_seek(akv_iter *it, const void *key, size_t klen);
-/* The last key (below the upper bound, when one is set). */
+/* The last key (below the upper bound, when one is set). Returns nothing:
+ * see akv_iter_valid and akv_iter_status. */
 AKV_API void akv_iter_seek_last(akv_iter *it);
+/* Returns non-zero while positioned on a key; 0 past either end, at or
+ * past the upper bound, after an error (akv_iter_status says which) or for
+ * NULL. */
 AKV_API int akv_iter_valid(const akv_iter *it);
+/* The key after the current one. Returns nothing; a no-op on an iterator
+ * that is not valid. */
 AKV_API void akv_iter_next(akv_iter *it);
 /* The key before the current one (in the layout's order); past the first,
- * the iterator is no longer valid. No-op on an iterator that is not valid. */
+ * the iterator is no longer valid. Returns nothing; a no-op on an
+ * iterator that is not valid. */
 AKV_API void akv_iter_prev(akv_iter *it);
 /* Ordered layout: keys from `key` on (exclusive, as RocksDB's
  * iterate_upper_bound) are not shown: a step onto one ends the iteration,
@@ -285,21 +355,36 @@ AKV_API void akv_iter_prev(akv_iter *it);
  * AKV_EINVAL (NULL iterator, key longer than AKV_MAX_KEY_BYTES),
  * AKV_ENOMEM. */
 AKV_API int akv_iter_set_upper_bound(akv_iter *it, const void *key, size_t klen);
-AKV_API const void *akv_iter_key(const akv_iter *it, size_t *klen);   /* valid until next/seek */
-AKV_API const void *akv_iter_value(const akv_iter *it, size_t *vlen); /* valid until next/seek */
-AKV_API int akv_iter_status(const akv_iter *it); /* AKV_OK or the error that ended iteration */
+/* The current key and value, read in place: valid until the next seek or
+ * step. NULL (length 0) when the iterator is not valid. Cannot fail. */
+AKV_API const void *akv_iter_key(const akv_iter *it, size_t *klen);
+AKV_API const void *akv_iter_value(const akv_iter *it, size_t *vlen);
+/* Returns AKV_OK, or the error that ended the iteration: AKV_EIO (RocksDB could
+ * not read), AKV_ECORRUPT (a run read back other than the catalog records
+ * it, naming the run and SST; see akv_repair), AKV_ENOMEM; AKV_EINVAL for
+ * NULL. Reaching the end is not an error. */
+AKV_API int akv_iter_status(const akv_iter *it);
 /* RocksDB blocks read from storage (block-cache misses) by this iterator's
- * seeks and steps so far: the scan counterpart of akv_get_info.block_reads. */
+ * seeks and steps so far: the scan counterpart of akv_get_info.block_reads.
+ * Cannot fail (0 for NULL). */
 AKV_API uint64_t akv_iter_block_reads(const akv_iter *it);
+/* Release the iterator and its snapshot. NULL is a no-op. */
 AKV_API void akv_iter_destroy(akv_iter *it);
 
 /* ---- maintenance ------------------------------------------------------- */
 
 /* Turn the memtable into an L0 run now and wait for it, and for the
  * filters adapted so far to be saved to their files (the background
- * threads save them at most every 10 s otherwise). */
+ * threads save them at most every 10 s otherwise). An empty memtable is
+ * not flushed.
+ * Returns AKV_OK, or AKV_EINVAL (NULL db); the error that stopped the
+ * background work (AKV_EIO, AKV_ECORRUPT naming a damaged run, AKV_ENOMEM;
+ * sticky until reopen); AKV_EIO or AKV_ENOMEM when the new memtable cannot
+ * be created. */
 AKV_API int akv_flush(akv_db *db);
-/* Flush, then compact every level down into the last one, and wait. */
+/* Flush, then compact every level down into the last one, and wait.
+ * Returns what akv_flush returns; a failed compaction's error is sticky as
+ * well. */
 AKV_API int akv_compact(akv_db *db);
 
 /* ---- backup ------------------------------------------------------------ */
@@ -436,8 +521,11 @@ typedef struct akv_stats {
     uint64_t family_creates, family_drops;
 } akv_stats;
 
+/* The statistics now, into *st (counters restart at zero on open).
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument). */
 AKV_API int akv_get_stats(akv_db *db, akv_stats *st);
-/* One line of JSON with every field above (malloc'd; akv_free). */
+/* One line of JSON with every field above (malloc'd; akv_free).
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument), AKV_ENOMEM. */
 AKV_API int akv_stats_json(akv_db *db, char **json);
 
 /* One row per filter slot (memtable guard first, then runs by level). */
@@ -450,7 +538,8 @@ typedef struct akv_slot_info {
     uint64_t queries, filtered, probes, false_positives, adaptations;
 } akv_slot_info;
 
-/* malloc'd array in *rows (akv_free), count in *n. */
+/* malloc'd array in *rows (akv_free), count in *n.
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument), AKV_ENOMEM. */
 AKV_API int akv_slots(akv_db *db, akv_slot_info **rows, size_t *n);
 
 #ifdef __cplusplus

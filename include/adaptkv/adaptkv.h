@@ -84,7 +84,8 @@ AKV_API const char *akv_version(int *major, int *minor, int *patch);
 
 /* Data layout, fixed at create time (docs/design.md, "Data layout"). */
 typedef enum akv_layout {
-    AKV_LAYOUT_HASH = 0,    /* default: hash-ordered data, merged AQF reverse map, no scans */
+    AKV_LAYOUT_HASH = 0,    /* default: hash-ordered data, merged AQF reverse map; iterators
+                               walk every key in hash order, no key ranges */
     AKV_LAYOUT_ORDERED = 1, /* key-ordered data, range scans, split reverse map */
     AKV_LAYOUT_AUTO = 2,    /* open: whatever the database has; create: hash */
 } akv_layout;

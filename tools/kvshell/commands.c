@@ -76,20 +76,19 @@ static int iter_open(kvs_ctx *c, const char *cmd, akv_iter **it)
     return rc == AKV_OK ? KVS_OK : engine_fail(c, cmd, rc);
 }
 
-static bool key_before(const void *k, size_t kl, const kvs_word *to)
-{
-    size_t m = kl < to->len ? kl : to->len;
-    int d = memcmp(k, to->data, m);
-    return d < 0 || (d == 0 && kl < to->len);
-}
-
-/* Print pairs from `from` (inclusive; NULL = first) to `to` (exclusive). */
+/* Print pairs from `from` (inclusive; NULL = first) to `to` (exclusive:
+ * the iterator's upper bound). */
 static int print_range(kvs_ctx *c, const char *cmd, const kvs_word *from, const kvs_word *to, uint64_t limit)
 {
     akv_iter *it;
     int st = iter_open(c, cmd, &it);
     if (st != KVS_OK)
         return st;
+    int rc = to ? akv_iter_set_upper_bound(it, to->data, to->len) : AKV_OK;
+    if (rc != AKV_OK) {
+        akv_iter_destroy(it);
+        return engine_fail(c, cmd, rc);
+    }
     if (from && from->len > 0)
         akv_iter_seek(it, from->data, from->len);
     else
@@ -101,14 +100,12 @@ static int print_range(kvs_ctx *c, const char *cmd, const kvs_word *from, const 
         size_t kl, vl;
         const void *k = akv_iter_key(it, &kl);
         const void *v = akv_iter_value(it, &vl);
-        if (to && !key_before(k, kl, to))
-            break;
         kvs_print_escaped(stdout, k, kl);
         putchar('\t');
         kvs_print_escaped(stdout, v, vl);
         putchar('\n');
     }
-    int rc = akv_iter_status(it);
+    rc = akv_iter_status(it);
     akv_iter_destroy(it);
     if (rc != AKV_OK)
         return engine_fail(c, cmd, rc);

@@ -165,13 +165,15 @@ static void during_workload(akv_layout layout)
             rc = akv_get(c, k, key_of(t, n, k), &got, &gl);
             if (n < before[t]) {
                 size_t vl = value_of(n, v);
-                cr_assert_eq(rc, AKV_OK, "thread %d put %llu, acknowledged before the checkpoint, is missing (rc %d)",
-                             t, (unsigned long long)n, rc);
+                cr_assert_eq(rc, AKV_OK,
+                             "thread %d put %llu, acknowledged before the checkpoint, is missing (rc %d)", t,
+                             (unsigned long long)n, rc);
                 cr_assert(gl == vl && memcmp(got, v, vl) == 0, "thread %d put %llu: wrong value", t,
                           (unsigned long long)n);
             } else if (n >= after[t]) {
-                cr_assert_eq(rc, AKV_NOTFOUND, "thread %d put %llu, started after the checkpoint, is in it (rc %d)",
-                             t, (unsigned long long)n, rc);
+                cr_assert_eq(rc, AKV_NOTFOUND,
+                             "thread %d put %llu, started after the checkpoint, is in it (rc %d)", t,
+                             (unsigned long long)n, rc);
             } else {
                 cr_assert(rc == AKV_OK || rc == AKV_NOTFOUND, "rc %d", rc);
             }
@@ -275,7 +277,8 @@ Test(checkpoint, links_immutable_files_and_lives_on_its_own)
     cr_assert_eq(akv_compact(db), AKV_OK);
     akv_db *c = NULL;
     cr_assert_eq(akv_open(cp, &o, &c), AKV_OK, "%s", akv_errmsg());
-    cr_assert_eq(akv_get(c, k, key_of(0, 5, k), NULL, NULL), AKV_OK, "a delete in the source reached the copy");
+    cr_assert_eq(akv_get(c, k, key_of(0, 5, k), NULL, NULL), AKV_OK,
+                 "a delete in the source reached the copy");
     cr_assert_eq(akv_put(c, "only-in-copy", 12, "1", 1), AKV_OK);
     cr_assert_eq(akv_get(db, "only-in-copy", 12, NULL, NULL), AKV_NOTFOUND);
     cr_assert_eq(akv_get(db, k, key_of(0, 5, k), NULL, NULL), AKV_NOTFOUND);

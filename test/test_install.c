@@ -13,6 +13,9 @@
  *     akv_version() there is the header's AKV_VERSION_*;
  *   - every installed tool answers --version with that release;
  *   - every declared function's comment says what it returns;
+ *   - test/cxx/every_call.c, which calls every function adaptkv.h declares
+ *     (checked against the header), builds against the installed shared
+ *     library and runs to its success line;
  *   - `pkg-config --libs adaptkv` (and --static) resolve with
  *     PKG_CONFIG_PATH=<prefix>/lib/pkgconfig;
  *   - test/cxx/smoke.cpp compiles with `c++ $(pkg-config --cflags --libs adaptkv)`,
@@ -286,6 +289,39 @@ static void check_documented(const char *path)
     free(text);
 }
 
+/* test/cxx/every_call.c calls every function adaptkv.h declares (checked
+ * here against the installed header's declarations: each name followed by
+ * '(' in its source), built with pkg-config against the installed shared
+ * library, and must run to its success line. */
+static void call_every_function(char names[][64], size_t n)
+{
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/test/cxx/every_call.c", src);
+    char *source = slurp(p);
+    cr_assert(source[0], "cannot read %s", p);
+    for (size_t i = 0; i < n; i++) {
+        char call[80];
+        snprintf(call, sizeof call, "%s(", names[i]);
+        cr_assert_not_null(strstr(source, call), "test/cxx/every_call.c does not call %s, which adaptkv.h declares",
+                           names[i]);
+    }
+    free(source);
+    char cmd[4 * PATH_MAX];
+    snprintf(cmd, sizeof cmd,
+             "export PKG_CONFIG_PATH='%s/lib/pkgconfig' && "
+             "cc -std=c17 -Wall -Wextra -Werror -o '%s/every_call' '%s/test/cxx/every_call.c' "
+             "$(pkg-config --cflags --libs adaptkv)",
+             prefix, prefix, src);
+    run_ok("compile-every-call", cmd);
+    snprintf(cmd, sizeof cmd, "env -u LD_LIBRARY_PATH '%s/every_call' '%s/every-call-dbs'", prefix, prefix);
+    int rc = run("every-call", cmd);
+    char *out = output("every-call", "out"), *err = output("every-call", "err");
+    cr_assert_eq(rc, 0, "every_call exited %d\nstdout:\n%s\nstderr:\n%s", rc, out, err);
+    cr_assert_str_eq(out, "every_call: ok\n");
+    free(out);
+    free(err);
+}
+
 static int cmp_name(const void *a, const void *b)
 {
     return strcmp((const char *)a, (const char *)b);
@@ -298,12 +334,16 @@ static void check_exports(void)
     static char declared[MAX_NAMES][64], exported[MAX_NAMES][64];
     size_t nd = 0, ne = 0;
     static const char *headers[] = {"adaptkv.h", "filter.h", "hash.h"};
+    size_t n_main = 0; /* the first n_main are adaptkv.h's */
     for (size_t i = 0; i < sizeof headers / sizeof *headers; i++) {
         char p[PATH_MAX + 64];
         snprintf(p, sizeof p, "%s/include/adaptkv/%s", prefix, headers[i]);
         declared_functions(p, declared, &nd, MAX_NAMES);
         check_documented(p);
+        if (i == 0)
+            n_main = nd;
     }
+    call_every_function(declared, n_main);
     cr_assert_gt(nd, 40, "only %zu functions found declared in the installed headers", nd);
 
     /* Defined dynamic symbols: every line of objdump -T that is not *UND*

@@ -103,9 +103,10 @@ static void check_same(akv_iter *it, const cursor *c, const char *what, int step
     const void *k = akv_iter_key(it, &kl);
     const void *v = akv_iter_value(it, &vl);
     const akvt_pair *p = &c->v[c->i];
-    cr_assert(akvt_keycmp(k, kl, p->key, p->klen) == 0, "step %d (%s): wrong key (model index %ld of %zu)", step,
-              what, c->i, c->n);
-    cr_assert(vl == p->vlen && (vl == 0 || memcmp(v, p->val, vl) == 0), "step %d (%s): wrong value", step, what);
+    cr_assert(akvt_keycmp(k, kl, p->key, p->klen) == 0, "step %d (%s): wrong key (model index %ld of %zu)",
+              step, what, c->i, c->n);
+    cr_assert(vl == p->vlen && (vl == 0 || memcmp(v, p->val, vl) == 0), "step %d (%s): wrong value", step,
+              what);
 }
 
 static void walks(akv_layout layout, uint64_t seed)

@@ -14,7 +14,8 @@ PREFIX  ?= /usr/local
 BUILD   ?= build
 SAN     ?=
 OPT     ?= -O2
-VERSION := 0.1.0
+# The release number is written once, in the public header (AKV_VERSION_STRING).
+VERSION := $(shell sed -n 's/^\#define AKV_VERSION_STRING "\(.*\)"/\1/p' include/adaptkv/adaptkv.h)
 # The shared library's ABI version: its SONAME is libadaptkv.so.$(SOMAJOR).
 # Bump it on any incompatible change of the public API (include/adaptkv).
 SOMAJOR := 0

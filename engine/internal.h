@@ -532,7 +532,13 @@ bool akvi_merge_valid(const akvi_merge *m);
 const uint8_t *akvi_merge_key(const akvi_merge *m, size_t *len);
 const uint8_t *akvi_merge_value(const akvi_merge *m, size_t *len);
 void akvi_merge_next(akvi_merge *m);
+/* Backwards (user iterators): the last entry, the last entry before k, the
+ * entry before the current one. Catalog checks follow forward passes only. */
+void akvi_merge_seek_last(akvi_merge *m);
+void akvi_merge_seek_before(akvi_merge *m, const uint8_t *k, size_t len);
+void akvi_merge_prev(akvi_merge *m);
 int akvi_merge_status(const akvi_merge *m); /* AKV_OK, AKV_EIO or AKV_ECORRUPT with message */
+void akvi_merge_fail(akvi_merge *m, int rc); /* end the merge with error rc (the first one stays) */
 /* Check input i against run's catalog entry (kept alive by the caller):
  * the input must not end before the run's last key, and a full pass must
  * read each SST's recorded entry count; else the status is AKV_ECORRUPT. */

@@ -1,6 +1,9 @@
 /*
- * iter.c — range iterators (ordered layout): a merge over the memtables and
- * runs of a pinned version, newest entry per key, tombstones skipped.
+ * iter.c — iterators: a merge over the memtables and runs of a pinned
+ * version, newest entry per key, tombstones skipped. In the ordered layout
+ * keys come in key order; in the hash layout in the order of the internal
+ * keys (BE64(h.hi) ‖ user key), an order unrelated to the keys, with the
+ * hash prefix stripped from what the caller sees.
  *
  * Consistency: the version is pinned and a RocksDB snapshot taken under the
  * writer lock, so the iterator sees exactly the writes acknowledged before
@@ -10,6 +13,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "util/order.h"
 
 struct akv_iter {
     akv_db *db;
@@ -18,6 +22,9 @@ struct akv_iter {
     rocksdb_readoptions_t *ro_mem;
     akvi_merge *mg;
     uint64_t block_reads; /* RocksDB blocks read by this iterator's steps */
+    uint8_t *upper;       /* exclusive upper bound (ordered layout), or NULL */
+    size_t upper_len;
+    bool past_upper;      /* positioned at or past the upper bound: not valid */
 };
 
 int akv_iter_create(akv_db *db, akv_iter **out)
@@ -25,8 +32,6 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     if (!db || !out)
         return akvi_err(AKV_EINVAL, "akv_iter_create: NULL argument");
     *out = NULL;
-    if (db->layout != AKV_LAYOUT_ORDERED)
-        return akvi_err(AKV_ENOTSUP, "range scans need the ordered layout");
     akv_iter *it = calloc(1, sizeof *it);
     if (!it)
         return akvi_err(AKV_ENOMEM, "out of memory");
@@ -63,22 +68,32 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     return AKV_OK;
 }
 
-static void skip_tombstones(akv_iter *it)
+/* Steps over tombstones in the direction of travel. */
+static void skip_tombstones(akv_iter *it, bool backwards)
 {
     while (akvi_merge_valid(it->mg)) {
         size_t vl;
         const uint8_t *v = akvi_merge_value(it->mg, &vl);
         if (vl > 0 && v[0] == AKVI_TAG_PUT)
             return;
-        akvi_merge_next(it->mg);
+        if (backwards)
+            akvi_merge_prev(it->mg);
+        else
+            akvi_merge_next(it->mg);
     }
 }
 
 /* End of a seek or step begun when the thread had read `before` blocks:
  * steps run on the caller's thread, so its perf context counts their reads. */
-static void settle(akv_iter *it, uint64_t before)
+static void settle(akv_iter *it, uint64_t before, bool backwards)
 {
-    skip_tombstones(it);
+    skip_tombstones(it, backwards);
+    it->past_upper = false;
+    if (it->upper && akvi_merge_valid(it->mg)) {
+        size_t kl;
+        const uint8_t *k = akvi_merge_key(it->mg, &kl);
+        it->past_upper = akv_bytes_cmp(k, kl, it->upper, it->upper_len) >= 0;
+    }
     it->block_reads += akvi_thread_block_reads() - before;
 }
 
@@ -86,19 +101,70 @@ void akv_iter_seek_first(akv_iter *it)
 {
     uint64_t before = akvi_thread_block_reads();
     akvi_merge_seek_first(it->mg);
-    settle(it, before);
+    settle(it, before, false);
+}
+
+void akv_iter_seek_last(akv_iter *it)
+{
+    uint64_t before = akvi_thread_block_reads();
+    if (it->upper)
+        akvi_merge_seek_before(it->mg, it->upper, it->upper_len);
+    else
+        akvi_merge_seek_last(it->mg);
+    settle(it, before, true);
 }
 
 void akv_iter_seek(akv_iter *it, const void *key, size_t klen)
 {
+    if (!key || klen == 0) { /* nothing comes before the empty key */
+        akv_iter_seek_first(it);
+        return;
+    }
     uint64_t before = akvi_thread_block_reads();
-    akvi_merge_seek(it->mg, key, klen);
-    settle(it, before);
+    if (it->db->layout == AKV_LAYOUT_HASH) {
+        /* The key's own place in hash order: the internal key it would have. */
+        uint8_t stackbuf[512];
+        uint8_t *ik = klen + 8 <= sizeof stackbuf ? stackbuf : malloc(klen + 8);
+        if (!ik) {
+            akvi_merge_fail(it->mg, akvi_err(AKV_ENOMEM, "out of memory"));
+            return;
+        }
+        size_t iklen = akvi_ikey(it->db, akv_hash_key(key, klen, it->db->seed), key, klen, ik);
+        akvi_merge_seek(it->mg, ik, iklen);
+        if (ik != stackbuf)
+            free(ik);
+    } else {
+        akvi_merge_seek(it->mg, key, klen);
+    }
+    settle(it, before, false);
+}
+
+int akv_iter_set_upper_bound(akv_iter *it, const void *key, size_t klen)
+{
+    if (!it)
+        return akvi_err(AKV_EINVAL, "akv_iter_set_upper_bound: NULL iterator");
+    if (it->db->layout != AKV_LAYOUT_ORDERED)
+        return akvi_err(AKV_ENOTSUP, "an upper bound needs the ordered layout: the hash layout keeps keys in "
+                                     "hash order");
+    if (key && klen > AKV_MAX_KEY_BYTES)
+        return akvi_check_key(klen);
+    uint8_t *b = NULL;
+    if (key) {
+        b = malloc(klen ? klen : 1);
+        if (!b)
+            return akvi_err(AKV_ENOMEM, "out of memory");
+        memcpy(b, key, klen);
+    }
+    free(it->upper);
+    it->upper = b;
+    it->upper_len = klen;
+    it->past_upper = false;
+    return AKV_OK;
 }
 
 int akv_iter_valid(const akv_iter *it)
 {
-    return it && akvi_merge_valid(it->mg);
+    return it && !it->past_upper && akvi_merge_valid(it->mg);
 }
 
 void akv_iter_next(akv_iter *it)
@@ -107,7 +173,16 @@ void akv_iter_next(akv_iter *it)
         return;
     uint64_t before = akvi_thread_block_reads();
     akvi_merge_next(it->mg);
-    settle(it, before);
+    settle(it, before, false);
+}
+
+void akv_iter_prev(akv_iter *it)
+{
+    if (!akv_iter_valid(it))
+        return;
+    uint64_t before = akvi_thread_block_reads();
+    akvi_merge_prev(it->mg);
+    settle(it, before, true);
 }
 
 uint64_t akv_iter_block_reads(const akv_iter *it)
@@ -121,7 +196,9 @@ const void *akv_iter_key(const akv_iter *it, size_t *klen)
         *klen = 0;
         return NULL;
     }
-    return akvi_merge_key(it->mg, klen);
+    size_t iklen;
+    const uint8_t *ik = akvi_merge_key(it->mg, &iklen);
+    return akvi_ukey(it->db, ik, iklen, klen);
 }
 
 const void *akv_iter_value(const akv_iter *it, size_t *vlen)
@@ -154,5 +231,6 @@ void akv_iter_destroy(akv_iter *it)
     if (it->snap)
         rocksdb_release_snapshot(it->db->rdb, it->snap);
     akvi_version_unref(it->v);
+    free(it->upper);
     free(it);
 }

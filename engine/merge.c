@@ -36,8 +36,11 @@ struct akvi_merge {
     rocksdb_iterator_t **its;
     expect *exp; /* NULL until the first akvi_merge_expect */
     bool full;   /* positioned by seek_first: a full pass is counted */
+    bool reverse; /* moving backwards: every input at or before the current key */
     long cur;
     int status;
+    uint8_t *kbuf; /* the current key, copied when the direction changes */
+    size_t kcap;
 };
 
 akvi_merge *akvi_merge_create(rocksdb_iterator_t **its, size_t n)
@@ -154,17 +157,21 @@ static void reset_counts(akvi_merge *m, bool full)
     }
 }
 
+/* The current input: the smallest key (the largest moving backwards), the
+ * newest input (lowest index) among equal keys. */
 static void pick(akvi_merge *m)
 {
     long best = -1;
     const char *bk = NULL;
     size_t bl = 0;
+    int want = m->reverse ? 1 : -1;
     for (size_t i = 0; i < m->n; i++) {
         if (!rocksdb_iter_valid(m->its[i]))
             continue;
         size_t kl;
         const char *k = rocksdb_iter_key(m->its[i], &kl);
-        if (best < 0 || akv_bytes_cmp(k, kl, bk, bl) < 0) {
+        int c = best < 0 ? 0 : akv_bytes_cmp(k, kl, bk, bl);
+        if (best < 0 || (want < 0 ? c < 0 : c > 0)) {
             best = (long)i;
             bk = k;
             bl = kl;
@@ -181,6 +188,7 @@ static void pick(akvi_merge *m)
 void akvi_merge_seek_first(akvi_merge *m)
 {
     reset_counts(m, true);
+    m->reverse = false;
     for (size_t i = 0; i < m->n; i++) {
         rocksdb_iter_seek_to_first(m->its[i]);
         if (m->exp && m->exp[i].run && m->exp[i].run->n_sst && !rocksdb_iter_valid(m->its[i]))
@@ -192,6 +200,7 @@ void akvi_merge_seek_first(akvi_merge *m)
 void akvi_merge_seek(akvi_merge *m, const uint8_t *k, size_t len)
 {
     reset_counts(m, false);
+    m->reverse = false;
     for (size_t i = 0; i < m->n; i++) {
         rocksdb_iter_seek(m->its[i], (const char *)k, len);
         const akvi_cat_run *r = m->exp ? m->exp[i].run : NULL;
@@ -227,8 +236,106 @@ static void step(akvi_merge *m, size_t i, const char *key, size_t kl)
         ended_early(m, i);
 }
 
+/* Copies the current key into m->kbuf; false (status set) when out of memory. */
+static bool save_key(akvi_merge *m, size_t *len)
+{
+    size_t kl;
+    const char *k = rocksdb_iter_key(m->its[m->cur], &kl);
+    if (kl > m->kcap) {
+        uint8_t *b = realloc(m->kbuf, kl);
+        if (!b) {
+            akvi_merge_fail(m, akvi_err(AKV_ENOMEM, "out of memory"));
+            return false;
+        }
+        m->kbuf = b;
+        m->kcap = kl;
+    }
+    memcpy(m->kbuf, k, kl);
+    *len = kl;
+    return true;
+}
+
+/* Every input to its last entry before k (k itself excluded). */
+static void position_before(akvi_merge *m, const uint8_t *k, size_t len)
+{
+    reset_counts(m, false);
+    m->reverse = true;
+    for (size_t i = 0; i < m->n; i++) {
+        rocksdb_iter_seek(m->its[i], (const char *)k, len);
+        if (rocksdb_iter_valid(m->its[i]))
+            rocksdb_iter_prev(m->its[i]);
+        else
+            rocksdb_iter_seek_to_last(m->its[i]);
+    }
+}
+
+void akvi_merge_seek_last(akvi_merge *m)
+{
+    reset_counts(m, false);
+    m->reverse = true;
+    for (size_t i = 0; i < m->n; i++)
+        rocksdb_iter_seek_to_last(m->its[i]);
+    pick(m);
+}
+
+void akvi_merge_seek_before(akvi_merge *m, const uint8_t *k, size_t len)
+{
+    position_before(m, k, len);
+    pick(m);
+}
+
+/* Backwards from the current key. The catalog checks (akvi_merge_expect)
+ * follow forward passes only. */
+void akvi_merge_prev(akvi_merge *m)
+{
+    if (!m->reverse) {
+        size_t kl;
+        if (save_key(m, &kl))
+            position_before(m, m->kbuf, kl);
+        pick(m);
+        return;
+    }
+    size_t kl;
+    const char *k = rocksdb_iter_key(m->its[m->cur], &kl);
+    for (size_t i = 0; i < m->n; i++) {
+        if ((long)i == m->cur || !rocksdb_iter_valid(m->its[i]))
+            continue;
+        size_t ol;
+        const char *o = rocksdb_iter_key(m->its[i], &ol);
+        if (akv_bytes_cmp(o, ol, k, kl) == 0)
+            rocksdb_iter_prev(m->its[i]);
+    }
+    rocksdb_iter_prev(m->its[m->cur]);
+    pick(m);
+}
+
+/* After moving backwards: every input to its first entry after the
+ * current key. */
+static void turn_forward(akvi_merge *m)
+{
+    size_t kl;
+    if (!save_key(m, &kl))
+        return;
+    reset_counts(m, false);
+    m->reverse = false;
+    for (size_t i = 0; i < m->n; i++) {
+        rocksdb_iter_seek(m->its[i], (const char *)m->kbuf, kl);
+        if (!rocksdb_iter_valid(m->its[i]))
+            continue;
+        size_t ol;
+        const char *o = rocksdb_iter_key(m->its[i], &ol);
+        if (akv_bytes_cmp(o, ol, m->kbuf, kl) == 0)
+            rocksdb_iter_next(m->its[i]);
+    }
+    pick(m);
+}
+
 void akvi_merge_next(akvi_merge *m)
 {
+    if (m->reverse) {
+        turn_forward(m);
+        return;
+    }
     size_t kl;
     const char *k = rocksdb_iter_key(m->its[m->cur], &kl);
     /* Advance every other input sitting on the same key first, then the
@@ -243,6 +350,12 @@ void akvi_merge_next(akvi_merge *m)
     }
     step(m, (size_t)m->cur, k, kl);
     pick(m);
+}
+
+void akvi_merge_fail(akvi_merge *m, int rc)
+{
+    if (m->status == AKV_OK)
+        m->status = rc;
 }
 
 int akvi_merge_status(const akvi_merge *m)
@@ -261,5 +374,6 @@ void akvi_merge_destroy(akvi_merge *m)
     }
     free(m->exp);
     free(m->its);
+    free(m->kbuf);
     free(m);
 }

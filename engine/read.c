@@ -5,6 +5,8 @@
  * "maybe". The first component holding the key decides: PUT returns the
  * value, DEL ends the search. A probe that finds nothing is a false
  * positive of the slot that let it through, and is fed back to that slot.
+ * A value is copied for akv_get, or handed over without a copy for
+ * akv_get_pinned (RocksDB's pinned slice, with the version it was found in).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +15,16 @@
 
 enum { LK_MISSING, LK_PUT, LK_DEL };
 
-/* Probe one column family; LK_* or a negative error. */
-static int lookup(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t *ik, size_t iklen, void **val,
-                  size_t *vlen)
+typedef struct get_ctx {
+    akv_get_info info;
+    void **val;
+    size_t *vlen;
+    rocksdb_pinnableslice_t **pin; /* akv_get_pinned: keep RocksDB's slice instead of copying */
+} get_ctx;
+
+/* Probe one column family; LK_* or a negative error. A value found is
+ * copied into g->val, or its slice handed over in g->pin. */
+static int lookup(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t *ik, size_t iklen, get_ctx *g)
 {
     char *err = NULL;
     rocksdb_pinnableslice_t *ps = rocksdb_get_pinned_cf(db->rdb, db->ro, cf, (const char *)ik, iklen, &err);
@@ -32,12 +41,16 @@ static int lookup(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t 
         rc = LK_DEL;
     } else {
         rc = LK_PUT;
-        if (val) {
-            *val = malloc(len > 1 ? len - 1 : 1);
-            if (*val) {
-                memcpy(*val, v + 1, len - 1);
-                if (vlen)
-                    *vlen = len - 1;
+        if (g->pin) {
+            *g->pin = ps;
+            return rc;
+        }
+        if (g->val) {
+            *g->val = malloc(len > 1 ? len - 1 : 1);
+            if (*g->val) {
+                memcpy(*g->val, v + 1, len - 1);
+                if (g->vlen)
+                    *g->vlen = len - 1;
             } else {
                 rc = akvi_err(AKV_ENOMEM, "out of memory copying a value");
             }
@@ -46,12 +59,6 @@ static int lookup(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t 
     rocksdb_pinnableslice_destroy(ps);
     return rc;
 }
-
-typedef struct get_ctx {
-    akv_get_info info;
-    void **val;
-    size_t *vlen;
-} get_ctx;
 
 static bool adaptive(const akvi_slot *s)
 {
@@ -71,7 +78,7 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         }
         g->info.probes++;
         g->info.mem_probes++;
-        int rc = lookup(db, m->cf, ik, iklen, g->val, g->vlen);
+        int rc = lookup(db, m->cf, ik, iklen, g);
         if (rc != LK_MISSING)
             return rc;
         g->info.wasted_probes++;
@@ -104,7 +111,7 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         }
         g->info.probes++;
         atomic_fetch_add_explicit(&s->probes, 1, memory_order_relaxed);
-        int rc = lookup(db, r->cf, ik, iklen, g->val, g->vlen);
+        int rc = lookup(db, r->cf, ik, iklen, g);
         if (rc != LK_MISSING)
             return rc;
         g->info.wasted_probes++;
@@ -118,7 +125,9 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
     return LK_MISSING;
 }
 
-int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen, akv_get_info *info)
+/* One lookup. *keep: NULL, or where the pinned version goes when a value is
+ * found (released by the caller) instead of being released here. */
+static int get(akv_db *db, const void *key, size_t klen, get_ctx *g, akvi_version **keep)
 {
     if (!db || !key)
         return akvi_err(AKV_EINVAL, "akv_get: NULL argument");
@@ -132,27 +141,85 @@ int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vle
         return akvi_err(AKV_ENOMEM, "out of memory");
     size_t iklen = akvi_ikey(db, h, key, klen, ik);
     uint64_t reads_before = akvi_thread_block_reads();
-    get_ctx g = {{0}, val, vlen};
     akvi_version *v = akvi_current(db);
-    rc = search(db, v, h, ik, iklen, &g);
-    akvi_version_unref(v);
-    g.info.block_reads = akvi_thread_block_reads() - reads_before;
+    rc = search(db, v, h, ik, iklen, g);
+    if (keep && rc == LK_PUT)
+        *keep = v;
+    else
+        akvi_version_unref(v);
+    g->info.block_reads = akvi_thread_block_reads() - reads_before;
     if (ik != stackbuf)
         free(ik);
     atomic_fetch_add_explicit(&db->st.gets, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&db->st.slot_queries, g.info.slots_checked, memory_order_relaxed);
-    atomic_fetch_add_explicit(&db->st.probes, g.info.probes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&db->st.wasted_probes, g.info.wasted_probes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&db->st.block_reads, g.info.block_reads, memory_order_relaxed);
-    if (info)
-        *info = g.info;
+    atomic_fetch_add_explicit(&db->st.slot_queries, g->info.slots_checked, memory_order_relaxed);
+    atomic_fetch_add_explicit(&db->st.probes, g->info.probes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&db->st.wasted_probes, g->info.wasted_probes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&db->st.block_reads, g->info.block_reads, memory_order_relaxed);
     if (rc == LK_PUT)
         return AKV_OK;
     if (rc < 0)
         return rc;
     atomic_fetch_add_explicit(&db->st.negative_lookups, 1, memory_order_relaxed);
-    akvi_misslog_record(db->ml, h, key, klen, g.info.wasted_probes);
+    akvi_misslog_record(db->ml, h, key, klen, g->info.wasted_probes);
     return AKV_NOTFOUND;
+}
+
+int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen, akv_get_info *info)
+{
+    get_ctx g = {.val = val, .vlen = vlen};
+    int rc = get(db, key, klen, &g, NULL);
+    if (info)
+        *info = g.info;
+    return rc;
+}
+
+/* A value read without a copy: RocksDB's pinned slice (a block-cache block,
+ * or its own copy of a memtable value) and the version it was found in, so
+ * that its run family is not dropped before the caller lets go. */
+struct akv_pinned {
+    rocksdb_pinnableslice_t *ps;
+    akvi_version *v;
+};
+
+int akv_get_pinned(akv_db *db, const void *key, size_t klen, akv_pinned **out)
+{
+    if (!out)
+        return akvi_err(AKV_EINVAL, "akv_get_pinned: NULL argument");
+    *out = NULL;
+    akv_pinned *p = calloc(1, sizeof *p);
+    if (!p)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    get_ctx g = {.pin = &p->ps};
+    int rc = get(db, key, klen, &g, &p->v);
+    if (rc != AKV_OK) {
+        free(p);
+        return rc;
+    }
+    *out = p;
+    return AKV_OK;
+}
+
+const void *akv_pinned_value(const akv_pinned *p, size_t *vlen)
+{
+    if (!p) {
+        if (vlen)
+            *vlen = 0;
+        return NULL;
+    }
+    size_t len;
+    const char *v = rocksdb_pinnableslice_value(p->ps, &len);
+    if (vlen)
+        *vlen = len - 1; /* the tag byte, checked by lookup */
+    return v + 1;
+}
+
+void akv_pinned_release(akv_pinned *p)
+{
+    if (!p)
+        return;
+    rocksdb_pinnableslice_destroy(p->ps);
+    akvi_version_unref(p->v);
+    free(p);
 }
 
 int akv_get(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen)

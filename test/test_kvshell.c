@@ -251,15 +251,141 @@ Test(kvshell, help_for_one_command_or_an_error)
     akvt_rmrf(f.tmp);
 }
 
-Test(kvshell, hash_layout_scans_are_refused_clearly)
+static int cmp_line(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The lines of `text` sorted, joined again (the text is modified). */
+static char *sorted_lines(char *text)
+{
+    size_t n = 0, cap = 64;
+    char **v = malloc(cap * sizeof *v);
+    cr_assert_not_null(v);
+    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
+        if (n == cap) {
+            char **t = realloc(v, (cap *= 2) * sizeof *v);
+            cr_assert_not_null(t);
+            v = t;
+        }
+        v[n++] = l;
+    }
+    qsort(v, n, sizeof *v, cmp_line);
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(v[i]) + 1;
+    char *out = calloc(len, 1);
+    cr_assert_not_null(out);
+    for (size_t i = 0; i < n; i++) {
+        strcat(out, v[i]);
+        strcat(out, "\n");
+    }
+    free(v);
+    return out;
+}
+
+/* The default (hash) layout lists, counts and dumps every pair, in hash
+ * order; `dump | load` into a new database reproduces it. */
+Test(kvshell, hash_layout_dumps_counts_and_round_trips)
 {
     fixture f;
     fixture_init(&f);
-    expect(run(f.tmp, NULL, "--layout hash --memtable-bytes 4M '%s' put a 1", f.db), 0, "", NULL, "create");
-    expect(run(f.tmp, NULL, "'%s' scan", f.db), 1, "", "hash layout", "scan");
-    expect(run(f.tmp, NULL, "'%s' dump", f.db), 1, "", "hash layout", "dump");
-    expect(run(f.tmp, NULL, "'%s' count", f.db), 1, "", "hash layout", "count");
-    expect(run(f.tmp, NULL, "'%s' get a", f.db), 0, "1\n", NULL, "get");
+    /* 400 keys, binary ones among them, some deleted and overwritten, half
+     * flushed into a run and half in the memtable. */
+    size_t cap = 1 << 16, n = 0;
+    char *in = malloc(cap);
+    cr_assert_not_null(in);
+    for (int i = 0; i < 400; i++) {
+        n += (size_t)snprintf(in + n, cap - n, i % 7 ? "put k%03d v%d\n" : "put \"\\x00\\xff\\t%03d\" \"a b\\n%d\"\n",
+                              i, i);
+        if (i == 199)
+            n += (size_t)snprintf(in + n, cap - n, "flush\n");
+    }
+    size_t live = 400;
+    for (int i = 1; i < 400; i += 10) { /* i % 7 == 0 for some: those keys are binary */
+        if (i % 7 == 0)
+            continue;
+        if (i % 20 == 11) {
+            n += (size_t)snprintf(in + n, cap - n, "del k%03d\n", i);
+            live--;
+        } else {
+            n += (size_t)snprintf(in + n, cap - n, "put k%03d new%d\n", i, i);
+        }
+    }
+    cr_assert_lt(n, cap);
+    expect(run(f.tmp, in, "--memtable-bytes 4M '%s'", f.db), 0, "", NULL, "fill");
+    free(in);
+    char want[32];
+    snprintf(want, sizeof want, "%zu\n", live);
+    expect(run(f.tmp, NULL, "'%s' count", f.db), 0, want, NULL, "count");
+
+    result d = run(f.tmp, NULL, "'%s' dump", f.db);
+    cr_assert_eq(d.status, 0, "dump: %s", d.err);
+    size_t lines = 0;
+    for (char *p = d.out; *p; p++)
+        lines += *p == '\n';
+    cr_assert_eq(lines, live, "dump printed %zu lines for %zu live keys", lines, live);
+    cr_assert_not_null(strstr(d.out, "k002\tv2\n"));
+    cr_assert_not_null(strstr(d.out, "k041\tnew41\n"));
+    cr_assert_null(strstr(d.out, "k011\t"), "a deleted key was dumped");
+    cr_assert_not_null(strstr(d.out, "\\x00\\xff\\x09007\ta b\\x0a7\n"), "binary pair missing or mangled");
+
+    result sc = run(f.tmp, NULL, "'%s' scan", f.db);
+    cr_assert_eq(sc.status, 0, "scan: %s", sc.err);
+    cr_assert_str_eq(sc.out, d.out, "scan and dump differ on the hash layout");
+    result_free(&sc);
+    result lim = run(f.tmp, NULL, "'%s' scan --limit 5", f.db);
+    cr_assert_eq(lim.status, 0);
+    cr_assert_eq(strncmp(lim.out, d.out, lim.outlen), 0, "scan --limit 5 is not the start of the dump");
+    size_t nl = 0;
+    for (char *p = lim.out; *p; p++)
+        nl += *p == '\n';
+    cr_assert_eq(nl, 5);
+    result_free(&lim);
+    expect(run(f.tmp, NULL, "'%s' scan k001 k100", f.db), 1, "", "ordered layout", "ranged scan on hash");
+
+    /* kvshell DIR dump | kvshell NEW load /dev/stdin */
+    char exe[1100], db2[700];
+    kvshell_path(exe, sizeof exe);
+    snprintf(db2, sizeof db2, "%s/copy", f.tmp);
+    char want_loaded[64];
+    snprintf(want_loaded, sizeof want_loaded, "loaded %zu records\n", live);
+    char pipeline[8192], loadout[700];
+    snprintf(loadout, sizeof loadout, "%s/loadout", f.tmp);
+    snprintf(pipeline, sizeof pipeline, "'%s' '%s' dump | '%s' '%s' load /dev/stdin >'%s'", exe, f.db, exe, db2,
+             loadout);
+    int st = system(pipeline);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dump | load failed: %s", pipeline);
+    char *loaded = slurp(loadout, NULL);
+    cr_assert_str_eq(loaded, want_loaded);
+    free(loaded);
+    result d2 = run(f.tmp, NULL, "'%s' dump", db2);
+    cr_assert_eq(d2.status, 0, "dump of the copy: %s", d2.err);
+    char *a = sorted_lines(d.out), *b = sorted_lines(d2.out);
+    cr_assert_str_eq(a, b, "the copy holds other pairs than the original");
+    free(a);
+    free(b);
+    result_free(&d);
+    result_free(&d2);
+    expect(run(f.tmp, NULL, "'%s' get k002", db2), 0, "v2\n", NULL, "get from the copy");
+    akvt_rmrf(f.tmp);
+}
+
+/* `backup DIR` makes a database of its own, as of the command. */
+Test(kvshell, backup_is_a_database_of_its_own)
+{
+    fixture f;
+    fixture_init(&f);
+    char bk[700];
+    snprintf(bk, sizeof bk, "%s/backup", f.tmp);
+    expect(run(f.tmp, "put a 1\nput b 2\nflush\nput c 3\n", "'%s'", f.db), 0, "", NULL, "fill");
+    expect(run(f.tmp, NULL, "'%s' backup '%s'", f.db, bk), 0, "", NULL, "backup");
+    expect(run(f.tmp, NULL, "'%s' put d 4", f.db), 0, "", NULL, "a write after the backup");
+    expect(run(f.tmp, NULL, "'%s' count", bk), 0, "3\n", NULL, "count in the backup");
+    expect(run(f.tmp, NULL, "'%s' get c", bk), 0, "3\n", NULL, "memtable write in the backup");
+    expect(run(f.tmp, NULL, "'%s' get d", bk), 3, "", "not found: d", "later write not in the backup");
+    expect(run(f.tmp, NULL, "'%s' backup '%s'", f.db, bk), 1, "", "new directory", "backup over a directory");
+    expect(run(f.tmp, NULL, "'%s' backup", f.db), 1, "", "backup DIR", "backup without DIR");
     akvt_rmrf(f.tmp);
 }
 

@@ -248,6 +248,11 @@ static int parse(int argc, char **argv, cfg *c)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("aqfbench (adaptkv) %s\n", akv_version(NULL, NULL, NULL));
+            return 0;
+        }
     cfg c;
     if (parse(argc, argv, &c) != 0) {
         fprintf(

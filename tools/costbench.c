@@ -332,6 +332,11 @@ static int run(const opts *o)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("costbench (adaptkv) %s\n", akv_version(NULL, NULL, NULL));
+            return 0;
+        }
     opts o = {"shalla", "sscf", "ada", 20, 1.0, -1, 2, 40, 1};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];

@@ -209,6 +209,11 @@ static int parse_args(int argc, char **argv, fb_config *c)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("filterbench (adaptkv) %s\n", akv_version(NULL, NULL, NULL));
+            return 0;
+        }
     fb_config c;
     memset(&c, 0, sizeof c);
     akv_filter_params_init(&c.params);

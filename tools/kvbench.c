@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "adaptkv/adaptkv.h"
 #include "tools/kvbench/kvbench.h"
 
 typedef struct args {
@@ -879,7 +880,7 @@ static int check_scans(akv_kb_engine *e, const args *a, const akv_kb_workload *w
         return 0;
     fprintf(stderr,
             "kvbench: %s needs range scans (scanproportion > 0), but adaptkv's 'hash' layout keeps data in "
-            "hash order and has none (AKV_ENOTSUP); run it with --layout ordered\n",
+            "hash order and has none; run it with --layout ordered\n",
             w ? w->name : "the trace");
     return 3;
 }
@@ -1066,6 +1067,11 @@ static int load_trace(akv_kb_trace *t, const char *path, bool quiet)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("kvbench (adaptkv) %s\n", akv_version(NULL, NULL, NULL));
+            return 0;
+        }
     args a;
     defaults(&a);
     akv_kb_workload w = {0};

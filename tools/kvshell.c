@@ -31,6 +31,7 @@ static void usage(FILE *f)
     fputs("usage: kvshell [--layout hash|ordered] [--filters POLICY] [--bits-per-key B]\n"
           "               [--memtable-bytes N[K|M|G]] [--sync] [--verbose] DIR [COMMAND [ARG ...]]\n"
           "       kvshell --repair DIR\n"
+          "       kvshell --version\n"
           "Opens (or creates) the adaptkv database in DIR. With COMMAND, runs it and exits;\n"
           "otherwise reads commands from the terminal or, when piped, from stdin.\n"
           "--repair salvages a damaged database (akv_repair) and prints what was lost.\n\n",
@@ -127,7 +128,8 @@ static int parse_option(shell_args *a, int argc, char **argv, int *i)
     return 0;
 }
 
-/* Returns -1 on a usage error, 1 when --help was asked, 0 otherwise. */
+/* Returns -1 on a usage error, 1 when --help was asked, 2 for --version, 0
+ * otherwise. */
 static int parse_args(int argc, char **argv, shell_args *a)
 {
     akv_options_init(&a->opt);
@@ -139,6 +141,8 @@ static int parse_args(int argc, char **argv, shell_args *a)
         }
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
             return 1;
+        if (strcmp(argv[i], "--version") == 0)
+            return 2;
         int r = parse_option(a, argc, argv, &i);
         if (r < 0)
             return -1;
@@ -255,7 +259,9 @@ int main(int argc, char **argv)
     int pr = parse_args(argc, argv, &a);
     if (pr != 0) {
         /* Errors already said what was wrong and pointed at --help. */
-        if (pr > 0)
+        if (pr == 2)
+            printf("kvshell (adaptkv) %s\n", akv_version(NULL, NULL, NULL));
+        else if (pr > 0)
             usage(stdout);
         return pr > 0 ? KVS_OK : KVS_USAGE;
     }

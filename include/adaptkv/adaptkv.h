@@ -11,6 +11,11 @@
  *     the limit is 65536", "database was created with layout 'hash', opened
  *     with 'ordered'").
  *   - Buffers returned to the caller are malloc'd; release them with akv_free().
+ *   - Each function's comment lists what it returns ("Returns ..."), or says
+ *     it cannot fail. Write errors are sticky: after a failed write, flush
+ *     or compaction (an I/O error in RocksDB or a filter file), writes,
+ *     akv_flush and akv_compact return that error until the database is
+ *     reopened (docs/reliability.md); reads go on.
  *
  * Public API: every function declared AKV_API here, in adaptkv/filter.h and in
  * adaptkv/hash.h (adaptkv/api.h); the shared library exports those and nothing
@@ -53,15 +58,34 @@ enum {
     AKV_EEXIST = -8,    /* already exists (e.g. kind name registered twice) */
 };
 
-/* Human-readable name of a result code ("invalid argument", …). */
+/* Human-readable name of a result code ("invalid argument", …). Cannot
+ * fail: returns a static string, "unknown error" for a code not listed
+ * above. */
 AKV_API const char *akv_strerror(int rc);
+
+/* The release this header belongs to (MAJOR.MINOR.PATCH; the shared
+ * library's file is libadaptkv.so.MAJOR.MINOR.PATCH, its SONAME
+ * libadaptkv.so.<ABI>, changed on any incompatible change of the API). */
+#define AKV_VERSION_MAJOR 0
+#define AKV_VERSION_MINOR 1
+#define AKV_VERSION_PATCH 0
+#define AKV_VERSION_STRING "0.1.0"
+/* One comparable number: MAJOR * 10000 + MINOR * 100 + PATCH. */
+#define AKV_VERSION_NUMBER (AKV_VERSION_MAJOR * 10000 + AKV_VERSION_MINOR * 100 + AKV_VERSION_PATCH)
+
+/* The release of the library linked at run time, which may differ from the
+ * header's AKV_VERSION_* a program was built with (as LMDB's mdb_version,
+ * SQLite's sqlite3_libversion). Stores its parts in the non-NULL arguments
+ * and returns "MAJOR.MINOR.PATCH" (static; never NULL). Cannot fail. */
+AKV_API const char *akv_version(int *major, int *minor, int *patch);
 
 #define AKV_MAX_KEY_BYTES (64u * 1024u)
 #define AKV_MAX_VALUE_BYTES (64u * 1024u * 1024u)
 
 /* Data layout, fixed at create time (docs/design.md, "Data layout"). */
 typedef enum akv_layout {
-    AKV_LAYOUT_HASH = 0,    /* default: hash-ordered data, merged AQF reverse map, no scans */
+    AKV_LAYOUT_HASH = 0,    /* default: hash-ordered data, merged AQF reverse map; iterators
+                               walk every key in hash order, no key ranges */
     AKV_LAYOUT_ORDERED = 1, /* key-ordered data, range scans, split reverse map */
     AKV_LAYOUT_AUTO = 2,    /* open: whatever the database has; create: hash */
 } akv_layout;
@@ -112,7 +136,8 @@ typedef struct akv_options {
 } akv_options;
 
 /* Fill with defaults; slot_policy and bits_per_key are left unset (NULL,
- * 0). Always call before setting fields. */
+ * 0). Always call before setting fields. Cannot fail (`opt` must not be
+ * NULL). */
 AKV_API void akv_options_init(akv_options *opt);
 
 typedef struct akv_db akv_db;
@@ -139,7 +164,18 @@ typedef struct akv_db akv_db;
  * rebuilt from their SSTs. Damage it cannot account for is refused with
  * AKV_ECORRUPT naming akv_repair, the directory left as it was
  * (docs/reliability.md, "Damage and what open does"); AKV_EIO when a read
- * or write fails. */
+ * or write fails.
+ *
+ * Returns AKV_OK, or
+ *   AKV_EINVAL   NULL dir or db, an option out of range, a layout or seed
+ *                other than the database's, or no database in `dir` with
+ *                create_if_missing off;
+ *   AKV_EEXIST   a database exists in `dir` and error_if_exists is on;
+ *   AKV_ECORRUPT damage open cannot account for (see above);
+ *   AKV_EIO      a read or write failed, or RocksDB refused (its message
+ *                says why: another process holding the database's lock,
+ *                say);
+ *   AKV_ENOMEM   out of memory. */
 AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
 
 /* Wait for background work, persist the miss log and adapted filters, close.
@@ -153,33 +189,57 @@ AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
  * filter could not be saved. */
 AKV_API int akv_close(akv_db *db);
 
-/* The layout the open database has (never AKV_LAYOUT_AUTO). */
+/* The layout the open database has (never AKV_LAYOUT_AUTO). Cannot fail. */
 AKV_API akv_layout akv_db_layout(const akv_db *db);
 
 /* The slot policy in effect for SSTs built from now on, in canonical form
  * with every part named ("mem=sscf,l0=aqf,l1+=blocked"; the form stored
- * with the database). Valid until akv_close. */
+ * with the database). Valid until akv_close. Cannot fail. */
 AKV_API const char *akv_db_slot_policy(const akv_db *db);
 /* The filter kind that policy gives new slots of run level `level`
  * (0 .. AKV_MAX_LEVELS-1), or the memtable guard (level -1): a kind name,
- * or "none" (no guard). NULL for any other level. Existing slots may have
- * other kinds after a policy change: akv_slots lists them. */
+ * or "none" (no guard). Returns NULL for any other level. Existing slots
+ * may have other kinds after a policy change: akv_slots lists them. */
 AKV_API const char *akv_db_policy_kind(const akv_db *db, int level);
-/* The filter memory per key new slots are built with (stored or given). */
+/* The filter memory per key new slots are built with (stored or given).
+ * Cannot fail. */
 AKV_API double akv_db_bits_per_key(const akv_db *db);
 
-/* Detailed message for the last failure on this thread ("" if none). */
+/* Detailed message for the last failure on this thread ("" if none); valid
+ * until the thread's next call into adaptkv. Cannot fail. */
 AKV_API const char *akv_errmsg(void);
 
+/* Release a buffer adaptkv returned (akv_get values, akv_stats_json,
+ * akv_slots rows, akv_repair_report.text). NULL is a no-op. */
 AKV_API void akv_free(void *p);
 
 /* ---- point operations -------------------------------------------------- */
 
+/* Store `val` under `key` (1 B to AKV_MAX_KEY_BYTES; the value up to
+ * AKV_MAX_VALUE_BYTES, may be empty), replacing any value; fsyncs the WAL
+ * first when the `sync` option is set. A write may wait while background
+ * work is far behind (docs/design.md, "LSM shape").
+ * Returns AKV_OK, or
+ *   AKV_EINVAL   NULL db or key, NULL val with vlen > 0, or a key or value
+ *                out of the limits;
+ *   AKV_EIO      RocksDB could not write (its WAL, or a new memtable
+ *                family); writes stop until reopen;
+ *   AKV_ENOMEM   out of memory;
+ *   the error of an earlier failed write, flush or compaction (writes are
+ *   stopped until reopen), or AKV_EBUSY while the database is closing. */
 AKV_API int akv_put(akv_db *db, const void *key, size_t klen, const void *val, size_t vlen);
+/* Delete `key`; deleting an absent key is not an error. Returns what
+ * akv_put returns. */
 AKV_API int akv_delete(akv_db *db, const void *key, size_t klen);
 
-/* AKV_OK with a malloc'd copy of the value in *val (free with akv_free), or
- * AKV_NOTFOUND. */
+/* Look up `key`. On AKV_OK *val holds a malloc'd copy of the value (free
+ * with akv_free) and *vlen its length. `val` may be NULL: the call then only
+ * tests presence (nothing is copied); `vlen` may be NULL. akv_get_pinned
+ * reads without the copy.
+ * Returns AKV_OK; AKV_NOTFOUND when the key is absent or deleted (not an
+ * error; *val untouched); AKV_EINVAL for a NULL db or key, or a key out of
+ * the limits; AKV_EIO when RocksDB cannot read (a damaged block);
+ * AKV_ECORRUPT when a stored value fails validation; AKV_ENOMEM. */
 AKV_API int akv_get(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen);
 
 /* What one lookup cost (for benchmarks and the adversarial workload). */
@@ -192,51 +252,165 @@ typedef struct akv_get_info {
     uint32_t mem_wasted;    /* of `wasted_probes`, memtables */
 } akv_get_info;
 
+/* akv_get, and what the lookup cost in *info (when not NULL).
+ * Returns what akv_get returns. */
 AKV_API int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vlen, akv_get_info *info);
 
-/* Declare an absent key costly up front (HABF/SSCF "costed negatives"). */
+/* ---- reads without a copy ----------------------------------------------- */
+
+/* A value the caller reads in place, as RocksDB's PinnableSlice or LMDB's
+ * MDB_val: no malloc, no copy of the value. */
+typedef struct akv_pinned akv_pinned;
+
+/* Look up `key` as akv_get does; on AKV_OK *pin holds the value, readable
+ * with akv_pinned_value until akv_pinned_release(*pin). While held, a pin
+ * keeps the data it was read from (a block in the block cache, the run
+ * that holds it) from being freed, as an iterator does: release it soon,
+ * and always before akv_close. *pin is NULL unless AKV_OK.
+ * Returns AKV_OK; AKV_NOTFOUND when the key is absent or deleted;
+ * AKV_EINVAL for a NULL argument or a key of 0 or more than
+ * AKV_MAX_KEY_BYTES bytes; AKV_EIO when RocksDB cannot read; AKV_ECORRUPT
+ * when a stored value fails validation; AKV_ENOMEM. */
+AKV_API int akv_get_pinned(akv_db *db, const void *key, size_t klen, akv_pinned **pin);
+/* The pinned value and its length in *vlen (may be NULL); NULL (and 0) for
+ * a NULL pin. Cannot fail. */
+AKV_API const void *akv_pinned_value(const akv_pinned *pin, size_t *vlen);
+/* Let go of the value. NULL is a no-op. */
+AKV_API void akv_pinned_release(akv_pinned *pin);
+
+/* Declare an absent key costly up front (HABF/SSCF "costed negatives"): the
+ * miss log weighs it by `cost` (>= 0) as if it had caused that many wasted
+ * probes, so costed filter kinds learn it at their next build.
+ * Returns AKV_OK, or AKV_EINVAL (NULL db or key, a key out of the limits,
+ * a negative or NaN cost). */
 AKV_API int akv_hint_negative(akv_db *db, const void *key, size_t klen, double cost);
 
 /* ---- write batches ----------------------------------------------------- */
 
 typedef struct akv_batch akv_batch;
 
+/* A new, empty batch in *b (NULL on failure).
+ * Returns AKV_OK, or AKV_EINVAL (NULL b), AKV_ENOMEM. */
 AKV_API int akv_batch_create(akv_batch **b);
+/* Add a put or a delete (copied; the limits of akv_put and akv_delete).
+ * Later operations on a key win within a batch.
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument, a key or value out of the
+ * limits; the batch is unchanged), AKV_ENOMEM. */
 AKV_API int akv_batch_put(akv_batch *b, const void *key, size_t klen, const void *val, size_t vlen);
 AKV_API int akv_batch_delete(akv_batch *b, const void *key, size_t klen);
+/* Empty the batch for reuse. NULL is a no-op. */
 AKV_API void akv_batch_clear(akv_batch *b);
+/* Operations in the batch (0 for NULL). Cannot fail. */
 AKV_API size_t akv_batch_count(const akv_batch *b);
+/* Free the batch. NULL is a no-op. */
 AKV_API void akv_batch_destroy(akv_batch *b);
 
-/* Apply atomically; sync = 1 fsyncs the WAL before returning. */
+/* Apply atomically: a reader or a crash sees all of the batch or none of
+ * it; sync = 1 fsyncs the WAL before returning. The batch is left as it was
+ * (clear or destroy it). An empty batch is AKV_OK and writes nothing.
+ * Returns what akv_put returns (AKV_EINVAL for a NULL db or batch). */
 AKV_API int akv_write(akv_db *db, akv_batch *b, int sync);
 
-/* ---- iterators (ordered layout only) ----------------------------------- */
+/* ---- iterators ----------------------------------------------------------- */
 
+/* An iterator walks every live key once. Ordered layout: in key order
+ * (bytewise, a shorter key before its extensions). Hash layout: in hash
+ * order, an order unrelated to the keys (the same for the same data); use
+ * it to list, count, dump or copy a database, not for key ranges. */
 typedef struct akv_iter akv_iter;
 
-/* AKV_ENOTSUP on the hash layout. The iterator sees a consistent snapshot. */
+/* The iterator sees a consistent snapshot: exactly the writes acknowledged
+ * before this call. It pins that snapshot (data it covers stays on disk)
+ * until akv_iter_destroy, which must come before akv_close. It starts
+ * unpositioned: seek first.
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument), AKV_ENOMEM. */
 AKV_API int akv_iter_create(akv_db *db, akv_iter **it);
+/* The first key. Seeks and steps return nothing: check akv_iter_valid,
+ * then akv_iter_status (an error ends the iteration). */
 AKV_API void akv_iter_seek_first(akv_iter *it);
-AKV_API void akv_iter_seek(akv_iter *it, const void *key, size_t klen); /* first key >= key */
+/* Ordered layout: the first key >= key. Hash layout: the key's own place in
+ * hash order (the key if it is live, else the next one in that order), so a
+ * scan can resume after the last key it returned. An empty key (klen 0) is
+ * akv_iter_seek_first. Returns nothing: see akv_iter_valid and
+ * akv_iter_status. */
+AKV_API void akv_iter_seek(akv_iter *it, const void *key, size_t klen);
+/* The last key (below the upper bound, when one is set). Returns nothing:
+ * see akv_iter_valid and akv_iter_status. */
+AKV_API void akv_iter_seek_last(akv_iter *it);
+/* Returns non-zero while positioned on a key; 0 past either end, at or
+ * past the upper bound, after an error (akv_iter_status says which) or for
+ * NULL. */
 AKV_API int akv_iter_valid(const akv_iter *it);
+/* The key after the current one. Returns nothing; a no-op on an iterator
+ * that is not valid. */
 AKV_API void akv_iter_next(akv_iter *it);
-AKV_API const void *akv_iter_key(const akv_iter *it, size_t *klen);   /* valid until next/seek */
-AKV_API const void *akv_iter_value(const akv_iter *it, size_t *vlen); /* valid until next/seek */
-AKV_API int akv_iter_status(const akv_iter *it); /* AKV_OK or the error that ended iteration */
+/* The key before the current one (in the layout's order); past the first,
+ * the iterator is no longer valid. Returns nothing; a no-op on an
+ * iterator that is not valid. */
+AKV_API void akv_iter_prev(akv_iter *it);
+/* Ordered layout: keys from `key` on (exclusive, as RocksDB's
+ * iterate_upper_bound) are not shown: a step onto one ends the iteration,
+ * and akv_iter_seek_last goes to the last key before it. The key is copied;
+ * NULL removes the bound. It applies from the next seek or step.
+ * Returns AKV_OK, or AKV_ENOTSUP on the hash layout (no key order),
+ * AKV_EINVAL (NULL iterator, key longer than AKV_MAX_KEY_BYTES),
+ * AKV_ENOMEM. */
+AKV_API int akv_iter_set_upper_bound(akv_iter *it, const void *key, size_t klen);
+/* The current key and value, read in place: valid until the next seek or
+ * step. NULL (length 0) when the iterator is not valid. Cannot fail. */
+AKV_API const void *akv_iter_key(const akv_iter *it, size_t *klen);
+AKV_API const void *akv_iter_value(const akv_iter *it, size_t *vlen);
+/* Returns AKV_OK, or the error that ended the iteration: AKV_EIO (RocksDB could
+ * not read), AKV_ECORRUPT (a run read back other than the catalog records
+ * it, naming the run and SST; see akv_repair), AKV_ENOMEM; AKV_EINVAL for
+ * NULL. Reaching the end is not an error. */
+AKV_API int akv_iter_status(const akv_iter *it);
 /* RocksDB blocks read from storage (block-cache misses) by this iterator's
- * seeks and steps so far: the scan counterpart of akv_get_info.block_reads. */
+ * seeks and steps so far: the scan counterpart of akv_get_info.block_reads.
+ * Cannot fail (0 for NULL). */
 AKV_API uint64_t akv_iter_block_reads(const akv_iter *it);
+/* Release the iterator and its snapshot. NULL is a no-op. */
 AKV_API void akv_iter_destroy(akv_iter *it);
 
 /* ---- maintenance ------------------------------------------------------- */
 
 /* Turn the memtable into an L0 run now and wait for it, and for the
  * filters adapted so far to be saved to their files (the background
- * threads save them at most every 10 s otherwise). */
+ * threads save them at most every 10 s otherwise). An empty memtable is
+ * not flushed.
+ * Returns AKV_OK, or AKV_EINVAL (NULL db); the error that stopped the
+ * background work (AKV_EIO, AKV_ECORRUPT naming a damaged run, AKV_ENOMEM;
+ * sticky until reopen); AKV_EIO or AKV_ENOMEM when the new memtable cannot
+ * be created. */
 AKV_API int akv_flush(akv_db *db);
-/* Flush, then compact every level down into the last one, and wait. */
+/* Flush, then compact every level down into the last one, and wait.
+ * Returns what akv_flush returns; a failed compaction's error is sticky as
+ * well. */
 AKV_API int akv_compact(akv_db *db);
+
+/* ---- backup ------------------------------------------------------------ */
+
+/*
+ * A consistent point-in-time copy of the open database in the new directory
+ * `dir` (it must not exist; its parent must), taken while other threads
+ * read and write: it holds every write acknowledged before the call and
+ * none that starts after it returned, and akv_open opens it as a database
+ * of its own (same layout, seed, policy and data). Immutable files (SSTs,
+ * filter files) are hard-linked where the filesystem allows, so on the
+ * same filesystem it costs little space until the database moves on; the
+ * rest (WAL, catalog, RocksDB's manifest) is copied and synced. Flushes
+ * and compactions wait while it is taken; writers do not.
+ * To restore: close the database and open the copy in its place
+ * (docs/design.md, "Backup and restore").
+ *
+ * Returns AKV_OK, or
+ *   AKV_EINVAL   NULL or empty argument;
+ *   AKV_EEXIST   `dir` exists;
+ *   AKV_EIO      a file could not be created, linked, copied or synced, or
+ *                RocksDB's checkpoint failed (nothing is left in `dir`);
+ *   AKV_ENOMEM   out of memory.
+ */
+AKV_API int akv_checkpoint(akv_db *db, const char *dir);
 
 /* ---- repair ------------------------------------------------------------ */
 
@@ -289,7 +463,7 @@ typedef struct akv_repair_report {
  *   AKV_EIO      a read or write failed;
  *   AKV_ENOMEM   out of memory.
  */
-int akv_repair(const char *dir, const akv_options *opt, akv_repair_report *report);
+AKV_API int akv_repair(const char *dir, const akv_options *opt, akv_repair_report *report);
 
 /* ---- statistics -------------------------------------------------------- */
 
@@ -348,8 +522,11 @@ typedef struct akv_stats {
     uint64_t family_creates, family_drops;
 } akv_stats;
 
+/* The statistics now, into *st (counters restart at zero on open).
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument). */
 AKV_API int akv_get_stats(akv_db *db, akv_stats *st);
-/* One line of JSON with every field above (malloc'd; akv_free). */
+/* One line of JSON with every field above (malloc'd; akv_free).
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument), AKV_ENOMEM. */
 AKV_API int akv_stats_json(akv_db *db, char **json);
 
 /* One row per filter slot (memtable guard first, then runs by level). */
@@ -362,7 +539,8 @@ typedef struct akv_slot_info {
     uint64_t queries, filtered, probes, false_positives, adaptations;
 } akv_slot_info;
 
-/* malloc'd array in *rows (akv_free), count in *n. */
+/* malloc'd array in *rows (akv_free), count in *n.
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument), AKV_ENOMEM. */
 AKV_API int akv_slots(akv_db *db, akv_slot_info **rows, size_t *n);
 
 #ifdef __cplusplus

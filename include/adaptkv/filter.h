@@ -72,6 +72,8 @@ typedef struct akv_filter_params {
     uint32_t flags;          /* kind-specific switches (documented per kind) */
 } akv_filter_params;
 
+/* Fill with "kind's default" everywhere (bits_per_key 10). Cannot fail
+ * (`p` must not be NULL). */
 AKV_API void akv_filter_params_init(akv_filter_params *p);
 
 /* Adaptation counters of a filter (zero for static kinds). */
@@ -185,17 +187,31 @@ struct akv_filter {
     uint64_t n_keys; /* keys added/inserted and not removed */
 };
 
-/* Registry. */
+/* Registry. The built-in kinds are registered on first use. */
+/* Register an application's kind (`k` must stay valid for the process).
+ * Returns AKV_OK, or AKV_EINVAL (NULL, a required op missing, id 0),
+ * AKV_EEXIST (its name or id is taken), AKV_EFULL (the registry holds 64
+ * kinds). */
 AKV_API int akv_filter_register(const akv_filter_kind *k);
+/* Returns the kind registered under `name` or `id`; NULL when none is. */
 AKV_API const akv_filter_kind *akv_filter_kind_by_name(const char *name);
 AKV_API const akv_filter_kind *akv_filter_kind_by_id(uint16_t id);
 /* Iterate: returns the i-th registered kind or NULL past the end. */
 AKV_API const akv_filter_kind *akv_filter_kind_at(size_t i);
 
-/* Wrappers (argument checks + dispatch). */
+/* Wrappers (argument checks + dispatch). Each returns AKV_EINVAL for a
+ * NULL filter or kind and, beyond that, what the kind's op returns. */
+/* A new, empty filter of kind `k` sized by `p` (NULL: defaults), pre-adapted
+ * to neg[0..n_neg) for costed kinds. Returns AKV_OK, or AKV_EINVAL (NULL
+ * k or out, NULL neg with n_neg > 0, parameters the kind refuses),
+ * AKV_ENOMEM. */
 AKV_API int akv_filter_create(const akv_filter_kind *k, const akv_filter_params *p, const akv_negative *neg,
                       size_t n_neg, akv_filter **out);
+/* Add a key before finish. Returns AKV_OK, or AKV_EINVAL (after finish),
+ * AKV_EFULL (a fixed-capacity kind is full), AKV_ENOMEM. */
 AKV_API int akv_filter_add(akv_filter *f, akv_hash h);
+/* Seal the filter: queries may start. Returns AKV_OK, or AKV_EINVAL
+ * (finished twice), AKV_EFULL, AKV_ENOMEM. */
 AKV_API int akv_filter_finish(akv_filter *f);
 static inline bool akv_filter_may_contain(const akv_filter *f, akv_hash h)
 {
@@ -207,27 +223,41 @@ static inline bool akv_filter_may_contain(const akv_filter *f, akv_hash h)
  * keys ahead (a batch lookup such as a multi-get). Returns how many said maybe.
  */
 AKV_API size_t akv_filter_may_contain_many(const akv_filter *f, const akv_hash *hs, size_t n, bool *out);
+/* Bytes of memory the filter holds (0 for NULL). Cannot fail. */
 AKV_API size_t akv_filter_memory(const akv_filter *f);
+/* Dynamic kinds (AKV_FK_DYNAMIC), after finish: add or remove one key.
+ * Returns AKV_OK, or AKV_ENOTSUP (a static kind), AKV_EFULL (insert into
+ * a full filter), AKV_NOTFOUND (remove of a key the filter does not
+ * hold; nothing changed), AKV_EINVAL, AKV_ENOMEM. */
 AKV_API int akv_filter_insert(akv_filter *f, akv_hash h);
 AKV_API int akv_filter_remove(akv_filter *f, akv_hash h);
+/* Fix the false positive `h` (adaptive kinds), reading stored keys'
+ * hashes through `rm`. Returns AKV_OK when adapted; AKV_NOTFOUND when h is
+ * not (or no longer) a false positive; AKV_ENOTSUP (not adaptive); AKV_EFULL
+ * (no room left to adapt); the reverse map's error (AKV_EIO, AKV_EBUSY),
+ * the filter then unchanged; AKV_EINVAL; AKV_ENOMEM. */
 AKV_API int akv_filter_adapt(akv_filter *f, akv_hash h, akv_revmap *rm);
+/* Learn the negative `h` at run time (AKV_FK_ABSORB kinds). Returns AKV_OK,
+ * AKV_NOTFOUND (nothing to learn), AKV_ENOTSUP, AKV_EINVAL. */
 AKV_API int akv_filter_absorb(akv_filter *f, akv_hash h);
 /*
  * Forget f's adaptations without growing: rebuild f in place from keys[0..n)
  * (all the keys f holds; any order) at its own memory, pre-adapted to
  * neg[0..n_neg) (heaviest first) while room for later adaptations is left.
  * Queries may run meanwhile (for kinds with AKV_FK_CONCURRENT) and never
- * see a key missing. Errors: AKV_EINVAL (f NULL, not finished, or an
- * array NULL with a count), AKV_ENOTSUP (the kind cannot), AKV_EFULL (more
- * keys than f was built for), AKV_ENOMEM.
+ * see a key missing. Returns AKV_OK, or AKV_EINVAL (f NULL, not finished,
+ * or an array NULL with a count), AKV_ENOTSUP (the kind cannot), AKV_EFULL
+ * (more keys than f was built for), AKV_ENOMEM.
  */
 AKV_API int akv_filter_refill(akv_filter *f, const akv_hash *keys, size_t n, const akv_negative *neg,
                               size_t n_neg);
+/* Free the filter. NULL is a no-op. */
 AKV_API void akv_filter_destroy(akv_filter *f);
-/* Zeroed stats when the kind has none. */
+/* Zeroed stats when the kind has none. Cannot fail. */
 AKV_API void akv_filter_get_stats(const akv_filter *f, akv_filter_stats *out);
 
-/* Build in one call from an array of hashes. */
+/* Build in one call from an array of hashes: create, add each, finish.
+ * *out is NULL unless AKV_OK. Returns what those return. */
 AKV_API int akv_filter_build(const akv_filter_kind *k, const akv_filter_params *p, const akv_hash *keys, size_t n,
                      const akv_negative *neg, size_t n_neg, akv_filter **out);
 
@@ -241,10 +271,14 @@ AKV_API int akv_filter_build(const akv_filter_kind *k, const akv_filter_params *
 #define AKV_FILTER_HEADER_BYTES 20
 #define AKV_FILTER_TRAILER_BYTES 8
 
-/* Serialize into a malloc'd buffer (caller frees). */
+/* Serialize into a malloc'd buffer (caller frees with akv_free).
+ * Returns AKV_OK, or AKV_EINVAL (NULL argument, a filter not finished),
+ * AKV_ENOMEM. */
 AKV_API int akv_filter_serialize(const akv_filter *f, uint8_t **buf, size_t *len);
-/* Validate and load. Never crashes on bad input; AKV_ECORRUPT on damage,
- * AKV_ENOTSUP on an unknown kind or newer version. */
+/* Validate and load. Never crashes on bad input. Returns AKV_OK, or
+ * AKV_EINVAL (NULL argument), AKV_ECORRUPT on damage (magic, checksum,
+ * lengths, any field the kind's load refuses), AKV_ENOTSUP on an unknown
+ * kind or a newer version, AKV_ENOMEM. */
 AKV_API int akv_filter_deserialize(const uint8_t *buf, size_t len, akv_filter **out);
 
 #ifdef __cplusplus

@@ -27,7 +27,7 @@ typedef struct akv_hash {
     uint64_t lo; /* h.low64: second probe stride, extensions */
 } akv_hash;
 
-/* XXH3_128bits_withSeed(key, len, seed). */
+/* XXH3_128bits_withSeed(key, len, seed). Cannot fail. */
 AKV_API akv_hash akv_hash_key(const void *key, size_t len, uint64_t seed);
 
 /* A strong 64-bit finaliser (bijective); used to derive independent values. */

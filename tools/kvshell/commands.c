@@ -42,9 +42,8 @@ static int cmd_get(kvs_ctx *c, const kvs_words *w)
 {
     if (!want_args(c, w, 1, "get KEY"))
         return KVS_FAIL;
-    void *val = NULL;
-    size_t vlen = 0;
-    int rc = akv_get(c->db, w->v[1].data, w->v[1].len, &val, &vlen);
+    akv_pinned *pin = NULL; /* printed in place, without a copy */
+    int rc = akv_get_pinned(c->db, w->v[1].data, w->v[1].len, &pin);
     if (rc == AKV_NOTFOUND) {
         /* On stderr so that `v=$(kvshell DIR get k)` never captures it. */
         kvs_error_begin(c, NULL);
@@ -55,9 +54,11 @@ static int cmd_get(kvs_ctx *c, const kvs_words *w)
     }
     if (rc != AKV_OK)
         return engine_fail(c, "get", rc);
+    size_t vlen = 0;
+    const void *val = akv_pinned_value(pin, &vlen);
     kvs_print_escaped(stdout, val, vlen);
     putchar('\n');
-    akv_free(val);
+    akv_pinned_release(pin);
     return KVS_OK;
 }
 
@@ -72,29 +73,22 @@ static int cmd_del(kvs_ctx *c, const kvs_words *w)
 static int iter_open(kvs_ctx *c, const char *cmd, akv_iter **it)
 {
     int rc = akv_iter_create(c->db, it);
-    if (rc == AKV_ENOTSUP) {
-        kvs_error(c, cmd,
-                  "not supported on the hash layout: its data is in hash order "
-                  "(create the database with --layout ordered for scans)");
-        return KVS_FAIL;
-    }
     return rc == AKV_OK ? KVS_OK : engine_fail(c, cmd, rc);
 }
 
-static bool key_before(const void *k, size_t kl, const kvs_word *to)
-{
-    size_t m = kl < to->len ? kl : to->len;
-    int d = memcmp(k, to->data, m);
-    return d < 0 || (d == 0 && kl < to->len);
-}
-
-/* Print pairs from `from` (inclusive; NULL = first) to `to` (exclusive). */
+/* Print pairs from `from` (inclusive; NULL = first) to `to` (exclusive:
+ * the iterator's upper bound). */
 static int print_range(kvs_ctx *c, const char *cmd, const kvs_word *from, const kvs_word *to, uint64_t limit)
 {
     akv_iter *it;
     int st = iter_open(c, cmd, &it);
     if (st != KVS_OK)
         return st;
+    int rc = to ? akv_iter_set_upper_bound(it, to->data, to->len) : AKV_OK;
+    if (rc != AKV_OK) {
+        akv_iter_destroy(it);
+        return engine_fail(c, cmd, rc);
+    }
     if (from && from->len > 0)
         akv_iter_seek(it, from->data, from->len);
     else
@@ -106,14 +100,12 @@ static int print_range(kvs_ctx *c, const char *cmd, const kvs_word *from, const 
         size_t kl, vl;
         const void *k = akv_iter_key(it, &kl);
         const void *v = akv_iter_value(it, &vl);
-        if (to && !key_before(k, kl, to))
-            break;
         kvs_print_escaped(stdout, k, kl);
         putchar('\t');
         kvs_print_escaped(stdout, v, vl);
         putchar('\n');
     }
-    int rc = akv_iter_status(it);
+    rc = akv_iter_status(it);
     akv_iter_destroy(it);
     if (rc != AKV_OK)
         return engine_fail(c, cmd, rc);
@@ -151,6 +143,13 @@ static int cmd_scan(kvs_ctx *c, const kvs_words *w)
             return KVS_FAIL;
         }
     }
+    if (npos > 0 && c->layout == AKV_LAYOUT_HASH) {
+        kvs_error(c, "scan",
+                  "FROM and TO need the ordered layout: the hash layout keeps keys in hash order "
+                  "(`scan` without them lists every pair in that order; create the database with "
+                  "--layout ordered for key ranges)");
+        return KVS_FAIL;
+    }
     return print_range(c, "scan", pos[0], pos[1], limit);
 }
 
@@ -161,18 +160,12 @@ static int cmd_dump(kvs_ctx *c, const kvs_words *w)
     return print_range(c, "dump", NULL, NULL, UINT64_MAX);
 }
 
-/* Counting needs iteration; the hash layout has none, and its stats count
- * shadowed versions and tombstones, so we refuse rather than guess. */
+/* Counts by iterating: exact in both layouts (the statistics' estimate
+ * counts shadowed versions and tombstones). */
 static int cmd_count(kvs_ctx *c, const kvs_words *w)
 {
     if (!want_args(c, w, 0, "count"))
         return KVS_FAIL;
-    if (c->layout == AKV_LAYOUT_HASH) {
-        kvs_error(c, "count",
-                  "not supported on the hash layout (no iteration); `stats` shows "
-                  "live_keys_estimate, an upper bound that includes overwritten and deleted keys");
-        return KVS_FAIL;
-    }
     akv_iter *it;
     int st = iter_open(c, "count", &it);
     if (st != KVS_OK)
@@ -383,6 +376,19 @@ static int cmd_compact(kvs_ctx *c, const kvs_words *w)
     return rc == AKV_OK ? KVS_OK : engine_fail(c, "compact", rc);
 }
 
+/* A consistent copy of the open database in a new directory. */
+static int cmd_backup(kvs_ctx *c, const kvs_words *w)
+{
+    if (!want_args(c, w, 1, "backup DIR"))
+        return KVS_FAIL;
+    if (memchr(w->v[1].data, '\0', w->v[1].len)) {
+        kvs_error(c, "backup", "a directory name cannot hold a NUL byte");
+        return KVS_FAIL;
+    }
+    int rc = akv_checkpoint(c->db, w->v[1].data);
+    return rc == AKV_OK ? KVS_OK : engine_fail(c, "backup", rc);
+}
+
 static int cmd_load(kvs_ctx *c, const kvs_words *w)
 {
     if (!want_args(c, w, 1, "load FILE"))
@@ -431,14 +437,18 @@ static const command commands[] = {
     {"put", cmd_put, "put KEY VALUE", "store VALUE under KEY", false},
     {"get", cmd_get, "get KEY", "print the value of KEY (\"not found: KEY\" on stderr if absent)", false},
     {"del", cmd_del, "del KEY", "delete KEY (deleting an absent key is not an error)", false},
-    {"scan", cmd_scan, "scan [FROM [TO]] [--limit N]", "pairs with FROM <= key < TO (ordered layout)", false},
-    {"count", cmd_count, "count", "number of live keys (ordered layout)", false},
+    {"scan", cmd_scan, "scan [FROM [TO]] [--limit N]",
+     "pairs with FROM <= key < TO (FROM and TO: ordered layout; hash layout: hash order)", false},
+    {"count", cmd_count, "count", "number of live keys", false},
     {"stats", cmd_stats, "stats [--json]", "engine statistics; --json prints one line", false},
     {"filters", cmd_filters, "filters", "slot policy, kinds per level, then one row per filter slot", false},
     {"flush", cmd_flush, "flush", "write the memtable out as an L0 run", false},
     {"compact", cmd_compact, "compact", "flush, then compact every level into the last", false},
     {"load", cmd_load, "load FILE", "bulk load \"key<TAB>value\" or \"put K V\" lines", false},
-    {"dump", cmd_dump, "dump", "every pair as key<TAB>value (ordered layout)", false},
+    {"backup", cmd_backup, "backup DIR",
+     "a consistent copy of the database in the new directory DIR, a database of its own", false},
+    {"dump", cmd_dump, "dump", "every pair as key<TAB>value (key order, or hash order on the hash layout)",
+     false},
     {"help", cmd_help, "help [COMMAND]", "this list, or one command's usage", false},
     {"quit", cmd_quit, "quit", "leave the shell (also: exit, end of input)", false},
     {"exit", cmd_quit, "exit", "leave the shell (same as quit)", true},

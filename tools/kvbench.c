@@ -28,6 +28,7 @@ typedef struct args {
     int ntraces;
     unsigned threads, interval_ms;
     uint64_t seed, negative_stream;
+    double settle_max; /* --settle: longest wait for steady state before a run phase (0: none) */
     bool flush_after_load, quiet, threads_given, compact_replay;
 } args;
 
@@ -91,6 +92,9 @@ static void usage(FILE *out)
                  "  --direct-reads       O_DIRECT reads for SSTs\n"
                  "  --sync               fsync every write\n"
                  "  --no-flush           do not flush the memtable between load and run\n"
+                 "  --settle SECONDS     before the run phase, wait (at most SECONDS) until no flush\n"
+                 "                       or compaction is due or running: the run then measures the\n"
+                 "                       steady state, and the report says which state it measured\n"
                  "  --miss-log-mb N      adaptkv: miss log budget (default 1)\n"
                  "  --grown-share X      adaptkv: grown_filter_share, how far full adaptive\n"
                  "                       filters may grow, a share of the filter budget\n"
@@ -589,6 +593,7 @@ enum {
     O_MEMBLOOM,
     O_NEGSTREAM,
     O_GROWN,
+    O_SETTLE,
     O_HELP
 };
 
@@ -618,6 +623,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
                                           {"compact-replay", 0, 0, O_REPLAY},
                                           {"miss-log-mb", 1, 0, O_MISSLOG},
                                           {"grown-share", 1, 0, O_GROWN},
+                                          {"settle", 1, 0, O_SETTLE},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
 
@@ -652,7 +658,8 @@ static const struct num_opt {
                 {O_INTERVAL, "--interval", 10, 1e6, 1},
                 {O_MEMBLOOM, "--rocksdb-memtable-bloom", 0, 0.25, 1},
                 {O_NEGSTREAM, "--negative-stream", 6, 1e10, 1},
-                {O_GROWN, "--grown-share", 0, 64, 1}};
+                {O_GROWN, "--grown-share", 0, 64, 1},
+                {O_SETTLE, "--settle", 0, 86400, 1}};
 
 static void set_num(args *a, int id, double v)
 {
@@ -673,6 +680,8 @@ static void set_num(args *a, int id, double v)
         a->cfg.memtable_bloom_ratio = v;
     } else if (id == O_NEGSTREAM) {
         a->negative_stream = (uint64_t)v;
+    } else if (id == O_SETTLE) {
+        a->settle_max = v;
     } else if (id == O_GROWN) {
         a->cfg.grown_share = v;
         a->cfg.grown_share_set = true;
@@ -938,7 +947,11 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     b.timeline = NULL;
     if (rc == 0 && do_run && a->timeline && !(b.timeline = open_timeline(a->timeline)))
         return die("cannot write --timeline %s", a->timeline);
+    if (rc == 0 && do_run && a->settle_max > 0 && akv_kb_settle(e, a->settle_max, stderr, &run.settle))
+        rc = die("cannot read the background work owed: %s", e->errmsg(e, -2));
     e->stats(e, &b.before);
+    run.start_l0_files = b.before.l0_files;
+    run.start_pending_bytes = b.before.pending_compaction_bytes;
     b.bits_sum = 0;
     b.bits_rows = 0;
     if (rc == 0 && do_run)
@@ -948,10 +961,14 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
          * was rewritten: the same operations again (same seed). */
         uint64_t ops = run.ops, negs = run.negative_lookups, wasted = run.negative_wasted;
         double secs = run.seconds;
+        akv_kb_settle_result settle = run.settle;
         if (e->compact(e))
             rc = die("compaction before the replay failed: %s", e->errmsg(e, -1));
         memset(&run, 0, sizeof run);
+        run.settle = settle;
         e->stats(e, &b.before);
+        run.start_l0_files = b.before.l0_files;
+        run.start_pending_bytes = b.before.pending_compaction_bytes;
         b.bits_sum = 0;
         b.bits_rows = 0;
         b.replay = true;

@@ -29,6 +29,7 @@ typedef struct args {
     unsigned threads, interval_ms;
     uint64_t seed, negative_stream;
     double settle_max; /* --settle: longest wait for steady state before a run phase (0: none) */
+    bool equal_memory;  /* --equal-filter-memory */
     bool flush_after_load, quiet, threads_given, compact_replay;
 } args;
 
@@ -87,6 +88,9 @@ static void usage(FILE *out)
                  "                       whole keys (default 0.02, RocksDB's OptimizeForPointLookup;\n"
                  "                       0 = off); its memory is counted as filter memory\n"
                  "  --bits-per-key B     filter memory per key (default 10)\n"
+                 "  --equal-filter-memory\n"
+                 "                       adaptkv: add RocksDB's memtable Bloom bits per record to B, so\n"
+                 "                       that both engines hold the same filter memory per key\n"
                  "  --memtable-mb N      memtable size (default 64)\n"
                  "  --cache-mb N         block cache size (default 64)\n"
                  "  --direct-reads       O_DIRECT reads for SSTs\n"
@@ -594,6 +598,7 @@ enum {
     O_NEGSTREAM,
     O_GROWN,
     O_SETTLE,
+    O_EQUALMEM,
     O_HELP
 };
 
@@ -624,6 +629,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
                                           {"miss-log-mb", 1, 0, O_MISSLOG},
                                           {"grown-share", 1, 0, O_GROWN},
                                           {"settle", 1, 0, O_SETTLE},
+                                          {"equal-filter-memory", 0, 0, O_EQUALMEM},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
 
@@ -745,6 +751,9 @@ static int other_opt(args *a, int c, const char *v)
         break;
     case O_REPLAY:
         a->compact_replay = true;
+        break;
+    case O_EQUALMEM:
+        a->equal_memory = true;
         break;
     case O_JSON:
         a->json = v;
@@ -1017,6 +1026,27 @@ static int load_trace(akv_kb_trace *t, const char *path, bool quiet)
     return 0;
 }
 
+/* --equal-filter-memory: RocksDB's filter memory is its SST filters (about
+ * --bits-per-key per key) plus a memtable Bloom filter of
+ * --rocksdb-memtable-bloom x the memtable size, per memtable whatever it
+ * holds; adaptkv's bits_per_key bounds all of its filter memory, its
+ * memtable guard's included. So adaptkv gets B plus the memtable Bloom's
+ * bits spread over recordcount records (one live memtable: the run phase's
+ * usual case), and both report their totals (filter_bits_per_key) to check
+ * the match. */
+static void equal_filter_memory(args *a, const akv_kb_workload *w)
+{
+    if (strcmp(a->cfg.engine, "adaptkv") || !w || !w->recordcount)
+        return;
+    double add = a->cfg.memtable_bloom_ratio * (double)a->cfg.memtable_bytes * 8 / (double)w->recordcount;
+    double b = a->cfg.bits_per_key + add;
+    a->cfg.bits_per_key = b > 64 ? 64 : b;
+    if (!a->quiet)
+        fprintf(stderr, "kvbench: --equal-filter-memory: adaptkv at %.2f bits/key (RocksDB's memtable Bloom "
+                        "filter adds %.2f bits per record to its SST filters' bits)\n",
+                a->cfg.bits_per_key, add);
+}
+
 int main(int argc, char **argv)
 {
     args a;
@@ -1042,6 +1072,8 @@ int main(int argc, char **argv)
         akv_kb_props_free(&a.props);
         return rc;
     }
+    if (rc == 0 && a.equal_memory)
+        equal_filter_memory(&a, a.workload_name ? &w : NULL);
     if (rc == 0 && !a.threads_given && a.opts.threadcount)
         a.threads = (unsigned)a.opts.threadcount;
     for (int i = 0; rc == 0 && i < a.ntraces; i++)

@@ -96,9 +96,10 @@ static void usage(FILE *out)
                  "  --direct-reads       O_DIRECT reads for SSTs\n"
                  "  --sync               fsync every write\n"
                  "  --no-flush           do not flush the memtable between load and run\n"
-                 "  --settle SECONDS     before the run phase, wait (at most SECONDS) until no flush\n"
-                 "                       or compaction is due or running: the run then measures the\n"
-                 "                       steady state, and the report says which state it measured\n"
+                 "  --settle SECONDS     before the run phase, flush the memtable, then wait (at most\n"
+                 "                       SECONDS) until no flush or compaction is due or running: the\n"
+                 "                       run then measures the steady state, and the report says which\n"
+                 "                       state it measured\n"
                  "  --miss-log-mb N      adaptkv: miss log budget (default 1)\n"
                  "  --grown-share X      adaptkv: grown_filter_share, how far full adaptive\n"
                  "                       filters may grow, a share of the filter budget\n"
@@ -956,6 +957,10 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     b.timeline = NULL;
     if (rc == 0 && do_run && a->timeline && !(b.timeline = open_timeline(a->timeline)))
         return die("cannot write --timeline %s", a->timeline);
+    /* Steady state: the memtable flushed (what an earlier run wrote is in
+     * it after the open), then no flush or compaction due or running. */
+    if (rc == 0 && do_run && a->settle_max > 0 && e->flush(e))
+        rc = die("flush before settling failed: %s", e->errmsg(e, -1));
     if (rc == 0 && do_run && a->settle_max > 0 && akv_kb_settle(e, a->settle_max, stderr, &run.settle))
         rc = die("cannot read the background work owed: %s", e->errmsg(e, -2));
     e->stats(e, &b.before);

@@ -15,7 +15,9 @@
  *   - Li -> Li+1: one run of Li, chosen round-robin by key range, and the
  *     Li+1 runs its range overlaps.
  * The output is cut into runs again; tombstones are dropped only when no
- * run lies below the output level.
+ * run lies below the output level. At rest (nothing written since the last
+ * flush) and with nothing else due, the tree is pushed down into its
+ * deepest level, one step at a time, so that a lookup checks one filter.
  *
  * While a compaction runs, L0 keeps filling. The flush thread, when it has
  * no memtable to flush, merges the newest L0 runs the compaction does not
@@ -88,9 +90,54 @@ static int due_level(const akv_db *db, const akvi_version *v)
     return best;
 }
 
+/*
+ * At rest: nothing has been written since the last flush (one memtable,
+ * never written), so no flush will come to add an L0 run. Every run above
+ * the deepest level is then one more filter an absent key checks, where
+ * RocksDB's upper levels are left with gaps by its one-file-at-a-time
+ * compactions (docs/design.md, "LSM shape"). So at rest, when nothing else
+ * is due, the tree is pushed down: L0 into L1 (also when L0 is all there is
+ * and holds more than one run), then one run at a time of the shallowest
+ * level above the deepest into the next, until a lookup checks one filter.
+ * A write stops it after the step in progress.
+ */
+static bool at_rest(const akv_db *db, const akvi_version *v)
+{
+    return db->opt.rest_compaction && v->n_mem == 1 &&
+           !atomic_load_explicit(&v->mems[0]->written, memory_order_acquire);
+}
+
+/* The level a compaction at rest starts from (-1: none), and the raw
+ * bytes still to push down, into *owed if not NULL. */
+static int rest_level(const akvi_version *v, uint64_t *owed)
+{
+    int deepest = akvi_deepest_level(v), from = -1;
+    size_t l0 = 0;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < v->n_run; i++)
+        l0 += v->runs[i]->info.level == 0;
+    for (size_t i = 0; i < v->n_run; i++) { /* search order: shallowest first */
+        int l = (int)v->runs[i]->info.level;
+        if (l < deepest || (l == 0 && l0 > 1)) {
+            if (from < 0)
+                from = l;
+            bytes += v->runs[i]->info.raw_bytes;
+        }
+    }
+    if (owed)
+        *owed = bytes;
+    return from;
+}
+
+static int due_or_rest_level(const akv_db *db, const akvi_version *v)
+{
+    int l = due_level(db, v);
+    return l >= 0 || !at_rest(db, v) ? l : rest_level(v, NULL);
+}
+
 bool akvi_compaction_needed(akv_db *db, const akvi_version *v)
 {
-    return due_level(db, v) >= 0;
+    return due_or_rest_level(db, v) >= 0;
 }
 
 uint64_t akvi_compaction_debt(const akv_db *db, const akvi_version *v)
@@ -102,6 +149,8 @@ uint64_t akvi_compaction_debt(const akv_db *db, const akvi_version *v)
         uint64_t b = level_bytes(v, l), cap = level_capacity(db, l);
         debt += b > cap ? b - cap : 0;
     }
+    if (debt == 0 && at_rest(db, v))
+        (void)rest_level(v, &debt);
     return debt;
 }
 
@@ -210,7 +259,7 @@ static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
             take(p, v->runs[i]);
         return;
     }
-    int from = due_level(db, v);
+    int from = due_or_rest_level(db, v);
     if (from < 0)
         return;
     p->out_level = from + 1;

@@ -247,6 +247,11 @@ typedef struct akvi_mem {
     rocksdb_column_family_handle_t *cf;
     _Atomic uint64_t bytes;   /* key+value bytes written */
     _Atomic uint64_t entries; /* writes (with overwrites) */
+    /* Set before RocksDB can show the memtable's first key to a reader
+     * (written before each write, and by recovery): until then a reader
+     * skips the memtable and its guard check, as RocksDB skips an empty
+     * memtable's Bloom filter. */
+    _Atomic bool written;
     akv_hash *hashes;         /* guard inserts, removed again at flush */
     size_t n_hashes, cap_hashes;
     _Atomic bool flushed;  /* its data is in a run; guard entries may be gone */

@@ -54,6 +54,7 @@ int akvi_mem_recover(akv_db *db, akvi_mem *m)
         (void)rocksdb_iter_value(it, &vlen);
         const uint8_t *uk = akvi_ukey(db, ik, iklen, &klen);
         akvi_guard_recover_insert(db, m, akv_hash_key(uk, klen, db->seed));
+        atomic_store_explicit(&m->written, true, memory_order_release);
         atomic_fetch_add(&m->bytes, iklen + vlen);
         atomic_fetch_add(&m->entries, 1);
     }

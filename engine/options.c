@@ -22,6 +22,7 @@ void akv_options_init(akv_options *opt)
     opt->level_multiplier = 10;
     opt->create_if_missing = 1;
     opt->grown_filter_share = 0.05;
+    opt->rest_compaction = 0; /* opt-in: docs/design.md, "LSM shape" */
 }
 
 static int check_options(const akv_options *o)

@@ -70,6 +70,8 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
 {
     for (size_t i = 0; i < v->n_mem; i++) {
         akvi_mem *m = v->mems[i];
+        if (!atomic_load_explicit(&m->written, memory_order_acquire))
+            continue; /* empty: nothing to find, no filter to check */
         if (db->policy.mem)
             g->info.slots_checked++;
         if (!akvi_guard_may_contain(db, m, h)) {

@@ -90,8 +90,10 @@ static int apply_locked(akv_db *db, const akvi_op *ops, size_t n, bool sync)
             break;
         }
         size_t iklen = akvi_ikey(db, h, op->key, op->klen, ik);
-        /* The guard learns the key before RocksDB can show it to a reader. */
+        /* The guard learns the key, and readers that the memtable holds
+         * something, before RocksDB can show it to a reader. */
         akvi_guard_insert(db, m, h);
+        atomic_store_explicit(&m->written, true, memory_order_release);
         const char *kp[1] = {(const char *)ik};
         size_t ks[1] = {iklen};
         const char *vp[2] = {(const char *)&op->tag, (const char *)op->val};

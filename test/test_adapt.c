@@ -105,6 +105,7 @@ static void adapt_options(akv_options *o, akv_layout layout)
     o->slot_policy = "mem=sscf,l0+=aqf";
     o->l0_compaction_trigger = 64;
     o->l0_stall_runs = 64;
+    o->rest_compaction = 0;
     o->log = quiet;
 }
 

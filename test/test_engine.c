@@ -438,6 +438,35 @@ static void put_range(world *w, uint32_t from, uint32_t to, const char *tag)
     }
 }
 
+/* An empty memtable (after a flush, before any write) holds nothing: an
+ * absent lookup checks no guard for it, as RocksDB skips an empty
+ * memtable's Bloom filter. The first write makes it count again, and a key
+ * written is found through it before and after a reopen. */
+Test(memtables, an_empty_memtable_is_not_checked)
+{
+    world w;
+    world_init(&w, "emptymem", AKV_LAYOUT_HASH, NULL, 7);
+    put_range(&w, 0, 2000, "e");
+    cr_assert_eq(akv_flush(w.db), AKV_OK, "flush: %s", akv_errmsg());
+    unsigned char k[KEYBUF];
+    akv_get_info empty = {0}, one = {0}, info = {0};
+    size_t kl = make_absent_key(42, k);
+    cr_assert_eq(akv_get_ex(w.db, k, kl, NULL, NULL, &empty), AKV_NOTFOUND);
+    cr_assert_eq(empty.mem_probes, 0);
+    put_range(&w, 5000, 5001, "f");
+    cr_assert_eq(akv_get_ex(w.db, k, kl, NULL, NULL, &one), AKV_NOTFOUND);
+    cr_assert_eq(one.slots_checked, empty.slots_checked + 1,
+                 "%u filters with one key in the memtable, %u with none", one.slots_checked,
+                 empty.slots_checked);
+    kl = make_key(5000, k);
+    cr_assert_eq(akv_get_ex(w.db, k, kl, NULL, NULL, &info), AKV_OK, "the key in the memtable");
+    cr_assert_eq(info.mem_probes, 1);
+    world_reopen(&w);
+    cr_assert_eq(akv_get_ex(w.db, k, kl, NULL, NULL, &info), AKV_OK, "the key in the recovered memtable");
+    check_all(&w, "after the reopen");
+    world_done(&w);
+}
+
 static void tombstone_test(akv_layout layout)
 {
     world w;
@@ -801,6 +830,7 @@ static void corrupt_filters_test(akv_layout layout, const char *tag)
     world w;
     world_init(&w, tag, layout, NULL, 11);
     w.opt.l0_compaction_trigger = 8; /* keep several runs, hence several files */
+    w.opt.rest_compaction = 0;        /* and leave them there while idle */
     world_reopen(&w);
     for (int r = 0; r < 3; r++) {
         put_range(&w, (uint32_t)r * 500, (uint32_t)r * 500 + 500, "c");
@@ -989,6 +1019,7 @@ static void bits_by_level(akv_layout layout, const char *policy, size_t vlen, do
     small_options(&o, layout, policy);
     o.bits_per_key = 10;
     o.l0_compaction_trigger = 8; /* the small runs stay in L0 */
+    o.rest_compaction = 0;       /* also between the flushes */
     akv_db *db = NULL;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     char k[32], v[100];
@@ -1454,6 +1485,7 @@ Test(writes, slow_down_from_l0_slowdown_runs)
     o.l0_compaction_trigger = 6; /* no compaction below 6 L0 runs */
     o.l0_slowdown_runs = 3;
     o.l0_stall_runs = 6;
+    o.rest_compaction = 0; /* the L0 runs stay while the test is between writes */
     akv_db *db = NULL;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     char k[32];
@@ -1665,6 +1697,137 @@ Test(stats, compaction_debt_while_compactions_are_held)
     }
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
     akvt_rmrf(dir);
+}
+
+/* ---- compaction at rest ---------------------------------------------------- */
+
+/* Wait until no compaction is due (the background thread has caught up);
+ * the limit only keeps a broken build from hanging the suite. */
+static void wait_caught_up(akv_db *db, akv_stats *st)
+{
+    for (int i = 0; i < 6000; i++) {
+        cr_assert_eq(akv_get_stats(db, st), AKV_OK);
+        if (st->compaction_debt_bytes == 0)
+            return;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_fail("compactions never caught up: %llu bytes still owed",
+                   (unsigned long long)st->compaction_debt_bytes);
+}
+
+/* Keys from..to-1 with 100-byte values: 6000 of them fill ten 64 KiB
+ * memtables, enough for three levels at small_options. */
+static void put_sized(world *w, uint32_t from, uint32_t to)
+{
+    unsigned char k[KEYBUF], v[100];
+    for (uint32_t i = from; i < to; i++) {
+        size_t kl = make_key(i, k);
+        memset(v, 'a' + (int)(i % 26), sizeof v);
+        cr_assert_eq(akv_put(w->db, k, kl, v, sizeof v), AKV_OK, "put: %s", akv_errmsg());
+        akvt_model_put(&w->m, k, kl, v, sizeof v);
+    }
+}
+
+/* Levels holding runs, and filters an absent lookup checks on average. */
+static uint32_t rest_shape(world *w, const akv_stats *st, double *filters)
+{
+    uint32_t levels = 0;
+    for (int l = 0; l < AKV_MAX_LEVELS; l++)
+        levels += st->runs_per_level[l] > 0;
+    unsigned char k[KEYBUF];
+    uint64_t checked = 0;
+    enum { Q = 2000 };
+    for (uint64_t i = 0; i < Q; i++) {
+        akv_get_info info = {0};
+        size_t kl = make_absent_key(7000000 + i, k);
+        cr_assert_eq(akv_get_ex(w->db, k, kl, NULL, NULL, &info), AKV_NOTFOUND);
+        checked += info.slots_checked;
+    }
+    *filters = (double)checked / Q;
+    return levels;
+}
+
+/* At rest (nothing written since the last flush), every run above the
+ * deepest level is pushed down into it: one level is left, and an absent
+ * key checks one filter (its one SST's), where the same writes without
+ * compaction at rest leave more than one level and more filters. A write
+ * ends the rest: runs flushed after it stay where their capacities put them
+ * until the next flush leaves the memtable empty again. Every key reads
+ * back from the model throughout (hash and ordered layouts). */
+static void rest_compaction_test(akv_layout layout)
+{
+    double filters[2];
+    uint32_t levels[2];
+    for (int rest = 0; rest < 2; rest++) {
+        world w;
+        world_init(&w, rest ? "rest-on" : "rest-off", layout, NULL, 21 + (uint64_t)rest);
+        w.opt.rest_compaction = rest;
+        world_reopen(&w);
+        put_sized(&w, 0, 6000);
+        cr_assert_eq(akv_flush(w.db), AKV_OK, "flush: %s", akv_errmsg());
+        akv_stats st;
+        wait_caught_up(w.db, &st);
+        levels[rest] = rest_shape(&w, &st, &filters[rest]);
+        check_all(&w, rest ? "at rest" : "without compaction at rest");
+        if (rest) {
+            /* writes and a flush: the new runs are pushed down once the
+             * memtable is empty again, also after a reopen */
+            put_sized(&w, 3000, 4000);
+            cr_assert_eq(akv_flush(w.db), AKV_OK, "flush: %s", akv_errmsg());
+            world_reopen(&w);
+            wait_caught_up(w.db, &st);
+            double f;
+            cr_assert_eq(rest_shape(&w, &st, &f), 1, "levels after writes, a flush and a reopen");
+            cr_assert_leq(f, 1.0, "%.3f filters per absent key at rest", f);
+            check_all(&w, "at rest again");
+        }
+        world_done(&w);
+    }
+    cr_log_info("without compaction at rest: %u levels, %.3f filters per absent key; with: %u, %.3f",
+                levels[0], filters[0], levels[1], filters[1]);
+    cr_assert_gt(levels[0], 1, "the writes left one level even without compaction at rest");
+    /* (In the ordered layout the absent keys, all "A...", may fall in a gap
+     * of the upper levels' key ranges anyway.) */
+    if (layout == AKV_LAYOUT_HASH)
+        cr_assert_gt(filters[0], 1.0, "%.3f filters per absent key without compaction at rest", filters[0]);
+    cr_assert_eq(levels[1], 1, "%u levels at rest", levels[1]);
+    cr_assert_leq(filters[1], 1.0, "%.3f filters per absent key at rest", filters[1]);
+}
+
+Test(lsm, rest_compaction_leaves_one_level_hash)
+{
+    rest_compaction_test(AKV_LAYOUT_HASH);
+}
+
+Test(lsm, rest_compaction_leaves_one_level_ordered)
+{
+    rest_compaction_test(AKV_LAYOUT_ORDERED);
+}
+
+/* A write ends the rest: with keys in the memtable, nothing is owed and no
+ * compaction runs, however many levels there are. */
+Test(lsm, rest_compaction_waits_for_an_empty_memtable)
+{
+    world w;
+    world_init(&w, "rest-busy", AKV_LAYOUT_HASH, NULL, 31);
+    w.opt.rest_compaction = 1;
+    world_reopen(&w);
+    put_sized(&w, 0, 6000);
+    akv_stats st, later;
+    wait_caught_up(w.db, &st); /* the memtable is not empty: no rest yet */
+    cr_assert_gt(st.memtables, 0);
+    uint32_t levels = 0;
+    for (int l = 0; l < AKV_MAX_LEVELS; l++)
+        levels += st.runs_per_level[l] > 0;
+    cr_assert_gt(levels, 1, "the writes made one level only");
+    struct timespec ts = {0, 300 * 1000000L};
+    nanosleep(&ts, NULL);
+    cr_assert_eq(akv_get_stats(w.db, &later), AKV_OK);
+    cr_assert_eq(later.compactions, st.compactions, "a compaction ran with keys in the memtable");
+    cr_assert_eq(later.compaction_debt_bytes, 0);
+    check_all(&w, "busy");
+    world_done(&w);
 }
 
 /* ---- L0 merges ------------------------------------------------------------ */

@@ -255,6 +255,7 @@ static void fault_options(akv_options *o, akv_layout layout)
     o->sst_target_bytes = 8u << 10; /* several SSTs (and filter files) per run */
     o->block_cache_bytes = 1u << 20;
     o->l0_compaction_trigger = 8; /* compactions only when asked */
+    o->rest_compaction = 0;       /* (not after each flush either) */
     o->bits_per_key = 6;          /* false positives to adapt to */
     /* Puts and deletes are not synced (their WAL append still reaches the
      * kernel before they return, and no machine crash is simulated here, so

@@ -67,6 +67,7 @@ static void opts(akv_options *o, akv_layout layout, logbook *b)
     o->block_cache_bytes = 1 << 20;
     o->l0_compaction_trigger = 8;
     o->l0_stall_runs = 20;
+    o->rest_compaction = 0;
     o->log = record;
     o->log_arg = b;
 }

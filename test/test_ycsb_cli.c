@@ -296,6 +296,71 @@ Test(ycsb_cli, compact_replay_asks_the_same_keys_again)
     }
 }
 
+/* --settle waits before the run phase until no flush or compaction is due
+ * or running: the run then starts with L0 under the compaction trigger (4)
+ * and nothing pending, on both engines, and says it measured the steady
+ * state; without it, the report says the tree was measured as found. */
+Test(ycsb_cli, settle_starts_the_run_in_steady_state)
+{
+    const char *engines[] = {"adaptkv", "rocksdb"};
+    for (int i = 0; i < 2; i++) {
+        char args[512];
+        snprintf(args, sizeof args,
+                 "--engine %s -P workloads/workloadc -p recordcount=20000 -p operationcount=2000 "
+                 "--memtable-mb 1 --threads 2 --settle 120 --json {D}/r.json",
+                 engines[i]);
+        run r = kvbench(args);
+        cr_assert_eq(r.status, 0, "%s: %s", engines[i], r.err);
+        cr_assert_not_null(strstr(r.out, "# State: steady\n"), "%s: %s%s", engines[i], r.out, r.err);
+        cr_assert_not_null(strstr(r.err, "kvbench: settled after "), "%s: %s", engines[i], r.err);
+        double l0 = metric(r.out, "STATE", "L0FilesAtStart");
+        double pending = metric(r.out, "STATE", "PendingCompactionMBAtStart");
+        cr_assert(l0 >= 0 && l0 < 4, "%s: %.0f L0 files at the start", engines[i], l0);
+        cr_assert(pending == 0, "%s: %.1f MiB of compaction pending at the start", engines[i], pending);
+        char path[600];
+        snprintf(path, sizeof path, "%s/r.json", r.dir);
+        char *js = slurp(path);
+        cr_assert_not_null(js);
+        cr_assert_not_null(strstr(js, "\"state\":\"steady\""), "%s", js);
+        cr_assert_not_null(strstr(js, "\"settle_seconds\":"), "%s", js);
+        free(js);
+        run_free(&r);
+    }
+    run r = kvbench("-P workloads/workloadc -p recordcount=100 -p operationcount=100");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.out, "# State: as found\n"), "%s", r.out);
+    cr_assert_null(strstr(r.out, "SettleSeconds"), "%s", r.out);
+    run_free(&r);
+}
+
+/* --equal-filter-memory: adaptkv's bits per key cover RocksDB's memtable
+ * Bloom filter too (0.02 x 1 MiB x 8 bits over 20,000 records: 8.39 bits
+ * per record more); RocksDB keeps its own. */
+Test(ycsb_cli, equal_filter_memory_matches_rocksdbs_memtable_bloom)
+{
+    const char *engines[] = {"adaptkv", "rocksdb"};
+    const double want[] = {10 + 0.02 * 1048576 * 8 / 20000, 10};
+    for (int i = 0; i < 2; i++) {
+        char args[512];
+        snprintf(args, sizeof args,
+                 "--engine %s -P workloads/workloadc -p recordcount=20000 -p insertcount=100 -p operationcount=100 "
+                 "--memtable-mb 1 --equal-filter-memory --json {D}/r.json",
+                 engines[i]);
+        run r = kvbench(args);
+        cr_assert_eq(r.status, 0, "%s: %s", engines[i], r.err);
+        char path[600];
+        snprintf(path, sizeof path, "%s/r.json", r.dir);
+        char *js = slurp(path);
+        cr_assert_not_null(js);
+        const char *b = strstr(js, "\"bits_per_key\":");
+        cr_assert_not_null(b, "%s", js);
+        double got = strtod(b + strlen("\"bits_per_key\":"), NULL);
+        cr_assert(fabs(got - want[i]) < 0.01, "%s: %.4f bits per key, want %.4f", engines[i], got, want[i]);
+        free(js);
+        run_free(&r);
+    }
+}
+
 /* adversaryrecon: the attacker's pool is filled before the clock starts and
  * the reconnaissance is not counted as operations. Against RocksDB's static
  * filters (2 bits per key: many false positives) the pool's keys stay

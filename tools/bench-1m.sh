@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# adaptkv against RocksDB at 1M x 1 KB records, in alternating pairs.
+# adaptkv against RocksDB at 1M x 1 KB records (or, with BENCH_SIZE=10m, at
+# 10M x 100 B records), in alternating pairs.
 #
 #   tools/bench-1m.sh BUILD_DIR WORK_DIR
+#   BENCH_SIZE=10m tools/bench-1m.sh BUILD_DIR WORK_DIR
 #
 # WORK_DIR (default $BENCH_DIR, else BUILD_DIR/bench-1m) holds the databases
 # (~1-1.5 GB each, up to three at a time) and the results; put it on a disk
@@ -12,10 +14,25 @@
 # For each pair (adaptkv, then RocksDB, BENCH_PAIRS times), each engine:
 #   1. load recordcount records (workloada's load) with a load timeline;
 #      du -sb of the database after the load;
-#   2. workloadc for BENCH_SECONDS (operationcount=0: no op limit) on it;
-#   3. workloadn with negativeproportion=1.0 for BENCH_SECONDS on it;
-#   4. BENCH_EXTRA_WORKLOADS ("a f"; "" = none), each on its own copy of the
-#      database as it was after the load (they write).
+#   2. fresh absent keys (workloadn, every read a key never asked before:
+#      uniform over 10^9 absent keys) for BENCH_FRESH0_SECONDS, right after
+#      the load: the tree as the load left it, the "right after a load" row
+#      (no --settle);
+#   3. workloadc, then workloadn with negativeproportion=1.0 (zipfian), then
+#      fresh absent keys, BENCH_SECONDS each (operationcount=0: no op limit),
+#      on the same database, each in steady state (--settle BENCH_SETTLE:
+#      no flush or compaction due or running when it starts);
+#   4. BENCH_EXTRA_WORKLOADS ("a f" at 1M, none at 10M; "" = none), each on
+#      its own copy of the database as it was after the load (they write),
+#      settled.
+# Both engines hold the same filter memory per key (--equal-filter-memory:
+# adaptkv's bits_per_key also covers RocksDB's memtable Bloom filter); the
+# summary checks the two totals are within 5 %.
+# BENCH_SIZE=10m: 10M records of one 100-byte field (-p fieldcount=1 -p
+# fieldlength=100), BENCH_SECONDS 30 and no extra workloads by default, the
+# work directory BUILD_DIR/bench-10m, plots docs/plots/10m-*.png. One pair
+# took 23 min on a busy machine (load average 12-19), 17 of them the two
+# loads; a load takes about 190 s per engine on an idle one.
 # The load average (uptime) is recorded before and after every run in
 # WORK_DIR/loadavg.txt: the numbers mean little on a busy machine without it.
 # BENCH_RECORDS, BENCH_PAIRS, BENCH_SECONDS, BENCH_THREADS change the defaults.
@@ -27,15 +44,25 @@ work=${2:-${BENCH_DIR:-$build/bench-1m}}
 [ -x "$build/kvbench" ] || { echo "bench-1m: $build/kvbench is missing; run 'make tools' first" >&2; exit 1; }
 command -v gnuplot >/dev/null || { echo "bench-1m: gnuplot is missing (tools/install-deps.sh)" >&2; exit 1; }
 
-records=${BENCH_RECORDS:-1000000}
+size=${BENCH_SIZE:-1m}
+case $size in
+  1m) records=${BENCH_RECORDS:-1000000}; secs=${BENCH_SECONDS:-60}; shape=()
+      extra_wls=(${BENCH_EXTRA_WORKLOADS-a f}) ;;
+  10m) records=${BENCH_RECORDS:-10000000}; secs=${BENCH_SECONDS:-30}; shape=(-p fieldcount=1 -p fieldlength=100)
+       extra_wls=(${BENCH_EXTRA_WORKLOADS-})
+       work=${2:-${BENCH_DIR:-$build/bench-10m}} ;;
+  *) echo "bench-1m: BENCH_SIZE is 1m or 10m, not '$size'" >&2; exit 2 ;;
+esac
 pairs=${BENCH_PAIRS:-3}
-secs=${BENCH_SECONDS:-60}
 threads=${BENCH_THREADS:-2}
-extra_wls=(${BENCH_EXTRA_WORKLOADS-a f})
+settle=${BENCH_SETTLE:-900}
+fresh0_secs=${BENCH_FRESH0_SECONDS:-30}
 plots=docs/plots
 common=(--threads "$threads" --cache-mb 8 --memtable-mb 16 --direct-reads --bits-per-key 10
-        --interval 1000 --quiet)
-runprops=(-p recordcount="$records" -p operationcount=0 -p maxexecutiontime="$secs")
+        --equal-filter-memory --interval 1000 --quiet)
+runprops=(-p recordcount="$records" "${shape[@]}" -p operationcount=0 -p maxexecutiontime="$secs")
+fresh=(-P workloads/workloadn -p negativeproportion=1.0 -p negativedistribution=uniform
+       -p negativekeycount=1000000000)
 engines=(adaptkv rocksdb)
 
 mkdir -p "$work/runs" "$plots"
@@ -78,21 +105,26 @@ for i in $(seq 1 "$pairs"); do
   for e in "${engines[@]}"; do
     db="$work/db-$e-$i"
     rm -rf "$db"
-    run "$e-$i-load" --engine "$e" --phase load -P workloads/workloada -p recordcount="$records" \
+    run "$e-$i-load" --engine "$e" --phase load -P workloads/workloada -p recordcount="$records" "${shape[@]}" \
       "${common[@]}" --db "$db" --json "$work/runs/$e-$i-load.json" \
       --load-timeline "$work/runs/$e-$i-load.timeline.csv"
     echo "$e-$i $(du -sb "$db" | cut -f1)" >>"$work/du.txt"
     for w in "${extra_wls[@]}"; do cp -a "$db" "$db-$w"; done
     sync
+    # Right after the load: not settled, a row of its own.
+    run "$e-$i-fresh0" --engine "$e" --phase run "${fresh[@]}" "${runprops[@]}" -p maxexecutiontime="$fresh0_secs" \
+      "${common[@]}" --db "$db" --json "$work/runs/$e-$i-fresh0.json" --timeline "$work/runs/$e-$i-fresh0.timeline.csv"
     run "$e-$i-c" --engine "$e" --phase run -P workloads/workloadc "${runprops[@]}" "${common[@]}" \
-      --db "$db" --json "$work/runs/$e-$i-c.json" --timeline "$work/runs/$e-$i-c.timeline.csv"
+      --settle "$settle" --db "$db" --json "$work/runs/$e-$i-c.json" --timeline "$work/runs/$e-$i-c.timeline.csv"
     run "$e-$i-n" --engine "$e" --phase run -P workloads/workloadn "${runprops[@]}" \
-      -p negativeproportion=1.0 "${common[@]}" \
+      -p negativeproportion=1.0 "${common[@]}" --settle "$settle" \
       --db "$db" --json "$work/runs/$e-$i-n.json" --timeline "$work/runs/$e-$i-n.timeline.csv"
+    run "$e-$i-fresh" --engine "$e" --phase run "${fresh[@]}" "${runprops[@]}" "${common[@]}" \
+      --settle "$settle" --db "$db" --json "$work/runs/$e-$i-fresh.json" --timeline "$work/runs/$e-$i-fresh.timeline.csv"
     rm -rf "$db"
     for w in "${extra_wls[@]}"; do
       run "$e-$i-$w" --engine "$e" --phase run -P "workloads/workload$w" "${runprops[@]}" "${common[@]}" \
-        --db "$db-$w" --json "$work/runs/$e-$i-$w.json" --timeline "$work/runs/$e-$i-$w.timeline.csv"
+        --settle "$settle" --db "$db-$w" --json "$work/runs/$e-$i-$w.json" --timeline "$work/runs/$e-$i-$w.timeline.csv"
       rm -rf "$db-$w"
     done
   done
@@ -116,7 +148,7 @@ sum=$work/summary.csv
 echo "engine,pair,workload,throughput_ops,p50_us,p99_us,max_us,write_amp,write_stalls,write_slowdowns,stall_seconds,du_bytes,wasted_per_negative,filters_per_negative,block_reads_per_op,filter_bits_per_key,sst_filter_bits_per_key,adaptations,last10_ops,last10_wasted_per_negative,load1_before,load1_after" >"$sum"
 for i in $(seq 1 "$pairs"); do
   for e in "${engines[@]}"; do
-    for w in load c n "${extra_wls[@]}"; do
+    for w in load fresh0 c n fresh "${extra_wls[@]}"; do
       f="$work/runs/$e-$i-$w.json"
       [ -s "$f" ] || continue
       case $w in load) op=INSERT ;; f) op=READ-MODIFY-WRITE ;; *) op=READ ;; esac
@@ -137,10 +169,10 @@ awk -F, -v pairs="$pairs" '
   NR == 1 { for (c = 1; c <= NF; c++) col[$c] = c; next }
   { key = $1 SUBSEP $2 SUBSEP $3; for (c = 1; c <= NF; c++) v[key, c] = $c; wl[$3] = 1; order[++nw] = $3 }
   END {
-    split("load c n a f", ws, " ")
-    for (x = 1; x <= 5; x++) {
+    split("load fresh0 c n fresh a f", ws, " ")
+    for (x = 1; x <= 7; x++) {
       w = ws[x]; if (!(w in wl)) continue
-      printf "\n#### %s\n\n", (w == "load" ? "load (workloada load phase)" : "workload" w)
+      printf "\n#### %s\n\n", (w == "load" ? "load (workloada load phase)" : w == "fresh0" ? "fresh absent keys, right after a load (not settled)" : w == "fresh" ? "fresh absent keys (steady state)" : "workload" w " (steady state)")
       if (w == "load")
         printf "| run | ops/s | ratio | INSERT p99 µs | INSERT max µs | write amp | stalls | slowdowns | stall s | du -sb | last 10 s ops/s | load avg before → after |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n"
       else
@@ -194,6 +226,14 @@ awk -F, -v pairs="$pairs" '
     row("workloadn throughput", "n", 4, "≥ 1.3")
     row("workloadn wasted probes/negative, last 10 s", "n", 20, "≤ 0.1")
     row("workloadn wasted probes/negative, whole run", "n", 13, "")
+    row("workloadn filters/negative", "n", 14, "")
+    row("fresh absent keys throughput", "fresh", 4, "≥ 1.5")
+    row("fresh absent keys wasted probes/negative", "fresh", 13, "≤ 1.0")
+    row("fresh absent keys filters/negative", "fresh", 14, "≤ 1.0")
+    row("right after a load: fresh absent keys throughput", "fresh0", 4, "")
+    row("right after a load: fresh absent keys filters/negative", "fresh0", 14, "")
+    row("filter memory per key, all of it (workloadn)", "n", 16, "0.95–1.05")
+    row("filter memory per key, all of it (fresh)", "fresh", 16, "0.95–1.05")
     row("workloada throughput", "a", 4, "")
     row("workloadf throughput", "f", 4, "")
   }' "$sum" >"$work/ratios.md"
@@ -210,9 +250,10 @@ tplot() { # phase col png title ylabel scale
   [ -n "$files" ] && gnuplot -e "files='$files'; titles='$titles'; col=$2; xcol=3; xlabel='seconds'; \
     scale=$6; out='$plots/$3.png'; title='$4'; ylabel='$5'" tools/plot/timeline.gp
 }
-tplot load 14 1m-load-max-latency "Load, 1M x 1 KB: slowest insert per 1 s interval" "max insert latency (ms)" 0.001
-tplot load 5 1m-load-throughput "Load, 1M x 1 KB: inserts per second, per 1 s interval" "inserts / s" 1
-tplot n 7 1m-wasted-workloadn "workloadn (all reads absent), 1M records: wasted probes per negative lookup, per 1 s" \
+if [ "$size" = 1m ]; then what="1M x 1 KB"; else what="10M x 100 B"; fi
+tplot load 14 "$size-load-max-latency" "Load, $what: slowest insert per 1 s interval" "max insert latency (ms)" 0.001
+tplot load 5 "$size-load-throughput" "Load, $what: inserts per second, per 1 s interval" "inserts / s" 1
+tplot n 7 "$size-wasted-workloadn" "workloadn (all reads absent), $what: wasted probes per negative lookup, per 1 s" \
   "wasted probes / negative lookup" 1
 
-echo "bench-1m: done in ${elapsed}s; $work/summary.md, $work/ratios.md, $work/summary.csv, $plots/1m-*.png" >&2
+echo "bench-1m: done in ${elapsed}s; $work/summary.md, $work/ratios.md, $work/summary.csv, $plots/$size-*.png" >&2

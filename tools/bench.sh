@@ -14,10 +14,22 @@
 # of it (a load per cell would take hours at this size), for at most
 # BENCH_SECONDS seconds. The pristine database is deleted once its cells are
 # done, so the work directory holds two databases at a time (~1-2 GB each).
+# Every cell measures the steady state: each pristine database is settled
+# once after its load (a one-read run with --settle, so that no flush or
+# compaction is due or running when it closes: RocksDB's close would cancel
+# them), and every cell runs with --settle too. Right after its load, before
+# that, workloadn runs once per engine as a separate row ("right after a
+# load"). Both engines hold the same filter memory per key
+# (--equal-filter-memory: adaptkv's bits_per_key covers RocksDB's memtable
+# Bloom filter too).
+# Then the second size, 10M x 100 B (BENCH_10M_RECORDS; 0 skips it):
+# adaptkv-hash and rocksdb-bloom only, fresh absent keys, workloadn with
+# every read absent and workloadc, settled, BENCH_SECONDS each (about 10 min
+# more, most of it the two loads).
 # Extra arguments go to every kvbench run (later -p override earlier ones),
 # e.g. `tools/bench.sh build -p recordcount=50000`. BENCH_RECORDS, BENCH_OPS,
-# BENCH_SECONDS, BENCH_THREADS and BENCH_WORKLOADS ("a c n") change the
-# defaults.
+# BENCH_SECONDS, BENCH_THREADS, BENCH_SETTLE (the longest wait, seconds) and
+# BENCH_WORKLOADS ("a c n") change the defaults.
 set -eu
 build=${1:-build}
 shift || true
@@ -32,8 +44,13 @@ read -r -a workloads <<<"${BENCH_WORKLOADS:-a b c d e f n x}"
 work=${BENCH_DIR:-$build/bench}
 docs=docs
 plots=$docs/plots
+settle=${BENCH_SETTLE:-900}
+records10m=${BENCH_10M_RECORDS:-10000000}
 settings=(-p recordcount="$records" -p operationcount="$ops" -p maxexecutiontime="$secs"
-          --threads "$threads" --cache-mb 8 --memtable-mb 16 --direct-reads --bits-per-key 10)
+          --threads "$threads" --cache-mb 8 --memtable-mb 16 --direct-reads --bits-per-key 10
+          --equal-filter-memory)
+# Fresh absent keys: every read asks for a key never asked before.
+fresh=(-p negativeproportion=1.0 -p negativedistribution=uniform -p negativekeycount=1000000000)
 extra=("$@")
 
 configs=(
@@ -76,11 +93,29 @@ load_one() { # cfgname cfgargs
     <(tr ',' '\n' <"$work/runs/$name-load.json") >&2
 }
 
+# Settle a pristine database: a run of one read that first waits until no
+# flush or compaction is due or running, so that the database closes in
+# steady state and its copies open in it.
+settle_one() { # cfgname cfgargs
+  local name=$1 args=$2 rc=0
+  [ -d "$work/pristine-$name" ] || return 1
+  # shellcheck disable=SC2086
+  "$kvbench" -P workloads/workloadc --phase run "${settings[@]}" $args "${extra[@]}" -p operationcount=1 \
+    --settle "$settle" --quiet --db "$work/pristine-$name" --json "$work/runs/$name-settle.json" \
+    >"$work/runs/$name-settle.log" 2>&1 || rc=$?
+  [ $rc -eq 0 ] || printf 'bench: settling %s FAILED (exit %s; see %s)\n' "$name" "$rc" "$work/runs/$name-settle.log" >&2
+  grep -h 'settled after\|not settled' "$work/runs/$name-settle.log" | sed 's/^kvbench/bench: '"$name"'/' >&2 || true
+}
+
 # One cell: the run phase on a copy of the configuration's pristine
-# database. Appends "config,<kvbench csv row>".
+# database, settled first (RUN_STATE=asfound: not). Appends
+# "config,<kvbench csv row>". wl "fresh": workloadn, every read a key never
+# asked before.
 run_one() { # wl cfgname cfgargs [pristine-name]
   local wl=$1 name=$2 args=$3 src=${4:-$2} tag="$2-workload$1" rc=0
-  local -a tl=()
+  local -a tl=() wlargs=(-P "workloads/workload$wl") st=(--settle "$settle")
+  [ "$wl" = fresh ] && wlargs=(-P workloads/workloadn "${fresh[@]}")
+  [ "${RUN_STATE:-}" = asfound ] && st=()
   [ "$wl" = n ] || [ "$wl" = x ] && tl=(--timeline "$work/runs/$tag.timeline.csv" --interval 500)
   rm -rf "$work/db-$tag"
   if [ ! -d "$work/pristine-$src" ]; then
@@ -88,7 +123,7 @@ run_one() { # wl cfgname cfgargs [pristine-name]
   else
     cp -a "$work/pristine-$src" "$work/db-$tag"
     # shellcheck disable=SC2086
-    "$kvbench" -P "workloads/workload$wl" --phase run "${settings[@]}" $args "${tl[@]}" "${extra[@]}" --quiet \
+    "$kvbench" "${wlargs[@]}" --phase run "${settings[@]}" $args "${tl[@]}" "${st[@]}" "${extra[@]}" --quiet \
       --db "$work/db-$tag" --csv "$work/runs/$tag.csv" --json "$work/runs/$tag.json" \
       >"$work/runs/$tag.log" 2>&1 || rc=$?
   fi
@@ -110,6 +145,11 @@ cfg_args() { printf '%s\n' "${configs[@]}" | sed -n "s/^$1|//p"; }
 for c in "${configs[@]}"; do
   name=${c%%|*}
   load_one "$name" "${c#*|}" || true
+  case $name in adaptkv-hash | rocksdb-bloom)
+    printf 'bench: [right after a load] workloadn %-16s ' "$name" >&2
+    RUN_STATE=asfound run_one n "asfound-$name" "${c#*|}" "$name" ;;
+  esac
+  settle_one "$name" "${c#*|}" || true
   for wl in "${workloads[@]}"; do
     n=$((n + 1))
     printf 'bench: [%2d/%d] workload%s %-16s ' "$n" "$total" "$wl" "$name" >&2
@@ -128,6 +168,26 @@ for i in 1 2 3; do
   done
 done
 rm -rf "$work"/pristine-*
+
+# ---- the second size: 10M x 100 B ---------------------------------------------------------
+# adaptkv-hash and rocksdb-bloom, absent-key rows and workloadc, steady state.
+if [ "$records10m" -gt 0 ]; then
+  size10m=(-p recordcount="$records10m" -p fieldcount=1 -p fieldlength=100)
+  for c in adaptkv-hash rocksdb-bloom; do
+    a="$(cfg_args "$c") ${size10m[*]}"
+    load_one "10m-$c" "$a" || true
+    settle_one "10m-$c" "$a" || true
+    for wl in fresh n c; do
+      printf 'bench: [10M x 100 B] workload%s %-16s ' "$wl" "$c" >&2
+      if [ "$wl" = n ]; then
+        run_one n "10m-$c" "$a -p negativeproportion=1.0"
+      else
+        run_one "$wl" "10m-$c" "$a"
+      fi
+    done
+    rm -rf "$work/pristine-10m-$c"
+  done
+fi
 header=""
 for f in "$work"/runs/*.csv; do
   case $f in *timeline*) continue ;; esac
@@ -213,6 +273,28 @@ repeat_ratios=$(awk -F, '$1 ~ /^rep[0-9]-/ && $4 == "workloadc" {
   END { for (k in a) if (r[k] > 0) printf "%.2f\n", a[k] / r[k] }' "$results" | sort -n | tr '\n' ' ')
 repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { if (n) print v[int((n + 1) / 2)]; else print "n/a" }')
 
+# jnum TAG KEY: a number from runs/TAG.json ("-" when missing).
+jnum() {
+  local f="$work/runs/$1.json" x
+  x=$(grep -o "\"$2\":[^,}]*" "$f" 2>/dev/null | head -n 1 | cut -d: -f2)
+  echo "${x:--}"
+}
+jratio() { # TAG-A TAG-B KEY
+  awk -v a="$(jnum "$1" "$3")" -v b="$(jnum "$2" "$3")" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }'
+}
+# state_table TAG...: one row per cell: the state it measured and its figures.
+state_table() {
+  echo "| cell | state | settle s | L0 files at start | ops/s | wasted probes/neg | filters/neg | filter bits/key |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|"
+  for t in "$@"; do
+    [ -s "$work/runs/$t.json" ] || continue
+    st=$(grep -o '"state":"[^"]*"' "$work/runs/$t.json" | cut -d'"' -f4)
+    printf '| %s | %s | %s | %s | %.0f | %.4f | %.3f | %.2f |\n' "$t" "$st" "$(jnum "$t" settle_seconds)" \
+      "$(jnum "$t" start_l0_files)" "$(jnum "$t" throughput_ops)" "$(jnum "$t" wasted_probes_per_negative_lookup)" \
+      "$(jnum "$t" filters_per_negative_lookup)" "$(jnum "$t" filter_bits_per_key)"
+  done
+}
+
 {
   echo "## Matrix (\`make bench\`)"
   echo
@@ -259,7 +341,9 @@ repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { 
   echo '```'
   echo "make bench        # = tools/bench.sh build"
   echo "build/kvbench -P workloads/workloadW ${settings[*]} CONFIG ${extra[*]} \\"
-  echo "    --db DIR --csv FILE --json FILE [--timeline FILE --interval 500   # N and X]"
+  echo "    --settle $settle --db DIR --csv FILE --json FILE [--timeline FILE --interval 500   # N and X]"
+  echo "# right after a load: the same for workloadn, without --settle"
+  echo "# 10M x 100 B: the same with -p recordcount=$records10m -p fieldcount=1 -p fieldlength=100"
   echo '```'
   echo
   echo "\"n/s\": not supported — workload E scans, and the hash layout keeps data in hash order"
@@ -273,6 +357,17 @@ repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { 
   echo "  adaptkv-hash / rocksdb-bloom pairs: ${repeat_ratios:-n/a}(median **$repeat_median**)"
   echo "- workloadn (negative-heavy): adaptkv-hash / rocksdb-bloom = **$(ratio n adaptkv-hash rocksdb-bloom)**"
   echo "- workloadx (adversarial): adaptkv-hash / rocksdb-bloom = **$(ratio x adaptkv-hash rocksdb-bloom)**"
+  echo "- workloadn **right after a load** (not settled; a separate row, below): adaptkv-hash / rocksdb-bloom ="
+  echo "  **$(jratio asfound-adaptkv-hash-workloadn asfound-rocksdb-bloom-workloadn throughput_ops)**"
+  echo
+  echo "Every cell but the \"right after a load\" rows runs in steady state: the pristine database was settled"
+  echo "after its load, and each cell waited again (\`--settle $settle\`; docs/kvbench.md, \"Steady state\")."
+  echo "Filter memory is matched (\`--equal-filter-memory\`: adaptkv's bits per key also cover RocksDB's"
+  echo "memtable Bloom filter); both totals are in \"Filter memory\" below."
+  echo
+  echo "### Right after a load, and steady state: workloadn"
+  echo
+  state_table asfound-adaptkv-hash-workloadn asfound-rocksdb-bloom-workloadn adaptkv-hash-workloadn rocksdb-bloom-workloadn
   echo
   echo "### Throughput (operations per second)"
   echo
@@ -319,6 +414,27 @@ repeat_median=$(tr ' ' '\n' <<<"$repeat_ratios" | awk 'NF { v[++n] = $1 } END { 
   echo
   table adaptations "%d"
   echo
+  if [ "$records10m" -gt 0 ]; then
+    echo "### $((records10m / 1000000))M × 100 B records (steady state)"
+    echo
+    echo "The second size: \`-p recordcount=$records10m -p fieldcount=1 -p fieldlength=100\`, adaptkv-hash and"
+    echo "rocksdb-bloom only, the settings above (equal filter memory), each cell settled; \"fresh\" is workloadn"
+    echo "with every read a key never asked before (\`${fresh[*]}\`), \"n\" workloadn with every read absent"
+    echo "(zipfian), \"c\" workloadc."
+    echo
+    echo "| workload | adaptkv / RocksDB ops/s | wasted probes/neg, adaptkv / RocksDB | filters/neg, adaptkv / RocksDB | filter bits/key, adaptkv / RocksDB |"
+    echo "|---|---:|---|---|---|"
+    for wl in fresh n c; do
+      a="10m-adaptkv-hash-workload$wl" r="10m-rocksdb-bloom-workload$wl"
+      echo "| $wl | $(jratio "$a" "$r" throughput_ops) | $(jnum "$a" wasted_probes_per_negative_lookup) / $(jnum "$r" wasted_probes_per_negative_lookup) | $(jnum "$a" filters_per_negative_lookup) / $(jnum "$r" filters_per_negative_lookup) | $(jnum "$a" filter_bits_per_key) / $(jnum "$r" filter_bits_per_key) |"
+    done
+    echo
+    echo "Loads: adaptkv $(jnum 10m-adaptkv-hash-load throughput_ops) inserts/s, RocksDB $(jnum 10m-rocksdb-bloom-load throughput_ops)."
+    echo
+    state_table 10m-adaptkv-hash-workloadfresh 10m-rocksdb-bloom-workloadfresh 10m-adaptkv-hash-workloadn \
+      10m-rocksdb-bloom-workloadn 10m-adaptkv-hash-workloadc 10m-rocksdb-bloom-workloadc
+    echo
+  fi
   cat tools/bench-reading.md
   echo
   echo "Raw results: one CSV row per cell in \`$work/results.csv\` (not committed); JSON and logs in \`$work/runs/\`."

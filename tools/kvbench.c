@@ -29,6 +29,8 @@ typedef struct args {
     int ntraces;
     unsigned threads, interval_ms;
     uint64_t seed, negative_stream;
+    double settle_max; /* --settle: longest wait for steady state before a run phase (0: none) */
+    bool equal_memory;  /* --equal-filter-memory */
     bool flush_after_load, quiet, threads_given, compact_replay, phase_given, engine_given;
 } args;
 
@@ -96,11 +98,19 @@ static void usage(FILE *out)
                  "                       whole keys (default 0.02, RocksDB's OptimizeForPointLookup;\n"
                  "                       0 = off); its memory is counted as filter memory\n"
                  "  --bits-per-key B     filter memory per key (default 10)\n"
+                 "  --equal-filter-memory\n"
+                 "                       adaptkv: add RocksDB's memtable Bloom bits per record to B, so\n"
+                 "                       that both engines hold the same filter memory per key\n"
                  "  --memtable-mb N      memtable size (default 64)\n"
                  "  --cache-mb N         block cache size (default 64)\n"
                  "  --direct-reads       O_DIRECT reads for SSTs\n"
+                 "  --rest-compaction    adaptkv: compaction at rest on (rest_compaction; off by default)\n"
                  "  --sync               fsync every write\n"
                  "  --no-flush           do not flush the memtable between load and run\n"
+                 "  --settle SECONDS     before the run phase, flush the memtable, then wait (at most\n"
+                 "                       SECONDS) until no flush or compaction is due or running: the\n"
+                 "                       run then measures the steady state, and the report says which\n"
+                 "                       state it measured\n"
                  "  --miss-log-mb N      adaptkv: miss log budget (default 1)\n"
                  "  --grown-share X      adaptkv: grown_filter_share, how far full adaptive\n"
                  "                       filters may grow, a share of the filter budget\n"
@@ -609,6 +619,7 @@ enum {
     O_MISSLOG,
     O_CACHE,
     O_DIRECT,
+    O_REST,
     O_SYNC,
     O_NOFLUSH,
     O_REPLAY,
@@ -622,6 +633,8 @@ enum {
     O_MEMBLOOM,
     O_NEGSTREAM,
     O_GROWN,
+    O_SETTLE,
+    O_EQUALMEM,
     O_HELP
 };
 
@@ -637,6 +650,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
                                           {"memtable-mb", 1, 0, O_MEMTABLE},
                                           {"cache-mb", 1, 0, O_CACHE},
                                           {"direct-reads", 0, 0, O_DIRECT},
+                                          {"rest-compaction", 0, 0, O_REST},
                                           {"sync", 0, 0, O_SYNC},
                                           {"no-flush", 0, 0, O_NOFLUSH},
                                           {"seed", 1, 0, O_SEED},
@@ -651,6 +665,8 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
                                           {"compact-replay", 0, 0, O_REPLAY},
                                           {"miss-log-mb", 1, 0, O_MISSLOG},
                                           {"grown-share", 1, 0, O_GROWN},
+                                          {"settle", 1, 0, O_SETTLE},
+                                          {"equal-filter-memory", 0, 0, O_EQUALMEM},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
 
@@ -685,7 +701,8 @@ static const struct num_opt {
                 {O_INTERVAL, "--interval", 10, 1e6, 1},
                 {O_MEMBLOOM, "--rocksdb-memtable-bloom", 0, 0.25, 1},
                 {O_NEGSTREAM, "--negative-stream", 6, 1e10, 1},
-                {O_GROWN, "--grown-share", 0, 64, 1}};
+                {O_GROWN, "--grown-share", 0, 64, 1},
+                {O_SETTLE, "--settle", 0, 86400, 1}};
 
 static void set_num(args *a, int id, double v)
 {
@@ -706,6 +723,8 @@ static void set_num(args *a, int id, double v)
         a->cfg.memtable_bloom_ratio = v;
     } else if (id == O_NEGSTREAM) {
         a->negative_stream = (uint64_t)v;
+    } else if (id == O_SETTLE) {
+        a->settle_max = v;
     } else if (id == O_GROWN) {
         a->cfg.grown_share = v;
         a->cfg.grown_share_set = true;
@@ -763,6 +782,9 @@ static int other_opt(args *a, int c, const char *v)
     case O_DIRECT:
         a->cfg.direct_reads = true;
         break;
+    case O_REST:
+        a->cfg.rest_compaction = true;
+        break;
     case O_SYNC:
         a->cfg.sync = true;
         break;
@@ -771,6 +793,9 @@ static int other_opt(args *a, int c, const char *v)
         break;
     case O_REPLAY:
         a->compact_replay = true;
+        break;
+    case O_EQUALMEM:
+        a->equal_memory = true;
         break;
     case O_JSON:
         a->json = v;
@@ -1003,7 +1028,15 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
     b.timeline = NULL;
     if (rc == 0 && do_run && a->timeline && !(b.timeline = open_timeline(a->timeline)))
         return die("cannot write --timeline %s", a->timeline);
+    /* Steady state: the memtable flushed (what an earlier run wrote is in
+     * it after the open), then no flush or compaction due or running. */
+    if (rc == 0 && do_run && a->settle_max > 0 && e->flush(e))
+        rc = die("flush before settling failed: %s", e->errmsg(e, -1));
+    if (rc == 0 && do_run && a->settle_max > 0 && akv_kb_settle(e, a->settle_max, stderr, &run.settle))
+        rc = die("cannot read the background work owed: %s", e->errmsg(e, -2));
     e->stats(e, &b.before);
+    run.start_l0_files = b.before.l0_files;
+    run.start_pending_bytes = b.before.pending_compaction_bytes;
     b.bits_sum = 0;
     b.bits_rows = 0;
     if (rc == 0 && do_run)
@@ -1013,10 +1046,14 @@ static int run_all(const args *a, akv_kb_engine *e, const akv_kb_workload *w, co
          * was rewritten: the same operations again (same seed). */
         uint64_t ops = run.ops, negs = run.negative_lookups, wasted = run.negative_wasted;
         double secs = run.seconds;
+        akv_kb_settle_result settle = run.settle;
         if (e->compact(e))
             rc = die("compaction before the replay failed: %s", e->errmsg(e, -1));
         memset(&run, 0, sizeof run);
+        run.settle = settle;
         e->stats(e, &b.before);
+        run.start_l0_files = b.before.l0_files;
+        run.start_pending_bytes = b.before.pending_compaction_bytes;
         b.bits_sum = 0;
         b.bits_rows = 0;
         b.replay = true;
@@ -1065,6 +1102,27 @@ static int load_trace(akv_kb_trace *t, const char *path, bool quiet)
     return 0;
 }
 
+/* --equal-filter-memory: RocksDB's filter memory is its SST filters (about
+ * --bits-per-key per key) plus a memtable Bloom filter of
+ * --rocksdb-memtable-bloom x the memtable size, per memtable whatever it
+ * holds; adaptkv's bits_per_key bounds all of its filter memory, its
+ * memtable guard's included. So adaptkv gets B plus the memtable Bloom's
+ * bits spread over recordcount records (one live memtable: the run phase's
+ * usual case), and both report their totals (filter_bits_per_key) to check
+ * the match. */
+static void equal_filter_memory(args *a, const akv_kb_workload *w)
+{
+    if (strcmp(a->cfg.engine, "adaptkv") || !w || !w->recordcount)
+        return;
+    double add = a->cfg.memtable_bloom_ratio * (double)a->cfg.memtable_bytes * 8 / (double)w->recordcount;
+    double b = a->cfg.bits_per_key + add;
+    a->cfg.bits_per_key = b > 64 ? 64 : b;
+    if (!a->quiet)
+        fprintf(stderr, "kvbench: --equal-filter-memory: adaptkv at %.2f bits/key (RocksDB's memtable Bloom "
+                        "filter adds %.2f bits per record to its SST filters' bits)\n",
+                a->cfg.bits_per_key, add);
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -1100,6 +1158,8 @@ int main(int argc, char **argv)
         akv_kb_argv_free(&yv);
         return rc;
     }
+    if (rc == 0 && a.equal_memory)
+        equal_filter_memory(&a, a.workload_name ? &w : NULL);
     if (rc == 0 && !a.threads_given && a.opts.threadcount)
         a.threads = (unsigned)a.opts.threadcount;
     for (int i = 0; rc == 0 && i < a.ntraces; i++)

@@ -133,6 +133,10 @@ static int parse_option(shell_args *a, int argc, char **argv, int *i)
 static int parse_args(int argc, char **argv, shell_args *a)
 {
     akv_options_init(&a->opt);
+    /* An inspection tool leaves the levels as it finds them: a one-off
+     * command would otherwise start a compaction at rest at every open of
+     * a quiet database (`compact` still compacts). */
+    a->opt.rest_compaction = 0;
     int i = 1;
     for (; i < argc && strncmp(argv[i], "-", 1) == 0 && strcmp(argv[i], "-") != 0; i++) {
         if (strcmp(argv[i], "--") == 0) {

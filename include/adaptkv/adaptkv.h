@@ -133,6 +133,17 @@ typedef struct akv_options {
      * keeps more repeated false positives fixed when they outnumber the
      * filters' room, at that much more memory; 0 never grows. */
     double grown_filter_share;
+    /* Compaction at rest: once nothing has been written since the last
+     * flush and no compaction is due, push every run above the deepest
+     * level down into it, one run at a time, so that an absent key checks
+     * one filter (a write stops it after the step in progress;
+     * docs/design.md, "LSM shape"). Default 0 (off): each quiet period
+     * after a flush rewrites the upper levels and the deepest runs they
+     * overlap, which in the hash layout is most of the database, so a
+     * writer that writes in bursts would pay a rewrite of the database per
+     * burst. 1 turns it on for a database that is loaded and then mostly
+     * read. */
+    int rest_compaction;
 } akv_options;
 
 /* Fill with defaults; slot_policy and bits_per_key are left unset (NULL,
@@ -494,8 +505,10 @@ typedef struct akv_stats {
      * bytes_written_user, the write amplification of that level. */
     uint64_t bytes_written_per_level[AKV_MAX_LEVELS];
     /* Compaction debt: raw bytes over the levels' capacities, plus all of
-     * L0 once it holds l0_compaction_trigger runs; 0 when no compaction is
-     * due. It falls to 0 when background work has caught up. */
+     * L0 once it holds l0_compaction_trigger runs; when none of that is
+     * owed and nothing has been written since the last flush, the bytes of
+     * every run above the deepest level (rest_compaction). 0 when no
+     * compaction is due: it falls to 0 when background work has caught up. */
     uint64_t compaction_debt_bytes;
     /* Share (0..1) of the recent negative lookups whose key the miss log
      * kept rather than lost to its budget (miss_log_bytes); 1 before any.

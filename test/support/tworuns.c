@@ -36,6 +36,7 @@ void akvt_opts(akv_options *o, akvt_logbuf *lb, akv_layout layout, const char *p
     o->block_cache_bytes = 1 << 20;
     o->l0_compaction_trigger = 8;
     o->l0_stall_runs = 16;
+    o->rest_compaction = 0; /* the runs stay as flushed */
     o->seed = 0x7e57ab1e;
     o->log = akvt_capture;
     o->log_arg = lb;

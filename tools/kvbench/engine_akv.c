@@ -31,6 +31,7 @@ static int a_open(akv_kb_engine *e, const akv_kb_cfg *c, char *err, size_t n)
         o.grown_filter_share = c->grown_share;
     o.block_cache_bytes = c->cache_bytes;
     o.direct_reads = c->direct_reads;
+    o.rest_compaction = c->rest_compaction;
     o.sync = c->sync;
     o.seed = c->seed;
     o.log = engine_log;
@@ -191,6 +192,23 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
     return 0;
 }
 
+/* Owed: a compaction due (compaction_debt_bytes, which stays above 0
+ * until a due compaction has published its output, and is above 0 whenever
+ * L0 is deep enough for an L0 merge) or a memtable waiting for the flush
+ * (more than the one being written). */
+static int a_backlog(akv_kb_engine *e, char *what, size_t n)
+{
+    akv_stats st;
+    int rc = akv_get_stats(e->db, &st);
+    if (rc != AKV_OK)
+        return rc;
+    if (st.compaction_debt_bytes == 0 && st.memtables <= 1)
+        return 0;
+    snprintf(what, n, "adaptkv: compaction debt %.1f MiB, %u L0 runs, %u memtables",
+             (double)st.compaction_debt_bytes / 1048576.0, st.runs_per_level[0], st.memtables);
+    return 1;
+}
+
 static const char *a_errmsg(akv_kb_engine *e, int rc)
 {
     (void)e;
@@ -212,6 +230,7 @@ int akv_kb_engine_akv(akv_kb_engine *e)
     e->flush = a_flush;
     e->compact = a_compact;
     e->stats = a_stats;
+    e->backlog = a_backlog;
     e->errmsg = a_errmsg;
     return 0;
 }

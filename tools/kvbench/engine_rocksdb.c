@@ -331,6 +331,31 @@ static int r_stats(akv_kb_engine *e, akv_kb_estats *s)
     return 0;
 }
 
+/* Owed: what RocksDB's properties say is pending or running (a flush
+ * wanted or running, a compaction due or running, bytes its due
+ * compactions would rewrite). */
+static int r_backlog(akv_kb_engine *e, char *what, size_t n)
+{
+    rdb *r = e->db;
+    static const char *const props[] = {"rocksdb.mem-table-flush-pending", "rocksdb.num-running-flushes",
+                                        "rocksdb.compaction-pending", "rocksdb.num-running-compactions",
+                                        "rocksdb.estimate-pending-compaction-bytes"};
+    uint64_t v[5];
+    for (int i = 0; i < 5; i++)
+        if (rocksdb_property_int(r->db, props[i], &v[i]) != 0) {
+            snprintf(errbuf, sizeof errbuf, "RocksDB has no property %s", props[i]);
+            return -2;
+        }
+    if (!v[0] && !v[1] && !v[2] && !v[3] && !v[4])
+        return 0;
+    snprintf(what, n,
+             "rocksdb: flush pending %llu, running flushes %llu, compaction pending %llu, running "
+             "compactions %llu, pending compaction %.1f MiB",
+             (unsigned long long)v[0], (unsigned long long)v[1], (unsigned long long)v[2],
+             (unsigned long long)v[3], (double)v[4] / 1048576.0);
+    return 1;
+}
+
 static const char *r_errmsg(akv_kb_engine *e, int rc)
 {
     (void)e;
@@ -353,6 +378,7 @@ int akv_kb_engine_rocksdb(akv_kb_engine *e)
     e->flush = r_flush;
     e->compact = r_compact;
     e->stats = r_stats;
+    e->backlog = r_backlog;
     e->errmsg = r_errmsg;
     return 0;
 }

@@ -244,6 +244,7 @@ typedef struct akv_kb_cfg {
     double grown_share;      /* adaptkv: grown_filter_share, when grown_share_set */
     bool grown_share_set;
     bool direct_reads, sync;
+    bool rest_compaction; /* adaptkv: rest_compaction on */
     uint64_t seed;
 } akv_kb_cfg;
 
@@ -319,12 +320,30 @@ struct akv_kb_engine {
     int (*flush)(akv_kb_engine *e);
     int (*compact)(akv_kb_engine *e); /* everything into the last level, and wait */
     int (*stats)(akv_kb_engine *e, akv_kb_estats *s);
+    /* Background work still owed: 1 (and what, in `what`) while a flush or
+     * compaction is due or running, 0 when none is, < 0 on an error. */
+    int (*backlog)(akv_kb_engine *e, char *what, size_t n);
     const char *(*errmsg)(akv_kb_engine *e, int rc);
     char label[96]; /* "adaptkv hash default", "rocksdb bloom" */
 };
 
 int akv_kb_engine_akv(akv_kb_engine *e);
 int akv_kb_engine_rocksdb(akv_kb_engine *e);
+
+/* ---- steady state (settle.c) ------------------------------------------- */
+
+/* How the wait before a run phase ended. requested false: no wait (the
+ * run measures the tree as it was found). */
+typedef struct akv_kb_settle_result {
+    bool requested, settled;
+    double seconds;  /* waited */
+    char last[160];  /* what was still owed at the last busy poll */
+} akv_kb_settle_result;
+
+/* Poll e->backlog until it reports nothing owed twice in a row, or until
+ * max_seconds; progress and the outcome go to `log` (NULL: silent). 0, or
+ * the backlog hook's error. */
+int akv_kb_settle(akv_kb_engine *e, double max_seconds, FILE *log, akv_kb_settle_result *out);
 
 /* ---- workloads (workload.c) --------------------------------------------- */
 
@@ -467,6 +486,10 @@ typedef struct akv_kb_result {
     uint64_t recon_lookups, recon_pool; /* adversaryrecon: keys asked before the run, pool after */
     uint64_t scans_unsupported;
     akv_kb_estats es;
+    /* The wait for steady state before the run phase (--settle), and the
+     * background work the run started with (each engine's own figures). */
+    akv_kb_settle_result settle;
+    uint64_t start_l0_files, start_pending_bytes;
     /* All filter memory per key averaged over the timeline's rows (the
      * memtable filters come and go with flushes); 0 without --timeline. */
     double filter_bits_mean;

@@ -45,6 +45,14 @@ static void measurement(const akv_kb_result *r, const char *name, const akv_kb_h
             fprintf(out, "[%s], Return=%s, %llu\n", name, ret_names[k], (unsigned long long)ret[k]);
 }
 
+/* Which state of the tree a run phase measured (the JSON's "state"). */
+static const char *state_name(const akv_kb_result *r)
+{
+    if (strcmp(r->phase, "run"))
+        return "load";
+    return !r->settle.requested ? "as found" : r->settle.settled ? "steady" : "not settled";
+}
+
 /* What is not a number goes on lines of its own that start with '#', so that
  * a YCSB report parser, which reads "[SECTION], metric, number" lines and
  * skips the rest (YCSB's own report.py matches each line against that
@@ -63,6 +71,13 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
     facts(r, out);
     fprintf(out, "[OVERALL], RunTime(ms), %.0f\n", r->seconds * 1000);
     fprintf(out, "[OVERALL], Throughput(ops/sec), %.1f\n", throughput(r));
+    if (strcmp(r->phase, "run") == 0) {
+        fprintf(out, "# State: %s\n", state_name(r));
+        if (r->settle.requested)
+            fprintf(out, "[STATE], SettleSeconds, %.1f\n", r->settle.seconds);
+        fprintf(out, "[STATE], L0FilesAtStart, %llu\n[STATE], PendingCompactionMBAtStart, %.1f\n",
+                (unsigned long long)r->start_l0_files, (double)r->start_pending_bytes / 1048576.0);
+    }
     bool both = r->opts && r->opts->interval == AKV_KB_MEASURE_BOTH;
     for (int i = 0; i < AKV_KB_NOPS; i++) {
         if (!r->hist[i].count)
@@ -170,6 +185,11 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_str(out, "label", r->label);
     json_str(out, "workload", r->workload);
     json_str(out, "phase", r->phase);
+    json_str(out, "state", state_name(r));
+    if (r->settle.requested)
+        json_f64(out, "settle_seconds", r->settle.seconds);
+    json_u64(out, "start_l0_files", r->start_l0_files);
+    json_f64(out, "start_pending_compaction_mb", (double)r->start_pending_bytes / 1048576.0);
     json_str(out, "layout", strcmp(r->engine, "adaptkv") ? "" : c->ordered ? "ordered" : "hash");
     json_str(out, "slot_policy", strcmp(r->engine, "adaptkv") ? "" : c->policy ? c->policy : "default");
     json_str(out, "slot_policy_in_effect", r->es.slot_policy);

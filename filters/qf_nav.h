@@ -218,13 +218,10 @@ static __attribute__((noinline)) bool QF_FN(ext_match)(const akv_qf *f, uint64_t
     return true;
 }
 
-static int QF_FN(lookup)(const akv_qf *f, akv_hash h)
+/* The walk of an occupied home's run (kept out of lookup so that the
+ * common "home not occupied" answer needs no stack frame). */
+static __attribute__((noinline)) int QF_FN(lookup_run)(const akv_qf *f, akv_hash h, uint64_t quo, uint64_t rem)
 {
-    uint64_t quo, rem;
-    akv_qf_qr(f, h, &quo, &rem);
-    QF_FN(prefetch_block)(f, quo >> 6, 0);
-    if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
-        return 0;
     int64_t s = QF_FN(run_start)(f, quo);
     if (s < 0)
         return -1;
@@ -262,6 +259,16 @@ static int QF_FN(lookup)(const akv_qf *f, akv_hash h)
             return 0;
         i = e + 1;
     }
+}
+
+static int QF_FN(lookup)(const akv_qf *f, akv_hash h)
+{
+    uint64_t quo, rem;
+    akv_qf_qr(f, h, &quo, &rem);
+    QF_FN(prefetch_block)(f, quo >> 6, 0);
+    if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
+        return 0;
+    return QF_FN(lookup_run)(f, h, quo, rem);
 }
 
 /* Shift the bits [lo, hi) of a packed slot area up by r (toward higher

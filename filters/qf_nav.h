@@ -335,6 +335,8 @@ static int QF_FN(insert_fast)(akv_qf *f, akv_u128 x)
 {
     uint64_t home = quo_of(f, x), rem = rem_of(f, x);
     QF_FN(prefetch_block)(f, home >> 6, 1);
+    /* at 90 % fill the run or the shift often crosses into the next block */
+    QF_FN(prefetch_block)(f, (home >> 6) + 1, 1);
     bool occ = (occw(f, home >> 6) >> (home & 63)) & 1;
     int64_t s = QF_FN(run_start)(f, home);
     if (s < 0)

@@ -48,6 +48,24 @@ static inline uint64_t QF_FN(select64)(uint64_t w, uint64_t k)
 #endif
 }
 
+/* Start loading every cache line of block b (97 bytes at r = 9: two or
+ * three lines). A lookup or insert then reads the block's occupieds, offset,
+ * runends and slots one after another, each load waiting on the one before;
+ * with the lines already on their way their misses overlap instead. */
+static inline void QF_FN(prefetch_block)(const akv_qf *f, uint64_t b, int write)
+{
+    const uint8_t *p = blkp(f, b);
+    if (write) {
+        __builtin_prefetch(p, 1);
+        __builtin_prefetch(p + 64, 1);
+        __builtin_prefetch(p + f->bbytes - 1, 1);
+    } else {
+        __builtin_prefetch(p);
+        __builtin_prefetch(p + 64);
+        __builtin_prefetch(p + f->bbytes - 1);
+    }
+}
+
 /* Last slot of the record whose remainder is at e (skips extension slots). */
 static __attribute__((noinline)) int64_t QF_FN(rec_end)(const akv_qf *f, uint64_t e)
 {
@@ -150,15 +168,41 @@ static inline int64_t QF_FN(run_start)(const akv_qf *f, uint64_t home)
     return e + 1 > (int64_t)home ? e + 1 : (int64_t)home;
 }
 
+/* First empty slot at or after i (xnslots when none). One block at a time,
+ * without select: an extension slot is used; otherwise every record whose
+ * run-end mark lies before i also ends before i (its extension slots would
+ * reach i), so t = the runs with a home in block b up to i that have not
+ * ended before i (occupieds up to i minus run ends in [offset, i)), plus
+ * the slots of earlier runs still ahead when the block's offset reaches
+ * past i. Each of those runs needs a slot at or after i, so slots
+ * [i, i + t) are used; t = 0 means slot i is free (every run with a home
+ * <= i ended before it). */
 static int64_t QF_FN(first_empty)(const akv_qf *f, uint64_t i)
 {
     while (i < f->xnslots) {
-        int64_t t = QF_FN(last_used)(f, i);
-        if (t == QF_BAD)
+        uint64_t b = i >> 6, j = i & 63;
+        uint64_t ext = extw(f, b) >> j;
+        if (ext & 1) { /* an extension slot is used: skip the record's others */
+            uint64_t n = ~ext ? (uint64_t)__builtin_ctzll(~ext) : 64 - j;
+            i += n < 64 - j ? n : 64 - j;
+            continue;
+        }
+        int64_t off = QF_FN(block_off)(f, b);
+        if (off < 0)
             return QF_BAD;
-        if (t < (int64_t)i)
+        uint64_t occ = QF_FN(pop64)(occw(f, b) & (j == 63 ? ~0ULL : (2ULL << j) - 1)), t;
+        if ((uint64_t)off > j) {
+            t = (uint64_t)off - j + occ;
+        } else {
+            uint64_t ends = rendw(f, b) & ~extw(f, b) & ((1ULL << j) - 1) & (~0ULL << off);
+            uint64_t e = QF_FN(pop64)(ends);
+            if (e > occ)
+                return QF_BAD;
+            t = occ - e;
+        }
+        if (t == 0)
             return (int64_t)i;
-        i = (uint64_t)t + 1;
+        i += t;
     }
     return (int64_t)f->xnslots;
 }
@@ -174,12 +218,10 @@ static __attribute__((noinline)) bool QF_FN(ext_match)(const akv_qf *f, uint64_t
     return true;
 }
 
-static int QF_FN(lookup)(const akv_qf *f, akv_hash h)
+/* The walk of an occupied home's run (kept out of lookup so that the
+ * common "home not occupied" answer needs no stack frame). */
+static __attribute__((noinline)) int QF_FN(lookup_run)(const akv_qf *f, akv_hash h, uint64_t quo, uint64_t rem)
 {
-    uint64_t quo, rem;
-    akv_qf_qr(f, h, &quo, &rem);
-    if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
-        return 0;
     int64_t s = QF_FN(run_start)(f, quo);
     if (s < 0)
         return -1;
@@ -217,6 +259,16 @@ static int QF_FN(lookup)(const akv_qf *f, akv_hash h)
             return 0;
         i = e + 1;
     }
+}
+
+static int QF_FN(lookup)(const akv_qf *f, akv_hash h)
+{
+    uint64_t quo, rem;
+    akv_qf_qr(f, h, &quo, &rem);
+    QF_FN(prefetch_block)(f, quo >> 6, 0);
+    if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
+        return 0;
+    return QF_FN(lookup_run)(f, h, quo, rem);
 }
 
 /* Shift the bits [lo, hi) of a packed slot area up by r (toward higher
@@ -282,6 +334,9 @@ static void QF_FN(open_slot)(akv_qf *f, uint64_t home, uint64_t p, uint64_t e)
 static int QF_FN(insert_fast)(akv_qf *f, akv_u128 x)
 {
     uint64_t home = quo_of(f, x), rem = rem_of(f, x);
+    QF_FN(prefetch_block)(f, home >> 6, 1);
+    /* at 90 % fill the run or the shift often crosses into the next block */
+    QF_FN(prefetch_block)(f, (home >> 6) + 1, 1);
     bool occ = (occw(f, home >> 6) >> (home & 63)) & 1;
     int64_t s = QF_FN(run_start)(f, home);
     if (s < 0)
@@ -326,7 +381,9 @@ static int QF_FN(insert_fast)(akv_qf *f, akv_u128 x)
     }
     if (f->used + 1 > f->insert_limit)
         return AKV_EFULL;
-    int64_t e = QF_FN(first_empty)(f, p);
+    /* an unoccupied home whose run would start at home is a free slot: no
+     * earlier run reaches it, no later one starts before its own home */
+    int64_t e = !occ && p == home ? (int64_t)p : QF_FN(first_empty)(f, p);
     if (e < 0)
         return AKV_ECORRUPT;
     if ((uint64_t)e >= f->xnslots)

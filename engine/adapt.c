@@ -198,6 +198,29 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
     return refillable ? refill_slot(db, r, j, full) : AKV_EFULL;
 }
 
+/*
+ * Adaptation where it pays (docs/design.md): fixing a false positive costs
+ * a reverse-map read and the slot's exclusive lock, and only pays for a key
+ * that comes back. A fresh absent key that will never return is not worth
+ * it; so, in the spirit of ski rental, a key's first false positive is
+ * paid as a wasted probe and remembered (a 32-bit tag of its hash in a
+ * direct-mapped table, overwritten by later ones), and its second is fixed.
+ * A key the miss log already holds (looked up in vain before: hot, or an
+ * earlier false positive the table forgot) is fixed at once. An attacker's
+ * replay is a second false positive: fixed. The table has AKVI_FP_SEEN
+ * entries, so it remembers a false positive for as long as AKVI_FP_SEEN
+ * others take to come: about ten seconds at the 6,500 a second of a fresh-
+ * key stream at 10M keys.
+ */
+bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
+{
+    uint32_t tag = (uint32_t)(h.hi >> 32) | 1; /* never the empty 0 */
+    size_t i = (size_t)(akv_mix64(h.lo) & (AKVI_FP_SEEN - 1));
+    if (atomic_exchange_explicit(&db->fp_seen[i], tag, memory_order_relaxed) == tag)
+        return true;
+    return akvi_misslog_holds(db->ml, h, key, klen);
+}
+
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
 {
     akvi_slot *s = &r->slots[j];

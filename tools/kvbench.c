@@ -27,7 +27,7 @@ typedef struct args {
     const char *traces[16];
     int ntraces;
     unsigned threads, interval_ms;
-    uint64_t seed, negative_stream;
+    uint64_t seed, negative_stream, absent_cpu;
     bool flush_after_load, quiet, threads_given, compact_replay;
 } args;
 
@@ -106,7 +106,10 @@ static void usage(FILE *out)
                  "  --quiet              no text report on stdout\n"
                  "  --negative-stream N  open no database: draw N of the workload's negative keys and\n"
                  "                       print how many come for the first time (what no adaptive\n"
-                 "                       filter can save) and what the most frequent keys carry\n");
+                 "                       filter can save) and what the most frequent keys carry\n"
+                 "  --absent-cpu N       no phases: on the database as it is, N fresh absent lookups\n"
+                 "                       on 1 thread, then N on each of 2; CPU ns per lookup and\n"
+                 "                       the 2-vs-1 throughput ratio (text, and --json)\n");
 }
 
 static double now_since(const struct timespec *t0)
@@ -589,6 +592,7 @@ enum {
     O_MEMBLOOM,
     O_NEGSTREAM,
     O_GROWN,
+    O_ABSENTCPU,
     O_HELP
 };
 
@@ -618,6 +622,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
                                           {"compact-replay", 0, 0, O_REPLAY},
                                           {"miss-log-mb", 1, 0, O_MISSLOG},
                                           {"grown-share", 1, 0, O_GROWN},
+                                          {"absent-cpu", 1, 0, O_ABSENTCPU},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
 
@@ -652,7 +657,8 @@ static const struct num_opt {
                 {O_INTERVAL, "--interval", 10, 1e6, 1},
                 {O_MEMBLOOM, "--rocksdb-memtable-bloom", 0, 0.25, 1},
                 {O_NEGSTREAM, "--negative-stream", 6, 1e10, 1},
-                {O_GROWN, "--grown-share", 0, 64, 1}};
+                {O_GROWN, "--grown-share", 0, 64, 1},
+                {O_ABSENTCPU, "--absent-cpu", 1000, 1e9, 1}};
 
 static void set_num(args *a, int id, double v)
 {
@@ -673,6 +679,8 @@ static void set_num(args *a, int id, double v)
         a->cfg.memtable_bloom_ratio = v;
     } else if (id == O_NEGSTREAM) {
         a->negative_stream = (uint64_t)v;
+    } else if (id == O_ABSENTCPU) {
+        a->absent_cpu = (uint64_t)v;
     } else if (id == O_GROWN) {
         a->cfg.grown_share = v;
         a->cfg.grown_share_set = true;
@@ -1033,7 +1041,10 @@ int main(int argc, char **argv)
         rc = open_engine(&e, &a);
     if (rc == 0) {
         rc = check_scans(&e, &a, a.workload_name ? &w : NULL, &t);
-        if (rc == 0)
+        if (rc == 0 && a.absent_cpu)
+            rc = akv_kb_absent_cpu(&e, a.absent_cpu, a.seed, (unsigned)w.zeropadding, a.json,
+                                   a.quiet ? NULL : stdout);
+        else if (rc == 0)
             rc = run_all(&a, &e, &w, &t);
         e.close(&e);
     }

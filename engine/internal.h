@@ -364,8 +364,8 @@ void akvi_grave_empty(akv_db *db);
 /* Pin the current version (never NULL while the db is open). */
 akvi_version *akvi_current(akv_db *db);
 /* The get path's pin: a hazard in this thread's slot, no shared write
- * (akvi_current for a thread without one). *tok goes to akvi_unpin. Not
- * nested: one per thread and database at a time. */
+ * (akvi_current for a thread without one, and for a get nested inside
+ * another get of the same thread and database). *tok goes to akvi_unpin. */
 akvi_version *akvi_pin(akv_db *db, int *tok);
 void akvi_unpin(akv_db *db, akvi_version *v, int tok);
 /* Unref the retired versions no pin names (all of them at close, when no

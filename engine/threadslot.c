@@ -24,8 +24,12 @@ static bool g_key_ok;
 /* -2: not asked yet; -1: none free when asked; else the index. */
 static _Thread_local int t_slot __attribute__((tls_model("initial-exec"))) = -2;
 
+/* Runs on the exiting thread. Its slot is cleared first: a get from a
+ * later thread-exit destructor then pins by refcount rather than through
+ * an index another thread may already have taken. */
 static void give_back(void *p)
 {
+    t_slot = -1;
     unsigned i = (unsigned)((uintptr_t)p - 1);
     atomic_fetch_and(&g_taken, ~(UINT64_C(1) << i));
 }

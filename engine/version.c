@@ -94,6 +94,12 @@ akvi_version *akvi_current(akv_db *db)
 akvi_version *akvi_pin(akv_db *db, int *tok)
 {
     int t = akvi_thread_slot();
+    /* A get inside a get of this thread and database (a log hook or a
+     * filter kind's callback that reads the database) must not overwrite
+     * the outer get's pin: only this thread writes its slot, so a pin
+     * already there means nesting, and the inner get pins by refcount. */
+    if (t >= 0 && atomic_load_explicit(&db->pins[t].p.v, memory_order_relaxed) != NULL)
+        t = -1;
     *tok = t;
     if (t < 0)
         return akvi_current(db);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "adaptkv/adaptkv.h"
+#include "engine/internal.h"
 
 #define STABLE  4000u
 #define READERS 3
@@ -254,6 +255,37 @@ Test(concurrency, read_counts_are_exact_across_threads)
     cr_assert_eq(rb.fps - ra.fps, b.false_positives - a.false_positives);
     cr_assert_eq(rb.adaptations - ra.adaptations, b.adaptations - a.adaptations);
     cr_assert_gt(b.slot_queries - a.slot_queries, gets, "every get checks the guard and a slot");
+    cr_assert_eq(akv_close(db), AKV_OK);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- a get inside a get ------------------------------------------------------ */
+
+/* A get nested inside another get of the same thread and database (a log
+ * hook or a filter kind's callback that reads the database) must leave the
+ * outer get's pin in place: the pin is what keeps the outer get's version
+ * from being reclaimed. */
+Test(concurrency, a_nested_get_keeps_the_outer_pin)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/akvnest-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert_not_null(mkdtemp(dir));
+    akv_options o;
+    akv_options_init(&o);
+    o.log = quiet;
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_put(db, "k", 1, "v", 1), AKV_OK);
+    int tok;
+    akvi_version *outer = akvi_pin(db, &tok);
+    cr_assert_geq(tok, 0, "the test thread has a thread slot");
+    cr_assert_eq(akv_get(db, "k", 1, NULL, NULL), AKV_OK);
+    cr_assert_eq(akv_get(db, "absent", 6, NULL, NULL), AKV_NOTFOUND);
+    cr_assert_eq(atomic_load(&db->pins[tok].p.v), outer, "the nested get replaced or cleared the outer pin");
+    akvi_unpin(db, outer, tok);
+    cr_assert_null(atomic_load(&db->pins[tok].p.v));
     cr_assert_eq(akv_close(db), AKV_OK);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -30,14 +30,6 @@
 #define AKVI_TAG_PUT 1
 #define AKVI_TAG_DEL 2
 
-/* ---- errors (errors.c) ------------------------------------------------- */
-
-/* Set this thread's message and return rc. */
-int akvi_err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Turn a RocksDB error string into AKV_EIO with context; frees err. */
-int akvi_rocks_err(char *err, const char *what);
-void akvi_log(const akv_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /* ---- thread slots (threadslot.c) --------------------------------------- */
 
 /* Readers write only cache lines of their own: each thread gets an index
@@ -87,6 +79,14 @@ static inline void akvi_ctr_add(_Atomic uint64_t *c, uint64_t n)
     if (n)
         atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
+
+/* ---- errors (errors.c) ------------------------------------------------- */
+
+/* Set this thread's message and return rc. */
+int akvi_err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Turn a RocksDB error string into AKV_EIO with context; frees err. */
+int akvi_rocks_err(char *err, const char *what);
+void akvi_log(const akv_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- whole files (files.c) --------------------------------------------- */
 

@@ -206,19 +206,45 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
  * paid as a wasted probe and remembered (a 32-bit tag of its hash in a
  * direct-mapped table, overwritten by later ones), and its second is fixed.
  * A key the miss log already holds (looked up in vain before: hot, or an
- * earlier false positive the table forgot) is fixed at once. An attacker's
- * replay is a second false positive: fixed. The table has AKVI_FP_SEEN
- * entries, so it remembers a false positive for as long as AKVI_FP_SEEN
- * others take to come: about ten seconds at the 6,500 a second of a fresh-
- * key stream at 10M keys.
+ * earlier false positive the table forgot) is fixed at once. The table has
+ * AKVI_FP_SEEN entries, so it remembers a false positive for as long as
+ * AKVI_FP_SEEN others take to come: about ten seconds at the 6,500 a
+ * second of a fresh-key stream at 10M keys.
+ *
+ * Renting stops when it keeps costing: of the first false positives left
+ * unfixed lately (fp_left, halved with fp_back past WINDOW), the share that
+ * came back as a second (fp_back) is measured; while it is at least
+ * 1/BACK_ONE_IN, a first false positive is fixed at once, except one in
+ * AKVI_MISSLOG_SAMPLE, left unfixed to keep measuring. An attacker who
+ * replays what cost a probe, or a skewed stream, then pays one probe per
+ * key (and one in eight a second); a fresh-key stream, whose keys never
+ * come back, pays no adaptation.
  */
+#define WINDOW      1024
+#define MIN_LEFT    64
+#define BACK_ONE_IN 4
+
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
 {
     uint32_t tag = (uint32_t)(h.hi >> 32) | 1; /* never the empty 0 */
     size_t i = (size_t)(akv_mix64(h.lo) & (AKVI_FP_SEEN - 1));
-    if (atomic_exchange_explicit(&db->fp_seen[i], tag, memory_order_relaxed) == tag)
+    if (atomic_exchange_explicit(&db->fp_seen[i], tag, memory_order_relaxed) == tag) {
+        atomic_fetch_add_explicit(&db->fp_back, 1, memory_order_relaxed);
         return true;
-    return akvi_misslog_holds(db->ml, h, key, klen);
+    }
+    if (akvi_misslog_holds(db->ml, h, key, klen))
+        return true;
+    uint32_t left = atomic_load_explicit(&db->fp_left, memory_order_relaxed);
+    uint32_t back = atomic_load_explicit(&db->fp_back, memory_order_relaxed);
+    if (left >= MIN_LEFT && back * BACK_ONE_IN >= left && !akvi_misslog_sampled())
+        return true; /* most come back: buy now */
+    if (atomic_fetch_add_explicit(&db->fp_left, 1, memory_order_relaxed) + 1 > WINDOW) {
+        /* Approximate under races; only the ratio matters. */
+        atomic_store_explicit(&db->fp_left, WINDOW / 2, memory_order_relaxed);
+        atomic_store_explicit(&db->fp_back, atomic_load_explicit(&db->fp_back, memory_order_relaxed) / 2,
+                              memory_order_relaxed);
+    }
+    return false;
 }
 
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)

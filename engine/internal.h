@@ -30,14 +30,6 @@
 #define AKVI_TAG_PUT 1
 #define AKVI_TAG_DEL 2
 
-/* ---- errors (errors.c) ------------------------------------------------- */
-
-/* Set this thread's message and return rc. */
-int akvi_err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Turn a RocksDB error string into AKV_EIO with context; frees err. */
-int akvi_rocks_err(char *err, const char *what);
-void akvi_log(const akv_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /* ---- thread slots (threadslot.c) --------------------------------------- */
 
 /* Readers write only cache lines of their own: each thread gets an index
@@ -87,6 +79,14 @@ static inline void akvi_ctr_add(_Atomic uint64_t *c, uint64_t n)
     if (n)
         atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
+
+/* ---- errors (errors.c) ------------------------------------------------- */
+
+/* Set this thread's message and return rc. */
+int akvi_err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Turn a RocksDB error string into AKV_EIO with context; frees err. */
+int akvi_rocks_err(char *err, const char *what);
+void akvi_log(const akv_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- whole files (files.c) --------------------------------------------- */
 
@@ -500,6 +500,9 @@ struct akv_db {
     /* Keys whose false positive was not fixed (adapt.c): a 32-bit tag of
      * the hash per entry, direct-mapped, AKVI_FP_SEEN entries. */
     _Atomic uint32_t *fp_seen;
+    /* Of the first false positives left unfixed lately, how many came back
+     * as a second (adapt.c): decides whether a first one is fixed at once. */
+    _Atomic uint32_t fp_left, fp_back;
 
     struct {
         _Atomic uint64_t puts, deletes, flushes, compactions, write_stalls,
@@ -743,9 +746,10 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
  * rebuilt from its SST with twice the room. */
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
 /* Whether fixing a false positive of key (hash h, the key's own) pays: on
- * its second false positive (remembered in db->fp_seen), or when the miss
- * log already holds it as a returning absent key (docs/design.md,
- * "Adaptation where it pays"). Records this false positive. */
+ * its second false positive (remembered in db->fp_seen), when the miss log
+ * already holds it as a returning absent key, or, while most unfixed first
+ * false positives come back, on its first (docs/design.md, "Adaptation
+ * where it pays"). Records this false positive. */
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen);
 #define AKVI_FP_SEEN (1u << 16) /* entries of db->fp_seen: 256 KiB */
 /* Test hook: called before the reverse map is read, outside every lock. */

@@ -198,6 +198,84 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
     return refillable ? refill_slot(db, r, j, full) : AKV_EFULL;
 }
 
+/*
+ * Adaptation where it pays (docs/design.md): fixing a false positive costs
+ * a reverse-map read and the slot's exclusive lock, and only pays for a key
+ * that comes back. A fresh absent key that will never return is not worth
+ * it; so, in the spirit of ski rental, a key's first false positive is
+ * paid as a wasted probe and remembered (a 32-bit tag of its hash in a
+ * 4-way set-associative table; a full set loses a way drawn at random),
+ * and its second is fixed.
+ * A key the miss log already holds (looked up in vain before: hot, or an
+ * earlier false positive the table forgot) is fixed at once. The table has
+ * AKVI_FP_SEEN entries, so it remembers a false positive for as long as
+ * AKVI_FP_SEEN others take to come: about ten seconds at the 6,500 a
+ * second of a fresh-key stream at 10M keys.
+ *
+ * Renting stops when it keeps costing: of the first false positives left
+ * unfixed lately (fp_left, halved with fp_back past WINDOW), the share that
+ * came back as a second (fp_back) is measured; while it is at least
+ * 1/BACK_ONE_IN, a first false positive is fixed at once, except one in
+ * AKVI_MISSLOG_SAMPLE, left unfixed to keep measuring. An attacker who
+ * replays what cost a probe, or a skewed stream, then pays one probe per
+ * key (and one in eight a second); a fresh-key stream, whose keys never
+ * come back, pays no adaptation.
+ */
+#define WINDOW      1024
+#define MIN_LEFT    64
+#define BACK_ONE_IN 4
+
+/* A per-thread xorshift draw: which way of a full set a new tag replaces. */
+static uint32_t way_draw(void)
+{
+    static _Thread_local uint64_t x;
+    if (!x)
+        x = (uint64_t)(uintptr_t)&x * 0x9e3779b97f4a7c15ULL | 1;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return (uint32_t)(x >> 32);
+}
+
+bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
+{
+    uint32_t tag = (uint32_t)(h.hi >> 32) | 1; /* never the empty 0 */
+    _Atomic uint32_t *set = &db->fp_seen[(akv_mix64(h.lo) & (AKVI_FP_SEEN / AKVI_FP_WAYS - 1)) * AKVI_FP_WAYS];
+    for (unsigned w = 0; w < AKVI_FP_WAYS; w++) {
+        uint32_t t = tag;
+        /* Taken out as it is found: a key whose fix fails comes back as a
+         * first false positive, so it is counted as returning at most
+         * every other time. */
+        if (atomic_load_explicit(&set[w], memory_order_relaxed) == tag &&
+            atomic_compare_exchange_strong_explicit(&set[w], &t, 0, memory_order_relaxed, memory_order_relaxed)) {
+            uint32_t back = atomic_load_explicit(&db->fp_back, memory_order_relaxed);
+            if (back < atomic_load_explicit(&db->fp_left, memory_order_relaxed))
+                atomic_fetch_add_explicit(&db->fp_back, 1, memory_order_relaxed);
+            return true;
+        }
+    }
+    if (akvi_misslog_holds(db->ml, h, key, klen))
+        return true;
+    uint64_t left = atomic_load_explicit(&db->fp_left, memory_order_relaxed);
+    uint64_t back = atomic_load_explicit(&db->fp_back, memory_order_relaxed);
+    if (left >= MIN_LEFT && back * BACK_ONE_IN >= left && !akvi_misslog_sampled())
+        return true; /* most come back: buy now */
+    /* Remembered: in an empty way, else in one drawn at random, so that
+     * keys competing for one set are not evicted in the same order at every
+     * pass of a cyclic replay (a direct-mapped table let two colliding
+     * replayed keys evict each other forever); each pass then fixes a
+     * share of them, about e^(-P/C) for P replayed keys and C entries. */
+    unsigned w = 0;
+    while (w < AKVI_FP_WAYS && atomic_load_explicit(&set[w], memory_order_relaxed) != 0)
+        w++;
+    atomic_store_explicit(&set[w < AKVI_FP_WAYS ? w : way_draw() % AKVI_FP_WAYS], tag, memory_order_relaxed);
+    if (atomic_fetch_add_explicit(&db->fp_left, 1, memory_order_relaxed) + 1 > WINDOW) {
+        /* Approximate under races; only the ratio matters. */
+        atomic_store_explicit(&db->fp_left, WINDOW / 2, memory_order_relaxed);
+        atomic_store_explicit(&db->fp_back, atomic_load_explicit(&db->fp_back, memory_order_relaxed) / 2,
+                              memory_order_relaxed);
+    }
+    return false;
+}
+
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
 {
     akvi_slot *s = &r->slots[j];

@@ -17,6 +17,7 @@
  * flush.
  */
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -86,7 +87,9 @@ int akvi_guard_init(akv_db *db)
     if (!db->policy.mem)
         return AKV_OK;
     db->guard_cap = guard_capacity(0);
-    int rc = guard_new(db, db->guard_cap, &db->guard);
+    akv_filter *g = NULL;
+    int rc = guard_new(db, db->guard_cap, &g);
+    atomic_store(&db->guard, g);
     db->guard_avg = db->guard ? (double)akv_filter_memory(db->guard) : 0;
     db->guard_avg_since = akv_mono_seconds();
     return rc;
@@ -118,6 +121,8 @@ static bool in_version(const akvi_version *v, const akvi_mem *m)
             return true;
     return false;
 }
+
+static void retire(akv_db *db, akv_filter *old);
 
 /* Under wmu (or alone, at open): a fresh guard over the hashes the guard
  * must hold: every memtable of the current version, the flushed one whose
@@ -159,13 +164,70 @@ static bool guard_rebuild(akv_db *db, const akvi_mem *also)
     double now = akv_mono_seconds();
     db->guard_avg = guard_avg_at(db, now);
     db->guard_avg_since = now;
-    akv_filter *old = db->guard;
-    db->guard = f;
+    /* Odd while the guard and its flag change together (akvi_guard_may_contain). */
+    atomic_fetch_add(&db->guard_gen, 1);
+    akv_filter *old = atomic_exchange(&db->guard, f);
     db->guard_cap = cap;
     atomic_store(&db->guard_broken, false);
+    atomic_fetch_add(&db->guard_gen, 1);
     pthread_rwlock_unlock(&db->guard_lock);
-    akv_filter_destroy(old);
+    retire(db, old);
     return true;
+}
+
+/* ---- replaced guards ------------------------------------------------------ */
+
+/* A replaced guard that gets pinned by hazard may still query: freed once
+ * the pins taken before its replacement have ended. Under wmu (or alone). */
+typedef struct akvi_guard_retired {
+    akv_filter *f;
+    akvi_pin_snapshot pins;
+    struct akvi_guard_retired *next;
+} akvi_guard_retired;
+
+static void sweep(akv_db *db)
+{
+    for (akvi_guard_retired **p = &db->guard_retired; *p;) {
+        akvi_guard_retired *r = *p;
+        if (akvi_pins_passed(db, &r->pins)) {
+            *p = r->next;
+            akv_filter_destroy(r->f);
+            free(r);
+        } else {
+            p = &r->next;
+        }
+    }
+}
+
+static void retire(akv_db *db, akv_filter *old)
+{
+    if (!old)
+        return;
+    akvi_guard_retired *r = malloc(sizeof *r);
+    if (!r) { /* no room to keep it: wait for the gets that may hold it (short) */
+        akvi_pin_snapshot s;
+        akvi_pins_snapshot(db, &s);
+        while (!akvi_pins_passed(db, &s))
+            sched_yield();
+        akv_filter_destroy(old);
+        return;
+    }
+    r->f = old;
+    akvi_pins_snapshot(db, &r->pins);
+    r->next = db->guard_retired;
+    db->guard_retired = r;
+    sweep(db);
+}
+
+void akvi_guard_free(akv_db *db)
+{
+    akv_filter_destroy(atomic_exchange(&db->guard, NULL));
+    while (db->guard_retired) {
+        akvi_guard_retired *r = db->guard_retired;
+        db->guard_retired = r->next;
+        akv_filter_destroy(r->f);
+        free(r);
+    }
 }
 
 /* h into the guard for memtable m. Past its capacity (counting kinds
@@ -211,25 +273,42 @@ void akvi_guard_refit(akv_db *db)
         (void)guard_rebuild(db, NULL);
 }
 
-bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h)
+/* A "no" is trusted only if, read after the query, the guard was not
+ * broken and the memtable not flushed (its keys may be leaving the guard).
+ * The fence pairs with the one in akvi_guard_remove_mem: kinds that mutate
+ * with relaxed atomics give no ordering of their own. */
+static bool query(akv_db *db, const akvi_mem *m, akv_hash h)
+{
+    if (akv_filter_may_contain(atomic_load(&db->guard), h))
+        return true;
+    atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load(&db->guard_broken) || atomic_load(&m->flushed);
+}
+
+bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h, bool pinned)
 {
     if (!db->policy.mem)
         return true;
-    atomic_fetch_add_explicit(&db->guard_stats.queries, 1, memory_order_relaxed);
-    pthread_rwlock_rdlock(&db->guard_lock);
-    bool yes = akv_filter_may_contain(db->guard, h);
-    /* A "no" is trusted only if, read after the query, the guard was not
-     * broken (read under the lock: a rebuild swaps guard and flag together)
-     * and the memtable not flushed (its keys may be leaving the guard). The
-     * fence pairs with the one in akvi_guard_remove_mem: kinds that mutate
-     * with relaxed atomics give no ordering of their own. */
-    if (!yes) {
-        atomic_thread_fence(memory_order_seq_cst);
-        yes = atomic_load(&db->guard_broken) || atomic_load(&m->flushed);
+    akvi_slot_ctr *c = akvi_slot_ctr_of(&db->guard_stats);
+    atomic_fetch_add_explicit(&c->queries, 1, memory_order_relaxed);
+    bool yes = false, done = false;
+    /* Without the lock (a concurrent kind, a hazard-pinned get): the guard
+     * and the flag are read between two even, equal values of guard_gen,
+     * so they belong together; the pin keeps the guard read alive (retire). */
+    if (pinned && (db->policy.mem->flags & AKV_FK_CONCURRENT)) {
+        uint64_t gen = atomic_load(&db->guard_gen);
+        if (!(gen & 1)) {
+            yes = query(db, m, h);
+            done = atomic_load(&db->guard_gen) == gen;
+        }
     }
-    pthread_rwlock_unlock(&db->guard_lock);
+    if (!done) { /* under the lock: a rebuild swaps guard and flag together */
+        pthread_rwlock_rdlock(&db->guard_lock);
+        yes = query(db, m, h);
+        pthread_rwlock_unlock(&db->guard_lock);
+    }
     if (!yes)
-        atomic_fetch_add_explicit(&db->guard_stats.filtered, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->filtered, 1, memory_order_relaxed);
     return yes;
 }
 
@@ -264,6 +343,7 @@ void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
             (void)akv_filter_remove(db->guard, m->hashes[i]);
         pthread_rwlock_unlock(&db->guard_lock);
     }
+    sweep(db); /* replaced guards whose readers are gone */
     if (db->guard_draining == m)
         db->guard_draining = NULL;
     /* Rebuild when broken, or smaller when what is left in the memtables

@@ -30,6 +30,56 @@
 #define AKVI_TAG_PUT 1
 #define AKVI_TAG_DEL 2
 
+/* ---- thread slots (threadslot.c) --------------------------------------- */
+
+/* Readers write only cache lines of their own: each thread gets an index
+ * below AKVI_THREAD_SLOTS, unique among live threads, or -1 once all are
+ * taken (it then shares a stripe, with atomic additions, and pins versions
+ * by refcount). */
+#define AKVI_THREAD_SLOTS 64
+#define AKVI_LINE         64 /* cache line bytes: the stride of striped counters */
+int akvi_thread_slot(void);
+
+/* Read-path counters of the database, one block per thread slot (and one
+ * shared by threads without a slot), each on its own cache lines; summed by
+ * akv_get_stats. */
+typedef struct akvi_rstats {
+    _Atomic uint64_t gets, negative_lookups, probes, wasted_probes, slot_queries, slot_filtered,
+        false_positives, adaptations, block_reads;
+} akvi_rstats;
+typedef union akvi_rstats_line {
+    akvi_rstats c;
+    char pad[2 * AKVI_LINE];
+} akvi_rstats_line;
+#define AKVI_RSTATS_STRIPES (AKVI_THREAD_SLOTS + 1)
+
+/* A slot's counters, striped by thread slot over AKVI_SLOT_STRIPES lines. */
+typedef struct akvi_slot_ctr {
+    _Atomic uint64_t queries, filtered, probes, fps, adaptations;
+} akvi_slot_ctr;
+typedef union akvi_slot_ctr_line {
+    akvi_slot_ctr c;
+    char pad[AKVI_LINE];
+} akvi_slot_ctr_line;
+#define AKVI_SLOT_STRIPES 8
+
+/* A version pin of one thread slot (version.c), on its own line: the
+ * version it names (NULL: none) and how many pins it has ended. */
+struct akvi_version;
+typedef union akvi_pin_line {
+    struct {
+        _Atomic(struct akvi_version *) v;
+        _Atomic uint64_t ended;
+    } p;
+    char pad[AKVI_LINE];
+} akvi_pin_line;
+
+static inline void akvi_ctr_add(_Atomic uint64_t *c, uint64_t n)
+{
+    if (n)
+        atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
 /* ---- errors (errors.c) ------------------------------------------------- */
 
 /* Set this thread's message and return rc. */
@@ -83,6 +133,14 @@ akvi_misslog *akvi_misslog_create(uint64_t budget_bytes);
 void akvi_misslog_destroy(akvi_misslog *ml);
 /* A negative lookup of key (hash h) that wasted `wasted` probes. */
 void akvi_misslog_record(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, double wasted);
+/* The get path's record: a costly negative (wasted > 0) always; a free one
+ * always while its shard has room, and once the shard is full one time in
+ * AKVI_MISSLOG_SAMPLE (this thread's random draw), counted that many
+ * times; a free one is skipped if its shard is busy. */
+#define AKVI_MISSLOG_SAMPLE 8
+void akvi_misslog_negative(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, double wasted);
+/* One draw of this thread's sampler: true one time in AKVI_MISSLOG_SAMPLE. */
+bool akvi_misslog_sampled(void);
 /* An application hint: key is a costly negative. */
 void akvi_misslog_hint(akvi_misslog *ml, akv_hash h, const void *key, size_t klen, double cost);
 /* Negatives accepted by `in_range` (key bytes and hash), highest weight
@@ -91,6 +149,8 @@ typedef bool (*akvi_range_fn)(void *arg, akv_hash h, const void *key, size_t kle
 size_t akvi_misslog_collect(akvi_misslog *ml, akvi_range_fn in_range, void *arg, size_t max,
                             akv_negative **out);
 size_t akvi_misslog_count(akvi_misslog *ml);
+/* Whether the table holds key: it was looked up in vain before. */
+bool akvi_misslog_holds(akvi_misslog *ml, akv_hash h, const void *key, size_t klen);
 /* The share of the negative lookups it met lately whose key it did not
  * have to lose (drop, or evict an entry for): 1 while it has lost none (or
  * met none), near 0 when the stream is far larger than its budget. */
@@ -173,7 +233,11 @@ typedef struct akvi_slot {
     _Atomic(akv_filter *) f; /* NULL: always probe; replaced when it grows */
     bool locked;             /* mutable non-concurrent kind: use `lock` */
     pthread_rwlock_t lock;   /* readers share, adapt/insert/remove exclusive */
-    _Atomic uint64_t queries, filtered, probes, fps, adaptations, grows, refills;
+    /* Queries, probes, false positives, adaptations: AKVI_SLOT_STRIPES
+     * cache lines (NULL when out of memory: `one` then holds them). */
+    akvi_slot_ctr_line *ctr;
+    akvi_slot_ctr one;
+    _Atomic uint64_t grows, refills;
     _Atomic bool dirty;          /* adapted since its file was written */
     _Atomic unsigned scan_bits;  /* reverse-map prefix its kind's adapt last asked for; 0 unknown */
     pthread_mutex_t grow_mu;     /* serialises swaps; guards `retired` */
@@ -195,8 +259,22 @@ void akvi_slot_destroy(akvi_slot *s);
  * (static, or locking internally). */
 void akvi_slot_lock(akvi_slot *s, bool exclusive);
 void akvi_slot_unlock(akvi_slot *s);
-/* Query, counting it. */
-bool akvi_slot_may_contain(akvi_slot *s, akv_hash h);
+/* This thread's stripe of the slot's counters. */
+static inline akvi_slot_ctr *akvi_slot_ctr_of(akvi_slot *s)
+{
+    if (!s->ctr)
+        return &s->one;
+    int t = akvi_thread_slot();
+    return &s->ctr[t < 0 ? 0 : (unsigned)t % AKVI_SLOT_STRIPES].c;
+}
+/* The slot's counters summed over its stripes: exact once the threads that
+ * counted are done with it. */
+typedef struct akvi_slot_counts {
+    uint64_t queries, filtered, probes, fps, adaptations;
+} akvi_slot_counts;
+void akvi_slot_sum(const akvi_slot *s, akvi_slot_counts *out);
+/* Query the slot's filter (counted in `c`, the caller's stripe). */
+bool akvi_slot_may_contain(akvi_slot *s, akvi_slot_ctr *c, akv_hash h);
 /* Adapt filter f (the slot's current one) to the false positive h under the
  * exclusive lock; rm must answer from memory (no I/O under the lock). */
 int akvi_slot_adapt(akvi_slot *s, akv_filter *f, akv_hash h, akv_revmap *rm);
@@ -261,6 +339,7 @@ typedef struct akvi_mem {
 
 typedef struct akvi_version {
     _Atomic int refs;
+    struct akvi_version *retired_next; /* in db->retired */
     size_t n_mem;
     akvi_mem **mems; /* newest first; mems[0] takes writes */
     size_t n_run;
@@ -289,6 +368,24 @@ void akvi_grave_empty(akv_db *db);
 
 /* Pin the current version (never NULL while the db is open). */
 akvi_version *akvi_current(akv_db *db);
+/* The get path's pin: a hazard in this thread's slot, no shared write
+ * (akvi_current for a thread without one, and for a get nested inside
+ * another get of the same thread and database). *tok goes to akvi_unpin. */
+akvi_version *akvi_pin(akv_db *db, int *tok);
+void akvi_unpin(akv_db *db, akvi_version *v, int tok);
+/* Unref the retired versions no pin names (all of them at close, when no
+ * reader is left). `wait`: take the list's lock rather than leave it to
+ * whoever holds it. */
+void akvi_reclaim(akv_db *db, bool wait);
+/* A grace period for what the get path reads outside versions (the
+ * memtable guard): after replacing a shared pointer, snapshot the pins;
+ * once they have all passed (each pin of the snapshot ended), no get can
+ * still hold the old object. */
+typedef struct akvi_pin_snapshot {
+    uint64_t ended[AKVI_THREAD_SLOTS]; /* UINT64_MAX: that slot held no pin */
+} akvi_pin_snapshot;
+void akvi_pins_snapshot(akv_db *db, akvi_pin_snapshot *s);
+bool akvi_pins_passed(akv_db *db, const akvi_pin_snapshot *s);
 /* Replace the current version (takes ownership of v's reference). */
 void akvi_install(akv_db *db, akvi_version *v);
 /* The runs of v with `drop` removed and `add` added, in search order;
@@ -334,8 +431,21 @@ struct akv_db {
      * run"). */
     bool missing_ok, missing_relaxed;
 
-    pthread_rwlock_t vmu; /* guards `cur`: readers share it to pin, edits take it exclusively */
-    akvi_version *cur;
+    /* `cur` on a cache line of its own: every get reads it, nothing on
+     * the hot path writes near it. */
+    char cur_pad0[AKVI_LINE];
+    _Atomic(akvi_version *) cur; /* changed under vmu (exclusive) */
+    char cur_pad1[AKVI_LINE];
+    pthread_rwlock_t vmu; /* akvi_current shares it to pin by refcount, edits take it exclusively */
+    /* Gets pin by hazard: pins[t] is the version thread slot t reads (NULL:
+     * none); a replaced version is retired and unref'd once no pin names it
+     * (version.c). */
+    akvi_pin_line *pins;
+    pthread_mutex_t retmu;      /* the retired list */
+    akvi_version *retired;      /* under retmu, linked by retired_next */
+    _Atomic size_t n_retired;   /* its length; readers look before they try */
+    _Atomic bool reclaim_again; /* a reader found retmu taken: scan again */
+    akvi_rstats_line *rs;       /* AKVI_RSTATS_STRIPES blocks of read-path counters */
 
     pthread_mutex_t wmu; /* serialises writers, rotation and guard rebuild */
     pthread_cond_t stall_cv;
@@ -343,7 +453,13 @@ struct akv_db {
 
     /* Memtable guard: one dynamic filter over the keys of all live memtables. */
     pthread_rwlock_t guard_lock;
-    akv_filter *guard; /* NULL: memtables always probed */
+    _Atomic(akv_filter *) guard; /* NULL: memtables always probed */
+    /* A get pinned by hazard queries a concurrent guard without guard_lock:
+     * guard_gen is odd while a rebuild swaps guard and clears guard_broken,
+     * and a replaced guard is freed only once the pins have passed
+     * (guard_retired, under wmu). */
+    _Atomic uint64_t guard_gen;
+    struct akvi_guard_retired *guard_retired;
     akvi_slot guard_stats;
     _Atomic bool guard_broken;
     uint64_t guard_cap;              /* keys the current guard was sized for (under wmu) */
@@ -386,15 +502,27 @@ struct akv_db {
     uint64_t cat_seq, run_id_bound;
     uint64_t meta_wal_bytes, meta_flush_user; /* under catmu: WAL growth since the meta family's last flush */
     akvi_misslog *ml;
+    /* Keys whose false positive was not fixed (adapt.c): a 32-bit tag of
+     * the hash per entry, direct-mapped, AKVI_FP_SEEN entries. */
+    _Atomic uint32_t *fp_seen;
+    /* Of the first false positives left unfixed lately, how many came back
+     * as a second (adapt.c): decides whether a first one is fixed at once. */
+    _Atomic uint32_t fp_left, fp_back;
 
     struct {
-        _Atomic uint64_t puts, deletes, gets, negative_lookups, probes, wasted_probes, slot_queries,
-            slot_filtered, false_positives, adaptations, block_reads, flushes, compactions, write_stalls,
+        _Atomic uint64_t puts, deletes, flushes, compactions, write_stalls,
             write_slowdowns, l0_merges, bytes_written_user, bytes_written_disk, filter_grows, filter_refills,
             family_ops, family_op_us, family_creates, family_drops;
         _Atomic uint64_t bytes_written_level[AKV_MAX_LEVELS];
     } st;
 };
+
+/* This thread's block of the read-path counters. */
+static inline akvi_rstats *akvi_rstats_of(akv_db *db)
+{
+    int t = akvi_thread_slot();
+    return &db->rs[t < 0 ? AKVI_THREAD_SLOTS : t].c;
+}
 
 /* ---- options (options.c) ---------------------------------------------- */
 
@@ -497,8 +625,10 @@ void akvi_guard_recover_insert(akv_db *db, akvi_mem *m, akv_hash h);
 /* Open, once the memtables are in the first version: rebuild a guard that
  * is broken or past its capacity. */
 void akvi_guard_refit(akv_db *db);
-/* Reader side: false only when the key is certainly not in memtable m. */
-bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h);
+/* Reader side: false only when the key is certainly not in memtable m.
+ * `pinned`: the caller holds a hazard pin (akvi_pin), so a concurrent
+ * kind is queried without guard_lock. */
+bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h, bool pinned);
 /* A lookup the guard let through found nothing in any memtable: let an
  * absorbing kind (ada-SSCF) learn the negative. */
 void akvi_guard_absorb(akv_db *db, akv_hash h);
@@ -508,6 +638,8 @@ void akvi_guard_draining(akv_db *db, akvi_mem *m);
 /* After m's run is installed: take m's keys out of the guard. */
 void akvi_guard_remove_mem(akv_db *db, akvi_mem *m);
 int akvi_guard_init(akv_db *db);
+/* Close: the guard and every replaced one (no reader is left). */
+void akvi_guard_free(akv_db *db);
 size_t akvi_guard_memory(akv_db *db);
 /* The guard's memory averaged over the last minute or so, beyond what a
  * guard of its minimum size (4096 keys) takes: the part that grows with the
@@ -624,6 +756,14 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
  * is taken and the fingerprint extended. A filter with no room left is
  * rebuilt from its SST with twice the room. */
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
+/* Whether fixing a false positive of key (hash h, the key's own) pays: on
+ * its second false positive (remembered in db->fp_seen), when the miss log
+ * already holds it as a returning absent key, or, while most unfixed first
+ * false positives come back, on its first (docs/design.md, "Adaptation
+ * where it pays"). Records this false positive. */
+bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen);
+#define AKVI_FP_SEEN (1u << 16) /* entries of db->fp_seen: 256 KiB */
+#define AKVI_FP_WAYS 4         /* fp_seen is AKVI_FP_SEEN / 4 sets of 4 */
 /* Test hook: called before the reverse map is read, outside every lock. */
 extern void (*_Atomic akvi_hook_before_revmap_read)(void);
 

@@ -224,7 +224,7 @@ void akv_iter_destroy(akv_iter *it)
 {
     if (!it)
         return;
-    atomic_fetch_add(&it->db->st.block_reads, it->block_reads);
+    akvi_ctr_add(&akvi_rstats_of(it->db)->block_reads, it->block_reads);
     akvi_merge_destroy(it->mg);
     if (it->ro_mem)
         rocksdb_readoptions_destroy(it->ro_mem);

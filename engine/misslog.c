@@ -9,7 +9,11 @@
  * were seen once. Sampling keeps eviction O(1); the summary is a hint for
  * filter builds, not an exact count.
  *
- * The miss path is cheap: a key already in the table costs a lookup under
+ * The miss path is cheap. Once a shard is full, a get records a negative
+ * that cost no probe (its filters said no) one time in AKVI_MISSLOG_SAMPLE,
+ * at random per thread, counted that many times, and one that cost a probe
+ * always (akvi_misslog_negative): most absent lookups then touch nothing
+ * shared here. A key already in the table costs a lookup under
  * its shard's lock; a lookup that cost no probe (its filters said no) does
  * not wait for a contended shard (it is dropped, as a sample); once the
  * table is full, a new such key is admitted one time in ADMIT_ONE_IN, with
@@ -54,6 +58,9 @@ typedef struct ml_shard {
      * both halved when `met` passes 64 tables' worth, so they follow the
      * recent stream. */
     uint64_t met, lost;
+    /* Set once the shard is full (under mu, never cleared): from then on
+     * the get path samples its free negatives without taking mu. */
+    _Atomic bool full;
 } ml_shard;
 
 /* Negative lookups come from every reader thread: the table is split into
@@ -230,6 +237,8 @@ static void add_locked(ml_shard *ml, akv_hash h, const void *key, size_t klen, u
     ml->e[x] = (ml_entry){h, count + inherited, cost, copy, (uint32_t)klen};
     ml->index[-pos - 1] = (int32_t)x;
     ml->used += ENTRY_OVERHEAD + klen;
+    if (ml->n == ml->cap || ml->used + ENTRY_OVERHEAD + INLINE_KEY > ml->budget)
+        atomic_store_explicit(&ml->full, true, memory_order_relaxed);
 }
 
 /* ---- the sharded summary -------------------------------------------------- */
@@ -276,12 +285,55 @@ void akvi_misslog_record(akvi_misslog *m, akv_hash h, const void *key, size_t kl
     pthread_mutex_unlock(&ml->mu);
 }
 
+/* This thread's sampler (xorshift64*; seeded from its address). */
+static _Thread_local uint64_t t_sample_rng;
+
+bool akvi_misslog_sampled(void)
+{
+    uint64_t x = t_sample_rng;
+    if (x == 0)
+        x = akv_mix64((uint64_t)(uintptr_t)&t_sample_rng) | 1;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    t_sample_rng = x;
+    return ((x * 0x2545f4914f6cdd1dULL) >> 58) % AKVI_MISSLOG_SAMPLE == 0;
+}
+
+void akvi_misslog_negative(akvi_misslog *m, akv_hash h, const void *key, size_t klen, double wasted)
+{
+    ml_shard *ml = shard_of(m, h);
+    uint64_t count = 1;
+    if (wasted == 0 && atomic_load_explicit(&ml->full, memory_order_relaxed)) {
+        if (!akvi_misslog_sampled())
+            return;
+        count = AKVI_MISSLOG_SAMPLE;
+    }
+    if (wasted == 0) {
+        if (pthread_mutex_trylock(&ml->mu) != 0)
+            return;
+    } else {
+        pthread_mutex_lock(&ml->mu);
+    }
+    add_locked(ml, h, key, klen, count, wasted, wasted == 0);
+    pthread_mutex_unlock(&ml->mu);
+}
+
 void akvi_misslog_hint(akvi_misslog *m, akv_hash h, const void *key, size_t klen, double cost)
 {
     ml_shard *ml = shard_of(m, h);
     pthread_mutex_lock(&ml->mu);
     add_locked(ml, h, key, klen, 0, cost, false);
     pthread_mutex_unlock(&ml->mu);
+}
+
+bool akvi_misslog_holds(akvi_misslog *m, akv_hash h, const void *key, size_t klen)
+{
+    ml_shard *ml = shard_of(m, h);
+    pthread_mutex_lock(&ml->mu);
+    bool yes = find(ml, h, key, klen) >= 0;
+    pthread_mutex_unlock(&ml->mu);
+    return yes;
 }
 
 size_t akvi_misslog_count(akvi_misslog *m)

@@ -20,6 +20,12 @@ typedef struct get_ctx {
     void **val;
     size_t *vlen;
     rocksdb_pinnableslice_t **pin; /* akv_get_pinned: keep RocksDB's slice instead of copying */
+    const void *key; /* the user key, for the adaptation rule */
+    size_t klen;
+    uint64_t filtered, fps, adaptations; /* added to this thread's counters at the end */
+    bool pinned;                         /* by hazard: the guard is read without its lock */
+    bool perf;                           /* reads_before taken: a probe went to RocksDB */
+    uint64_t reads_before;
 } get_ctx;
 
 /* Probe one column family; LK_* or a negative error. A value found is
@@ -60,6 +66,19 @@ static int lookup(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t 
     return rc;
 }
 
+
+/* RocksDB's perf context is read only when a probe goes to RocksDB: a get
+ * that every filter answered never touches it. */
+static int probe(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t *ik, size_t iklen, get_ctx *g)
+{
+    if (!g->perf) {
+        g->perf = true;
+        g->reads_before = akvi_thread_block_reads();
+    }
+    g->info.probes++;
+    return lookup(db, cf, ik, iklen, g);
+}
+
 static bool adaptive(const akvi_slot *s)
 {
     return s->f && (s->f->kind->flags & AKV_FK_ADAPTIVE) && s->f->kind->adapt;
@@ -74,20 +93,19 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
             continue; /* empty: nothing to find, no filter to check */
         if (db->policy.mem)
             g->info.slots_checked++;
-        if (!akvi_guard_may_contain(db, m, h)) {
-            atomic_fetch_add_explicit(&db->st.slot_filtered, 1, memory_order_relaxed);
+        if (!akvi_guard_may_contain(db, m, h, g->pinned)) {
+            g->filtered++;
             continue;
         }
-        g->info.probes++;
         g->info.mem_probes++;
-        int rc = lookup(db, m->cf, ik, iklen, g);
+        int rc = probe(db, m->cf, ik, iklen, g);
         if (rc != LK_MISSING)
             return rc;
         g->info.wasted_probes++;
         g->info.mem_wasted++;
         if (db->policy.mem) {
-            atomic_fetch_add_explicit(&db->guard_stats.fps, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&db->st.false_positives, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&akvi_slot_ctr_of(&db->guard_stats)->fps, 1, memory_order_relaxed);
+            g->fps++;
         }
     }
     if (g->info.mem_wasted > 0)
@@ -107,28 +125,30 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         akvi_slot *s = &r->slots[j];
         akv_hash sh = akvi_run_slot_hash(db, &r->info, h);
         g->info.slots_checked++;
-        if (!akvi_slot_may_contain(s, sh)) {
-            atomic_fetch_add_explicit(&db->st.slot_filtered, 1, memory_order_relaxed);
+        akvi_slot_ctr *c = akvi_slot_ctr_of(s);
+        if (!akvi_slot_may_contain(s, c, sh)) {
+            g->filtered++;
             continue;
         }
-        g->info.probes++;
-        atomic_fetch_add_explicit(&s->probes, 1, memory_order_relaxed);
-        int rc = lookup(db, r->cf, ik, iklen, g);
+        atomic_fetch_add_explicit(&c->probes, 1, memory_order_relaxed);
+        int rc = probe(db, r->cf, ik, iklen, g);
         if (rc != LK_MISSING)
             return rc;
         g->info.wasted_probes++;
-        atomic_fetch_add_explicit(&s->fps, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&db->st.false_positives, 1, memory_order_relaxed);
-        if (adaptive(s) && akvi_adapt_slot(db, r, (size_t)j, sh) == AKV_OK) {
-            atomic_fetch_add_explicit(&s->adaptations, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&db->st.adaptations, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->fps, 1, memory_order_relaxed);
+        g->fps++;
+        if (adaptive(s) && akvi_adapt_pays(db, h, g->key, g->klen) &&
+            akvi_adapt_slot(db, r, (size_t)j, sh) == AKV_OK) {
+            atomic_fetch_add_explicit(&c->adaptations, 1, memory_order_relaxed);
+            g->adaptations++;
         }
     }
     return LK_MISSING;
 }
 
-/* One lookup. *keep: NULL, or where the pinned version goes when a value is
- * found (released by the caller) instead of being released here. */
+/* One lookup. *keep: NULL, or where the version goes when a value is found
+ * (pinned by refcount, released by the caller) instead of being released
+ * here. */
 static int get(akv_db *db, const void *key, size_t klen, get_ctx *g, akvi_version **keep)
 {
     if (!db || !key)
@@ -142,27 +162,38 @@ static int get(akv_db *db, const void *key, size_t klen, get_ctx *g, akvi_versio
     if (!ik)
         return akvi_err(AKV_ENOMEM, "out of memory");
     size_t iklen = akvi_ikey(db, h, key, klen, ik);
-    uint64_t reads_before = akvi_thread_block_reads();
-    akvi_version *v = akvi_current(db);
+    g->key = key;
+    g->klen = klen;
+    /* A value kept past the call needs its version kept too: by refcount,
+     * since the hazard pin is the thread's one and ends with the call. */
+    int tok = -1;
+    akvi_version *v = keep ? akvi_current(db) : akvi_pin(db, &tok);
+    g->pinned = tok >= 0;
     rc = search(db, v, h, ik, iklen, g);
     if (keep && rc == LK_PUT)
         *keep = v;
     else
-        akvi_version_unref(v);
-    g->info.block_reads = akvi_thread_block_reads() - reads_before;
+        akvi_unpin(db, v, tok);
+    if (g->perf)
+        g->info.block_reads = akvi_thread_block_reads() - g->reads_before;
     if (ik != stackbuf)
         free(ik);
-    atomic_fetch_add_explicit(&db->st.gets, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&db->st.slot_queries, g->info.slots_checked, memory_order_relaxed);
-    atomic_fetch_add_explicit(&db->st.probes, g->info.probes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&db->st.wasted_probes, g->info.wasted_probes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&db->st.block_reads, g->info.block_reads, memory_order_relaxed);
+    /* This thread's counters only (internal.h, "thread slots"). */
+    akvi_rstats *st = akvi_rstats_of(db);
+    akvi_ctr_add(&st->gets, 1);
+    akvi_ctr_add(&st->slot_queries, g->info.slots_checked);
+    akvi_ctr_add(&st->slot_filtered, g->filtered);
+    akvi_ctr_add(&st->probes, g->info.probes);
+    akvi_ctr_add(&st->wasted_probes, g->info.wasted_probes);
+    akvi_ctr_add(&st->false_positives, g->fps);
+    akvi_ctr_add(&st->adaptations, g->adaptations);
+    akvi_ctr_add(&st->block_reads, g->info.block_reads);
     if (rc == LK_PUT)
         return AKV_OK;
     if (rc < 0)
         return rc;
-    atomic_fetch_add_explicit(&db->st.negative_lookups, 1, memory_order_relaxed);
-    akvi_misslog_record(db->ml, h, key, klen, g->info.wasted_probes);
+    akvi_ctr_add(&st->negative_lookups, 1);
+    akvi_misslog_negative(db->ml, h, key, klen, g->info.wasted_probes);
     return AKV_NOTFOUND;
 }
 

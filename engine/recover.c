@@ -1070,11 +1070,17 @@ static int create_db(akv_db *db, loaded *L, created *m)
 static void db_free(akv_db *db)
 {
     akvi_bg_stop(db);
+    akvi_reclaim(db, true); /* no reader is left: every retired version goes */
     if (db->cur)
         akvi_version_unref(db->cur);
     db->cur = NULL;
-    if (db->guard)
-        akv_filter_destroy(db->guard);
+    if (db->guard_stats.ctr)
+        akvi_slot_destroy(&db->guard_stats);
+    free(db->pins);
+    free(db->rs);
+    free((void *)db->fp_seen);
+    pthread_mutex_destroy(&db->retmu);
+    akvi_guard_free(db);
     akvi_rocks_teardown(db);
     akvi_misslog_destroy(db->ml);
     pthread_rwlock_destroy(&db->vmu);
@@ -1129,10 +1135,24 @@ static int setup(akv_db *db, const char *dir, const akv_options *opt)
 akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
 {
     akv_db *db = calloc(1, sizeof *db);
-    if (!db) {
+    if (db) { /* a get's pin and counters: one cache line or two per thread slot */
+        db->pins = aligned_alloc(AKVI_LINE, AKVI_THREAD_SLOTS * sizeof *db->pins);
+        db->rs = aligned_alloc(AKVI_LINE, AKVI_RSTATS_STRIPES * sizeof *db->rs);
+        db->fp_seen = calloc(AKVI_FP_SEEN, sizeof *db->fp_seen);
+    }
+    if (!db || !db->pins || !db->rs || !db->fp_seen) {
+        if (db) {
+            free(db->pins);
+            free(db->rs);
+            free((void *)db->fp_seen);
+        }
+        free(db);
         *rc = akvi_err(AKV_ENOMEM, "out of memory");
         return NULL;
     }
+    memset(db->pins, 0, AKVI_THREAD_SLOTS * sizeof *db->pins);
+    memset(db->rs, 0, AKVI_RSTATS_STRIPES * sizeof *db->rs);
+    pthread_mutex_init(&db->retmu, NULL);
     /* Writer-preferring: a stream of readers pinning versions must not
      * starve the background thread's installs. */
     pthread_rwlockattr_t va;

@@ -26,6 +26,11 @@ void akvi_slot_init(akvi_slot *s, akv_filter *f)
 {
     memset(s, 0, sizeof *s);
     atomic_init(&s->f, f);
+    /* Counters striped by thread (docs/design.md, "Concurrency"); without
+     * the memory for them, one shared block counts as exactly. */
+    s->ctr = aligned_alloc(AKVI_LINE, AKVI_SLOT_STRIPES * sizeof *s->ctr);
+    if (s->ctr)
+        memset(s->ctr, 0, AKVI_SLOT_STRIPES * sizeof *s->ctr);
     uint32_t fl = f ? f->kind->flags : 0;
     s->locked = f && (fl & (AKV_FK_ADAPTIVE | AKV_FK_DYNAMIC | AKV_FK_ABSORB)) && !(fl & AKV_FK_CONCURRENT);
     if (s->locked)
@@ -50,6 +55,25 @@ void akvi_slot_destroy(akvi_slot *s)
     free(s->retired);
     s->retired = NULL;
     s->n_retired = 0;
+    free(s->ctr);
+    s->ctr = NULL;
+}
+
+static void add_counts(akvi_slot_counts *o, const akvi_slot_ctr *c)
+{
+    o->queries += atomic_load_explicit(&c->queries, memory_order_relaxed);
+    o->filtered += atomic_load_explicit(&c->filtered, memory_order_relaxed);
+    o->probes += atomic_load_explicit(&c->probes, memory_order_relaxed);
+    o->fps += atomic_load_explicit(&c->fps, memory_order_relaxed);
+    o->adaptations += atomic_load_explicit(&c->adaptations, memory_order_relaxed);
+}
+
+void akvi_slot_sum(const akvi_slot *s, akvi_slot_counts *out)
+{
+    *out = (akvi_slot_counts){0};
+    add_counts(out, &s->one);
+    for (size_t i = 0; s->ctr && i < AKVI_SLOT_STRIPES; i++)
+        add_counts(out, &s->ctr[i].c);
 }
 
 void akvi_slot_lock(akvi_slot *s, bool exclusive)
@@ -68,9 +92,9 @@ void akvi_slot_unlock(akvi_slot *s)
         pthread_rwlock_unlock(&s->lock);
 }
 
-bool akvi_slot_may_contain(akvi_slot *s, akv_hash h)
+bool akvi_slot_may_contain(akvi_slot *s, akvi_slot_ctr *c, akv_hash h)
 {
-    atomic_fetch_add_explicit(&s->queries, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->queries, 1, memory_order_relaxed);
     bool yes = true;
     akvi_slot_lock(s, false);
     akv_filter *f = atomic_load(&s->f);
@@ -78,7 +102,7 @@ bool akvi_slot_may_contain(akvi_slot *s, akv_hash h)
         yes = akv_filter_may_contain(f, h);
     akvi_slot_unlock(s);
     if (!yes)
-        atomic_fetch_add_explicit(&s->filtered, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->filtered, 1, memory_order_relaxed);
     return yes;
 }
 

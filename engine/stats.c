@@ -1,5 +1,9 @@
 /*
  * stats.c — statistics: counters, shape of the LSM, per-slot rows, JSON.
+ *
+ * The read path counts per thread (internal.h, "thread slots"): a get
+ * writes only its thread's stripe of the database's and each slot's
+ * counters, and these sums are exact once the readers are done.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,14 +18,19 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     memset(st, 0, sizeof *st);
     st->puts = atomic_load(&db->st.puts);
     st->deletes = atomic_load(&db->st.deletes);
-    st->gets = atomic_load(&db->st.gets);
-    st->negative_lookups = atomic_load(&db->st.negative_lookups);
-    st->probes = atomic_load(&db->st.probes);
-    st->wasted_probes = atomic_load(&db->st.wasted_probes);
-    st->slot_queries = atomic_load(&db->st.slot_queries);
-    st->false_positives = atomic_load(&db->st.false_positives);
-    st->adaptations = atomic_load(&db->st.adaptations);
-    st->block_reads = atomic_load(&db->st.block_reads);
+    /* The read path's counters: one block per thread slot, summed. */
+    for (size_t i = 0; i < AKVI_RSTATS_STRIPES; i++) {
+        const akvi_rstats *r = &db->rs[i].c;
+        st->gets += atomic_load_explicit(&r->gets, memory_order_relaxed);
+        st->negative_lookups += atomic_load_explicit(&r->negative_lookups, memory_order_relaxed);
+        st->probes += atomic_load_explicit(&r->probes, memory_order_relaxed);
+        st->wasted_probes += atomic_load_explicit(&r->wasted_probes, memory_order_relaxed);
+        st->slot_queries += atomic_load_explicit(&r->slot_queries, memory_order_relaxed);
+        st->slot_filtered += atomic_load_explicit(&r->slot_filtered, memory_order_relaxed);
+        st->false_positives += atomic_load_explicit(&r->false_positives, memory_order_relaxed);
+        st->adaptations += atomic_load_explicit(&r->adaptations, memory_order_relaxed);
+        st->block_reads += atomic_load_explicit(&r->block_reads, memory_order_relaxed);
+    }
     st->flushes = atomic_load(&db->st.flushes);
     st->compactions = atomic_load(&db->st.compactions);
     st->write_stalls = atomic_load(&db->st.write_stalls);
@@ -35,7 +44,6 @@ int akv_get_stats(akv_db *db, akv_stats *st)
         st->bytes_written_per_level[l] = atomic_load(&db->st.bytes_written_level[l]);
     st->bytes_written_user = atomic_load(&db->st.bytes_written_user);
     st->bytes_written_disk = atomic_load(&db->st.bytes_written_disk);
-    st->slot_filtered = atomic_load(&db->st.slot_filtered);
     st->filter_bytes = akvi_guard_memory(db);
     akvi_version *v = akvi_current(db);
     st->memtables = (uint32_t)v->n_mem;
@@ -145,11 +153,13 @@ static void fill_row(akv_slot_info *row, int level, uint64_t run, uint64_t sst, 
     snprintf(row->kind, sizeof row->kind, "%s", kind);
     row->keys = keys;
     row->bits_per_key = keys ? (double)mem * 8.0 / (double)keys : 0;
-    row->queries = atomic_load(&s->queries);
-    row->filtered = atomic_load(&s->filtered);
-    row->probes = atomic_load(&s->probes);
-    row->false_positives = atomic_load(&s->fps);
-    row->adaptations = atomic_load(&s->adaptations);
+    akvi_slot_counts c;
+    akvi_slot_sum(s, &c);
+    row->queries = c.queries;
+    row->filtered = c.filtered;
+    row->probes = c.probes;
+    row->false_positives = c.fps;
+    row->adaptations = c.adaptations;
 }
 
 int akv_slots(akv_db *db, akv_slot_info **rows, size_t *n)

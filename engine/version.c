@@ -1,9 +1,17 @@
 /*
- * version.c — refcounted versions of the LSM shape.
+ * version.c — versions of the LSM shape, and how readers pin them.
  *
- * Readers pin the current version with one mutex-protected increment and
- * then read without locks; the background thread and the writer (memtable
- * rotation) publish new versions. Runs and memtables are shared between
+ * A get pins the current version with a hazard pointer of its own thread
+ * slot (akvi_pin): it stores the version it read into its slot's pin, reads
+ * the current pointer again, and retries if it changed. Nothing shared is
+ * written, so readers on different cores do not bounce a cache line. An
+ * edit that replaces the current version retires the old one instead of
+ * dropping its reference; a retired version is unref'd once no pin names
+ * it (akvi_reclaim: after each edit, and by the reader whose unpin finds
+ * retired versions waiting). Every other user (iterators, statistics, the
+ * background threads, a get's adaptation) pins by refcount under a shared
+ * lock (akvi_current), as a thread without a slot does; the background
+ * threads and the writer (memtable rotation) publish new versions. Runs and memtables are shared between
  * consecutive versions and carry their own counts; once a run or memtable
  * has been replaced (marked obsolete) its column family is dropped and its
  * filter files deleted after the last reference goes, i.e. never while a
@@ -83,13 +91,133 @@ akvi_version *akvi_current(akv_db *db)
     return v;
 }
 
+akvi_version *akvi_pin(akv_db *db, int *tok)
+{
+    int t = akvi_thread_slot();
+    /* A get inside a get of this thread and database (a log hook or a
+     * filter kind's callback that reads the database) must not overwrite
+     * the outer get's pin: only this thread writes its slot, so a pin
+     * already there means nesting, and the inner get pins by refcount. */
+    if (t >= 0 && atomic_load_explicit(&db->pins[t].p.v, memory_order_relaxed) != NULL)
+        t = -1;
+    *tok = t;
+    if (t < 0)
+        return akvi_current(db);
+    /* seq_cst: the pin's store and the second read of `cur` are ordered
+     * against an edit's swap and its reclaim's scan of the pins. */
+    _Atomic(akvi_version *) *pin = &db->pins[t].p.v;
+    akvi_version *v = atomic_load(&db->cur);
+    for (;;) {
+        atomic_store(pin, v);
+        akvi_version *again = atomic_load(&db->cur);
+        if (again == v)
+            return v;
+        v = again;
+    }
+}
+
+void akvi_unpin(akv_db *db, akvi_version *v, int tok)
+{
+    if (tok < 0) {
+        akvi_version_unref(v);
+        return;
+    }
+    /* Ended, then cleared: a grace period waits for either. */
+    atomic_store(&db->pins[tok].p.ended, atomic_load_explicit(&db->pins[tok].p.ended, memory_order_relaxed) + 1);
+    atomic_store(&db->pins[tok].p.v, NULL);
+    /* An edit retired a version (maybe this one) while this reader held it:
+     * its scan may have seen the pin, so look (seq_cst, after the store). */
+    if (atomic_load(&db->n_retired) > 0)
+        akvi_reclaim(db, false);
+}
+
+static bool pinned(const akv_db *db, const akvi_version *v)
+{
+    for (size_t i = 0; i < AKVI_THREAD_SLOTS; i++)
+        if (atomic_load(&db->pins[i].p.v) == v)
+            return true;
+    return false;
+}
+
+/* seq_cst throughout: the replacement's store precedes the snapshot, so a
+ * pin the snapshot does not see was taken after it and reads the new one. */
+void akvi_pins_snapshot(akv_db *db, akvi_pin_snapshot *s)
+{
+    for (size_t i = 0; i < AKVI_THREAD_SLOTS; i++)
+        s->ended[i] = atomic_load(&db->pins[i].p.v) ? atomic_load(&db->pins[i].p.ended) : UINT64_MAX;
+}
+
+bool akvi_pins_passed(akv_db *db, const akvi_pin_snapshot *s)
+{
+    for (size_t i = 0; i < AKVI_THREAD_SLOTS; i++)
+        if (s->ended[i] != UINT64_MAX && atomic_load(&db->pins[i].p.v) &&
+            atomic_load(&db->pins[i].p.ended) == s->ended[i])
+            return false;
+    return true;
+}
+
+/* The version `cur` no longer names: unref'd once no pin names it. */
+static void retire(akv_db *db, akvi_version *old)
+{
+    if (!old)
+        return;
+    pthread_mutex_lock(&db->retmu);
+    old->retired_next = db->retired;
+    db->retired = old;
+    atomic_fetch_add(&db->n_retired, 1);
+    pthread_mutex_unlock(&db->retmu);
+    akvi_reclaim(db, true);
+}
+
+/* A reader whose trylock fails sets `reclaim_again` first: the holder, or
+ * a later one, looks at it after unlocking and scans once more, so a pin
+ * cleared during a scan is never left unseen. */
+void akvi_reclaim(akv_db *db, bool wait)
+{
+    if (!db->pins)
+        return;
+    if (wait) {
+        pthread_mutex_lock(&db->retmu);
+    } else {
+        atomic_store(&db->reclaim_again, true);
+        if (pthread_mutex_trylock(&db->retmu) != 0)
+            return;
+    }
+    for (;;) {
+        atomic_store(&db->reclaim_again, false);
+        akvi_version *keep = NULL, *done = NULL;
+        size_t kept = 0;
+        for (akvi_version *v = db->retired, *next; v; v = next) {
+            next = v->retired_next;
+            if (pinned(db, v)) {
+                v->retired_next = keep;
+                keep = v;
+                kept++;
+            } else {
+                v->retired_next = done;
+                done = v;
+            }
+        }
+        db->retired = keep;
+        atomic_store(&db->n_retired, kept);
+        pthread_mutex_unlock(&db->retmu);
+        /* Outside the lock: the last unref of a run may drop its family. */
+        for (akvi_version *v = done, *next; v; v = next) {
+            next = v->retired_next;
+            akvi_version_unref(v);
+        }
+        if (!atomic_load(&db->reclaim_again) || pthread_mutex_trylock(&db->retmu) != 0)
+            return;
+    }
+}
+
 void akvi_install(akv_db *db, akvi_version *v)
 {
     pthread_rwlock_wrlock(&db->vmu);
     akvi_version *old = db->cur;
     db->cur = v;
     pthread_rwlock_unlock(&db->vmu);
-    akvi_version_unref(old);
+    retire(db, old);
 }
 
 int akvi_deepest_level(const akvi_version *v)
@@ -185,6 +313,6 @@ int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run
     v->n_run = place_runs(old, drop_runs, n_drop, add_runs, n_add, v->runs);
     db->cur = v;
     pthread_rwlock_unlock(&db->vmu);
-    akvi_version_unref(old);
+    retire(db, old);
     return AKV_OK;
 }

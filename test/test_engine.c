@@ -960,7 +960,11 @@ static void slot_counters_test(const char *policy, akv_layout layout)
     cr_log_info("policy %s: %llu slot queries, %llu filtered, %llu false positives in %d absent lookups",
                 policy ? policy : "default", (unsigned long long)queries, (unsigned long long)filtered,
                 (unsigned long long)fp, Q);
-    cr_assert_leq(fp, Q / 20, "%s: %llu false positives in %d absent lookups at 10 bits/key",
+    /* At most 6 %: the AQF (l1+=aqf) answers about 5.3 % of fresh keys yes
+     * at 10 bits/key (its fingerprints are shorter than a QF's, room being
+     * kept for adaptations, and a fresh key's first false positive is not
+     * adapted to: engine/adapt.c); the other kinds stay under 3 %. */
+    cr_assert_leq(fp, Q * 6 / 100, "%s: %llu false positives in %d absent lookups at 10 bits/key",
                   policy ? policy : "default", (unsigned long long)fp, Q);
     if (queries >= Q / 2)
         cr_assert_geq(filtered * 10, queries * 9, "%s: slots filtered %llu of %llu queries",
@@ -1186,6 +1190,16 @@ Test(slots, guard_memory_comes_off_the_runs)
     cr_assert_lt(all, all_none, "runs' slots %.2f bits/key with the guard, %.2f without", all, all_none);
 }
 
+/* An absent key, and once more if it cost a probe: adaptation fixes a
+ * key's second false positive, not its first (engine/adapt.c). */
+static void absent_twice(akv_db *db, const char *k, size_t kl)
+{
+    akv_get_info info;
+    cr_assert_eq(akv_get_ex(db, k, kl, NULL, NULL, &info), AKV_NOTFOUND);
+    if (info.wasted_probes > 0)
+        cr_assert_eq(akv_get_ex(db, k, kl, NULL, NULL, &info), AKV_NOTFOUND);
+}
+
 /* AQF slots only, no memtable guard, and SSTs and memtables of `bytes`:
  * a test's keys fit one memtable, flushed as one SST with one slot. */
 static void one_aqf_slot_options(akv_options *o, uint64_t bytes)
@@ -1219,11 +1233,12 @@ Test(slots, grown_slots_come_off_the_budget)
     akv_stats before;
     cr_assert_eq(akv_get_stats(db, &before), AKV_OK);
     double budget0 = akvi_runs_budget(db, N, 0);
-    /* Fresh absent keys until the slot has used up its room and grown. */
+    /* Fresh absent keys, each replayed once if it cost a probe, until the
+     * slot has used up its room and grown. */
     int i = 0;
     for (; i < 2000000 && atomic_load(&db->grown_bytes) == 0; i++) {
         int kl = snprintf(k, sizeof k, "absent-%08d", i);
-        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_NOTFOUND);
+        absent_twice(db, k, (size_t)kl);
     }
     uint64_t grown = atomic_load(&db->grown_bytes);
     akv_stats after;
@@ -1281,11 +1296,12 @@ Test(slots, full_slot_past_the_grown_share_is_refilled_in_place)
     akv_stats before, after;
     cr_assert_eq(akv_get_stats(db, &before), AKV_OK);
     cr_assert_eq(before.ssts_per_level[0], 1, "%u SSTs", before.ssts_per_level[0]);
-    /* Fresh absent keys until the slot has been refilled twice. */
+    /* Fresh absent keys (each replayed once if it cost a probe) until the
+     * slot has been refilled twice. */
     int i = 0;
     for (; i < 3000000; i++) {
         int kl = snprintf(k, sizeof k, "absent-%08d", i);
-        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_NOTFOUND);
+        absent_twice(db, k, (size_t)kl);
         if (i % 1000 == 0) {
             cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
             if (after.filter_refills >= 2)
@@ -1306,7 +1322,7 @@ Test(slots, full_slot_past_the_grown_share_is_refilled_in_place)
     uint64_t adapted = after.adaptations;
     for (int j = 0; j < 20000; j++) {
         int kl = snprintf(k, sizeof k, "later-%08d", j);
-        cr_assert_eq(akv_get(db, k, (size_t)kl, NULL, NULL), AKV_NOTFOUND);
+        absent_twice(db, k, (size_t)kl);
     }
     cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
     cr_assert_gt(after.adaptations, adapted, "no adaptation after the refills");

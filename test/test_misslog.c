@@ -230,3 +230,42 @@ Test(misslog, coverage_follows_the_stream)
     cr_assert_gt(narrow, 0.5, "coverage %g once the stream narrowed (%g before)", narrow, wide);
     akvi_misslog_destroy(ml);
 }
+
+/* The get path's record (akvi_misslog_negative): a costly negative always;
+ * a free one always while the table has room, and once it is full one time
+ * in AKVI_MISSLOG_SAMPLE, counted that many times. So a key looked up often
+ * is in a full table with about its true count. */
+Test(misslog, get_path_samples_free_negatives_once_full)
+{
+    akvi_misslog *ml = akvi_misslog_create(4u << 20);
+    char k[32];
+    for (int i = 0; i < 200; i++) {
+        int kl = snprintf(k, sizeof k, "costly%d", i);
+        akvi_misslog_negative(ml, hk(k), k, (size_t)kl, 1);
+    }
+    for (int i = 0; i < 4000; i++) {
+        int kl = snprintf(k, sizeof k, "once%d", i);
+        akvi_misslog_negative(ml, hk(k), k, (size_t)kl, 0);
+    }
+    cr_assert_eq(akvi_misslog_count(ml), 4200, "a table with room lost a negative");
+    akvi_misslog_destroy(ml);
+
+    ml = akvi_misslog_create(8192); /* about 100 entries */
+    for (int i = 0; i < 400; i++) { /* full of costly keys, each seen twice */
+        int kl = snprintf(k, sizeof k, "costly%d", i % 200);
+        akvi_misslog_negative(ml, hk(k), k, (size_t)kl, 1);
+    }
+    size_t n0 = akvi_misslog_count(ml);
+    for (int i = 0; i < 8000; i++)
+        akvi_misslog_negative(ml, hk("hot"), "hot", 3, 0);
+    cr_assert_leq(akvi_misslog_count(ml), n0 + 1);
+    akv_negative *neg;
+    size_t n = akvi_misslog_collect(ml, NULL, NULL, 1, &neg);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(neg[0].h.hi, hk("hot").hi, "the hot key is not the heaviest");
+    /* Sampled one in 8, eight each (and admitted one in 8 more, 64): the
+     * count is within a few hundred of 8000 (sd about 250). */
+    cr_assert(neg[0].cost > 6000 && neg[0].cost < 10000, "hot key counted %g times for 8000", neg[0].cost);
+    free(neg);
+    akvi_misslog_destroy(ml);
+}

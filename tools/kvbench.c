@@ -28,7 +28,7 @@ typedef struct args {
     const char *traces[16];
     int ntraces;
     unsigned threads, interval_ms;
-    uint64_t seed, negative_stream;
+    uint64_t seed, negative_stream, absent_cpu;
     double settle_max; /* --settle: longest wait for steady state before a run phase (0: none) */
     bool equal_memory;  /* --equal-filter-memory */
     bool flush_after_load, quiet, threads_given, compact_replay, phase_given, engine_given;
@@ -126,7 +126,10 @@ static void usage(FILE *out)
                  "  --quiet              no text report on stdout\n"
                  "  --negative-stream N  open no database: draw N of the workload's negative keys and\n"
                  "                       print how many come for the first time (what no adaptive\n"
-                 "                       filter can save) and what the most frequent keys carry\n");
+                 "                       filter can save) and what the most frequent keys carry\n"
+                 "  --absent-cpu N       no phases: on the database as it is, N fresh absent lookups\n"
+                 "                       on 1 thread, then N on each of 2; CPU ns per lookup and\n"
+                 "                       the 2-vs-1 throughput ratio (text, and --json)\n");
 }
 
 static double now_since(const struct timespec *t0)
@@ -635,6 +638,7 @@ enum {
     O_GROWN,
     O_SETTLE,
     O_EQUALMEM,
+    O_ABSENTCPU,
     O_HELP
 };
 
@@ -667,6 +671,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
                                           {"grown-share", 1, 0, O_GROWN},
                                           {"settle", 1, 0, O_SETTLE},
                                           {"equal-filter-memory", 0, 0, O_EQUALMEM},
+                                          {"absent-cpu", 1, 0, O_ABSENTCPU},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
 
@@ -702,7 +707,8 @@ static const struct num_opt {
                 {O_MEMBLOOM, "--rocksdb-memtable-bloom", 0, 0.25, 1},
                 {O_NEGSTREAM, "--negative-stream", 6, 1e10, 1},
                 {O_GROWN, "--grown-share", 0, 64, 1},
-                {O_SETTLE, "--settle", 0, 86400, 1}};
+                {O_SETTLE, "--settle", 0, 86400, 1},
+                {O_ABSENTCPU, "--absent-cpu", 1000, 1e9, 1}};
 
 static void set_num(args *a, int id, double v)
 {
@@ -725,6 +731,8 @@ static void set_num(args *a, int id, double v)
         a->negative_stream = (uint64_t)v;
     } else if (id == O_SETTLE) {
         a->settle_max = v;
+    } else if (id == O_ABSENTCPU) {
+        a->absent_cpu = (uint64_t)v;
     } else if (id == O_GROWN) {
         a->cfg.grown_share = v;
         a->cfg.grown_share_set = true;
@@ -1168,7 +1176,10 @@ int main(int argc, char **argv)
         rc = open_engine(&e, &a);
     if (rc == 0) {
         rc = check_scans(&e, &a, a.workload_name ? &w : NULL, &t);
-        if (rc == 0)
+        if (rc == 0 && a.absent_cpu)
+            rc = akv_kb_absent_cpu(&e, a.absent_cpu, a.seed, (unsigned)w.zeropadding, a.json,
+                                   a.quiet ? NULL : stdout);
+        else if (rc == 0)
             rc = run_all(&a, &e, &w, &t);
         e.close(&e);
     }

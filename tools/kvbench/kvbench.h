@@ -430,6 +430,11 @@ bool akv_kb_client_load_next(akv_kb_client *c, akv_kb_req *r);
 /* --negative-stream: draws the workload's negative keys as client 0 would,
  * prints first-occurrence shares (negstream.c); 0, or an exit status. */
 int akv_kb_negative_stream(const akv_kb_workload *w, uint64_t draws, uint64_t seed, FILE *out);
+/* --absent-cpu: N fresh absent lookups on one thread, then N on each of
+ * two, on the open database; CPU ns per lookup and the 2-vs-1 throughput
+ * ratio as text (out, may be NULL) and JSON (path or "-", may be NULL)
+ * (absentcpu.c); 0, or an exit status. */
+int akv_kb_absent_cpu(akv_kb_engine *e, uint64_t n, uint64_t seed, unsigned pad, const char *json, FILE *out);
 void akv_kb_client_next(akv_kb_client *c, akv_kb_req *r);
 void akv_kb_client_recon_next(akv_kb_client *c, akv_kb_req *r);
 uint64_t akv_kb_value_len(akv_kb_client *c);

@@ -328,6 +328,12 @@ struct akv_db {
      * `missing_relaxed` (docs/reliability.md, "Missing SST of an uncommitted
      * run"). */
     bool missing_ok, missing_relaxed;
+    /* The database's lock: DIR itself opened and flock()ed exclusively
+     * before anything in it is read, moved or written (open and repair),
+     * held until the handle is freed; -1 while not held. flock belongs to
+     * the open file description, so a second open of DIR in the same
+     * process is refused like one in another process (akvi_dir_lock). */
+    int lock_fd;
 
     pthread_rwlock_t vmu; /* guards `cur`: readers share it to pin, edits take it exclusively */
     akvi_version *cur;
@@ -694,6 +700,10 @@ int akvi_identity_write(akv_db *db);
 /* An akv_db with options, paths, locks and RocksDB options, not opened. */
 akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc);
 void akvi_db_free(akv_db *db);
+/* Take the database's lock (db->lock_fd): AKV_EBUSY, naming DIR, when
+ * another handle holds it, in this process or another; AKV_NOTFOUND when
+ * DIR does not exist. Taken before anything in DIR is read. */
+int akvi_dir_lock(akv_db *db);
 /* Test hook: called at the steps of a create ("rocksdb", "catalog",
  * "identity"); a result other than AKV_OK fails the open there. */
 extern int (*_Atomic akvi_hook_create_step)(const char *step);

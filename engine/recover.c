@@ -25,10 +25,12 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1076,6 +1078,8 @@ static void db_free(akv_db *db)
     if (db->guard)
         akv_filter_destroy(db->guard);
     akvi_rocks_teardown(db);
+    if (db->lock_fd >= 0) /* released last: RocksDB is closed */
+        close(db->lock_fd);
     akvi_misslog_destroy(db->ml);
     pthread_rwlock_destroy(&db->vmu);
     pthread_mutex_destroy(&db->wmu);
@@ -1150,6 +1154,7 @@ akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);
     pthread_rwlock_init(&db->guard_lock, NULL);
+    db->lock_fd = -1;
     *rc = setup(db, dir, opt);
     if (*rc != AKV_OK) {
         db_free(db);
@@ -1161,6 +1166,39 @@ akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
 void akvi_db_free(akv_db *db)
 {
     db_free(db);
+}
+
+/* The lock is DIR itself, flock()ed: no file is created for it (a refused
+ * open changes nothing), it is released when the process dies, and it
+ * belongs to the open file description, so two handles in one process
+ * exclude each other as two processes do. RocksDB's own rocksdb/LOCK is
+ * taken only when RocksDB opens for writing, after open's read-only checks
+ * and repair's first steps: a second opener used to read a database in the
+ * middle of a commit and call it corrupt, and a second repair moved live
+ * SSTs away (docs/reliability.md, "One handle at a time"). */
+int akvi_dir_lock(akv_db *db)
+{
+    if (db->lock_fd >= 0)
+        return AKV_OK;
+    int fd = open(db->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return AKV_NOTFOUND;
+        return akvi_err(errno == ENOTDIR ? AKV_EINVAL : AKV_EIO, "cannot open database directory %s: %s",
+                        db->dir, strerror(errno));
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return akvi_err(AKV_EBUSY,
+                            "database %s is in use: another handle (in this process or another) holds its "
+                            "lock; nothing was read or changed",
+                            db->dir);
+        return akvi_err(AKV_EIO, "cannot lock database directory %s: %s", db->dir, strerror(e));
+    }
+    db->lock_fd = fd;
+    return AKV_OK;
 }
 
 /* What the directory is, before RocksDB touches it. */
@@ -1226,7 +1264,20 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, a
     open_mode mode = OPEN_CREATE;
     loaded L = {0};
     created made = {0};
-    rc = inspect(db, &mode);
+    /* The lock before anything is read; a directory to create is made
+     * first, then locked (a racing creator finds it and waits its turn). */
+    rc = akvi_dir_lock(db);
+    if (rc == AKV_NOTFOUND) {
+        rc = db->opt.create_if_missing
+                 ? make_dir(db->dir, &made.dir)
+                 : akvi_err(AKV_EINVAL, "database %s does not exist (create_if_missing is off)", db->dir);
+        if (rc == AKV_OK)
+            rc = akvi_dir_lock(db);
+        if (rc == AKV_NOTFOUND)
+            rc = akvi_err(AKV_EIO, "database directory %s vanished while it was being created", db->dir);
+    }
+    if (rc == AKV_OK)
+        rc = inspect(db, &mode);
     if (rc == AKV_OK && mode == OPEN_CREATE && !db->opt.create_if_missing)
         rc = akvi_err(AKV_EINVAL, "database %s does not exist (create_if_missing is off)", db->dir);
     if (rc == AKV_OK && mode != OPEN_CREATE && db->opt.error_if_exists)

@@ -1339,7 +1339,11 @@ int akv_repair(const char *dir, const akv_options *opt_in, akv_repair_report *re
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         rc = akvi_err(AKV_EINVAL, "akv_repair: %s is not a directory", dir);
-    else
+    else /* the lock before anything is read, moved or written */
+        rc = akvi_dir_lock(db);
+    if (rc == AKV_NOTFOUND)
+        rc = akvi_err(AKV_EINVAL, "akv_repair: %s is not a directory", dir);
+    if (rc == AKV_OK)
         rc = repair(db, &R);
     char msg[512];
     snprintf(msg, sizeof msg, "%s", akv_errmsg());

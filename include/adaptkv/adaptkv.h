@@ -139,7 +139,9 @@ typedef struct akv_db akv_db;
  * rebuilt from their SSTs. Damage it cannot account for is refused with
  * AKV_ECORRUPT naming akv_repair, the directory left as it was
  * (docs/reliability.md, "Damage and what open does"); AKV_EIO when a read
- * or write fails. */
+ * or write fails. One handle at a time: open takes the database's lock
+ * before it reads anything, and a database another handle holds (in this
+ * process or another) gets AKV_EBUSY. */
 AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
 
 /* Wait for background work, persist the miss log and adapted filters, close.
@@ -262,7 +264,9 @@ typedef struct akv_repair_report {
  * repair do: salvage what the run families and SST files still hold,
  * rebuild the catalog and every filter, and report exactly what was lost.
  * Every refusal of akv_open that names akv_repair can be resolved by it.
- * The database must not be open. `opt` may be NULL (defaults); its layout
+ * The database must not be open: repair takes the database's lock before
+ * it reads, moves or writes anything, and a database another handle holds
+ * (in this process or another) gets AKV_EBUSY, untouched. `opt` may be NULL (defaults); its layout
  * and seed, when given, must match the database's; its log hook receives
  * the findings. `report` may be NULL; otherwise release report->text.
  *

@@ -1255,6 +1255,12 @@ static int repair(akv_db *db, rep *R)
     rc = restore_current(db, R);
     if (rc == AKV_OK)
         rc = set_aside_orphans(db, R, &S.orph, &S.n_orph);
+    if (rc == AKV_OK) { /* RocksDB replays its WAL up to any damage: say what it drops */
+        char wal[700] = "";
+        rc = akvi_wal_damage(db, false, wal, sizeof wal);
+        if (rc == AKV_OK && wal[0])
+            note(R, "%s", wal);
+    }
     if (rc == AKV_OK)
         rc = akvi_cf_set_open(db, false, false, &S.cfs);
     if (rc == AKV_OK && identity_pending)

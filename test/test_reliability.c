@@ -11,16 +11,19 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "adaptkv/adaptkv.h"
 #include "adaptkv/filter.h"
 #include "engine/internal.h" /* the create-step hook, the catalog */
+#include "support/childproc.h"
 #include "support/damage.h"
 #include "support/kvmodel.h"
 #include "support/tworuns.h"
@@ -560,4 +563,189 @@ Test(reliability, version_1_filter_files_are_checked)
         cr_assert(memcmp(magic, "AKFS", 4) == 0, "filter file %d was not rewritten bound", j);
     }
     akvt_rmrf(dir);
+}
+
+/* ---- a damaged WAL (issue 27, case 4) ------------------------------------ */
+
+/* The child (this binary re-executed, support/childproc.h): opens DIR with
+ * synced writes, puts "late-<i>" for i < 500, writes the size of the
+ * largest WAL file to DIR.mark, puts 500 more, creates DIR.ready and waits
+ * to be killed. */
+__attribute__((constructor)) static void wal_child_entry(void)
+{
+    const char *e = getenv("AKV_WAL_CHILD");
+    if (!e)
+        return;
+    int layout;
+    char dir[512];
+    if (sscanf(e, "%d %511s", &layout, dir) != 2)
+        _exit(5);
+    alarm(60);
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, (akv_layout)layout, NULL);
+    o.sync = 1;
+    akv_db *db = NULL;
+    if (akv_open(dir, &o, &db) != AKV_OK)
+        _exit(3);
+    char k[32], v[64], rdir[600], wal[1100], path[600];
+    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+    for (unsigned i = 0; i < 1000; i++) {
+        if (i == 500) {
+            if (!akvt_find_file(rdir, "", ".log", wal, sizeof wal))
+                _exit(7);
+            snprintf(path, sizeof path, "%s.mark", dir);
+            FILE *f = fopen(path, "w");
+            if (!f)
+                _exit(6);
+            fprintf(f, "%llu %s\n", (unsigned long long)akvt_file_size(wal), wal);
+            fclose(f);
+        }
+        size_t kl = (size_t)snprintf(k, sizeof k, "late-%u", i);
+        int vl = snprintf(v, sizeof v, "late-value-%u", i);
+        if (akv_put(db, k, kl, v, (size_t)vl) != AKV_OK)
+            _exit(4);
+    }
+    snprintf(path, sizeof path, "%s.ready", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        _exit(6);
+    fclose(f);
+    for (;;)
+        pause();
+}
+
+/* Two runs, then 1000 synced puts in a child killed with SIGKILL; the WAL
+ * file holding the puts and its size after the first 500 into wal, *mark. */
+static void late_writes_then_kill(const char *dir, akv_layout layout, char *wal, size_t cap, uint64_t *mark)
+{
+    char env[700], ready[600], markp[600];
+    snprintf(env, sizeof env, "AKV_WAL_CHILD=%d %s", (int)layout, dir);
+    snprintf(ready, sizeof ready, "%s.ready", dir);
+    snprintf(markp, sizeof markp, "%s.mark", dir);
+    const char *add[] = {env, NULL};
+    pid_t pid = akvt_spawn_self(add);
+    double until = akvt_now() + 60;
+    int status;
+    while (access(ready, F_OK) != 0) {
+        cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "the writer ended early (status %d)", status);
+        cr_assert_lt(akvt_now(), until, "the writer did not finish in 60 s");
+        usleep(2000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FILE *f = fopen(markp, "r");
+    cr_assert_not_null(f);
+    unsigned long long m;
+    char fmt[32];
+    snprintf(fmt, sizeof fmt, "%%llu %%%zus", cap - 1);
+    cr_assert_eq(fscanf(f, fmt, &m, wal), 2);
+    fclose(f);
+    unlink(ready);
+    unlink(markp);
+    *mark = m;
+}
+
+/* How many of late-0.. read back; they must be a prefix (nothing after a
+ * gap), with their values. */
+static unsigned late_prefix(akv_db *db)
+{
+    char k[32], want[64];
+    unsigned n = 0;
+    bool gap = false;
+    for (unsigned i = 0; i < 1000; i++) {
+        size_t kl = (size_t)snprintf(k, sizeof k, "late-%u", i);
+        void *v = NULL;
+        size_t vl = 0;
+        int rc = akv_get(db, k, kl, &v, &vl);
+        cr_assert(rc == AKV_OK || rc == AKV_NOTFOUND, "late-%u: %s", i, akv_strerror(rc));
+        if (rc == AKV_OK) {
+            int wl = snprintf(want, sizeof want, "late-value-%u", i);
+            cr_assert(!gap, "late-%u is there after a missing earlier write", i);
+            cr_assert(vl == (size_t)wl && memcmp(v, want, vl) == 0, "late-%u has a wrong value", i);
+            n++;
+        } else
+            gap = true;
+        akv_free(v);
+    }
+    return n;
+}
+
+static void damaged_wal_test(akv_layout layout, bool cut)
+{
+    char dir[512], wal[1100];
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_two_runs_in_tmp(dir, sizeof dir, cut ? "rel-walcut" : "rel-walmid", &o, &lb, layout);
+    uint64_t mark;
+    late_writes_then_kill(dir, layout, wal, sizeof wal, &mark);
+    uint64_t size = akvt_file_size(wal);
+    cr_assert_gt(size, mark);
+    if (cut) /* the issue's case: cut to 3/4 of its length */
+        akvt_truncate(wal, size * 3 / 4);
+    else /* 16 bytes smashed just after the first 500 puts */
+        akvt_smash(wal, mark + 20, 16);
+    /* Strict: refused, nothing changed. */
+    o.wal_strict = 1;
+    char *before = akvt_dir_digest(dir);
+    akv_db *db = NULL;
+    int rc = akv_open(dir, &o, &db);
+    cr_assert_eq(rc, AKV_ECORRUPT, "a strict open of a damaged WAL gave %s (%s)", akv_strerror(rc),
+                 akv_errmsg());
+    cr_assert_not_null(strstr(akv_errmsg(), "wal_strict"), "%s", akv_errmsg());
+    char *after = akvt_dir_digest(dir);
+    cr_assert_str_eq(before, after, "the refused open changed the directory");
+    free(before);
+    free(after);
+    /* Not strict: every write before the damage, a warning, the counts. */
+    o.wal_strict = 0;
+    akvt_log_reset(&lb);
+    db = akvt_open_ok(dir, &o);
+    akvt_expect_all_right(db, "after a damaged WAL");
+    unsigned kept = late_prefix(db);
+    if (!cut)
+        cr_assert_geq(kept, 500, "only %u of the 500 puts before the damage were kept", kept);
+    cr_assert_lt(kept, 1000, "the damage dropped nothing");
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_eq(st.wal_damaged_recoveries, 1);
+    cr_assert_geq(st.wal_records_dropped, 1);
+    if (!cut) /* the complete records after the damage are found again and counted */
+        cr_assert_geq(st.wal_records_dropped, 1000 - kept - 2, "%llu records dropped, %u puts lost",
+                      (unsigned long long)st.wal_records_dropped, 1000 - kept);
+    cr_assert_not_null(strstr(lb.text, cut ? "ends inside a record" : "is damaged"), "log:\n%s", lb.text);
+    char num[32];
+    snprintf(num, sizeof num, "the %u records", kept);
+    cr_assert_not_null(strstr(lb.text, num), "the warning does not count the %u records kept; log:\n%s", kept,
+                       lb.text);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    /* Recovered once: the next open (strict too) finds nothing to say. */
+    o.wal_strict = 1;
+    akvt_log_reset(&lb);
+    db = akvt_open_ok(dir, &o);
+    cr_assert_eq(late_prefix(db), kept);
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_eq(st.wal_damaged_recoveries, 0, "log:\n%s", lb.text);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}
+
+Test(reliability, wal_damaged_in_its_middle_keeps_what_precedes_hash)
+{
+    damaged_wal_test(AKV_LAYOUT_HASH, false);
+}
+
+Test(reliability, wal_damaged_in_its_middle_keeps_what_precedes_ordered)
+{
+    damaged_wal_test(AKV_LAYOUT_ORDERED, false);
+}
+
+Test(reliability, wal_cut_to_three_quarters_is_reported_hash)
+{
+    damaged_wal_test(AKV_LAYOUT_HASH, true);
+}
+
+Test(reliability, wal_cut_to_three_quarters_is_reported_ordered)
+{
+    damaged_wal_test(AKV_LAYOUT_ORDERED, true);
 }

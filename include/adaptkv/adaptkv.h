@@ -109,6 +109,13 @@ typedef struct akv_options {
      * keeps more repeated false positives fixed when they outnumber the
      * filters' room, at that much more memory; 0 never grows. */
     double grown_filter_share;
+    /* A damaged WAL (a record failing its checksum, or the last file
+     * ending inside a record): 0 (default) recovers every write before the
+     * damage and drops the rest, with a warning and a count in akv_stats
+     * (RocksDB's point-in-time recovery); 1 refuses the open with
+     * AKV_ECORRUPT naming the file, the directory left as it was (an open
+     * without it, or akv_repair, then recovers up to the damage). */
+    int wal_strict;
 } akv_options;
 
 /* Fill with defaults; slot_policy and bits_per_key are left unset (NULL,
@@ -350,6 +357,13 @@ typedef struct akv_stats {
      * OPTIONS file); the rest are ingestions. */
     uint64_t family_ops, family_op_us;
     uint64_t family_creates, family_drops;
+    /* WAL files this open recovered only up to damage (a record failing
+     * its checksum, or a file ending inside a record), and the records
+     * (write batches) RocksDB's point-in-time replay dropped after it;
+     * each such recovery is also logged through the log hook naming the
+     * file, the byte and the counts (docs/reliability.md, "A damaged
+     * WAL"). With wal_strict set, open refuses instead. */
+    uint64_t wal_damaged_recoveries, wal_records_dropped;
 } akv_stats;
 
 AKV_API int akv_get_stats(akv_db *db, akv_stats *st);

@@ -24,7 +24,9 @@
 /* ---- the report ---------------------------------------------------------- */
 
 typedef struct rep {
-    akv_db *db;
+    akv_db *db; /* NULL once freed: then the log hook below */
+    void (*log)(void *arg, const char *msg);
+    void *log_arg;
     akv_repair_report r;
     char *text;
     size_t len, cap;
@@ -38,7 +40,14 @@ static void note(rep *R, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    akvi_log(R->db, "repair: %s", line);
+    if (R->db)
+        akvi_log(R->db, "repair: %s", line);
+    else if (R->log) {
+        char m[800];
+        snprintf(m, sizeof m, "repair: %s", line);
+        R->log(R->log_arg, m);
+    } else
+        fprintf(stderr, "adaptkv: repair: %s\n", line);
     size_t n = strlen(line);
     if (R->len + n + 2 > R->cap) {
         size_t cap = R->cap ? 2 * R->cap : 1024;
@@ -1245,6 +1254,35 @@ static int find_identity(akv_db *db, rep *R, bool rocks_open)
     return AKV_OK;
 }
 
+/* The meta family holds the miss log (a hint) and a copy of the identity
+ * (written again at the end). A file of it that RocksDB records but that
+ * is gone makes every open refuse: the family is made anew. */
+static int renew_meta(akv_db *db, rep *R, const akvi_live_sst *l, size_t nl)
+{
+    size_t first, n = akvi_live_ssts_of(l, nl, "meta", &first);
+    const char *gone = NULL;
+    for (size_t i = first; i < first + n && !gone; i++) {
+        char *p = akvi_path_join(db->rdir, l[i].name + (l[i].name[0] == '/'));
+        if (!p)
+            return akvi_err(AKV_ENOMEM, "out of memory");
+        if (!akvi_path_exists(p))
+            gone = l[i].name;
+        free(p);
+    }
+    if (!gone || !db->meta_cf)
+        return AKV_OK;
+    note(R, "RocksDB's file %s of the meta family is missing: the family is made anew (the miss log is lost; "
+            "the identity's copy is written again)",
+         gone + (gone[0] == '/'));
+    akvi_cf_drop(db, db->meta_cf);
+    rocksdb_column_family_handle_destroy(db->meta_cf);
+    db->meta_cf = NULL;
+    int rc = atomic_load(&db->bg_error);
+    if (rc != AKV_OK)
+        return akvi_err(rc, "cannot repair %s: dropping the meta family failed: %s", db->dir, akv_errmsg());
+    return akvi_cf_create(db, "meta", 0, &db->meta_cf);
+}
+
 static int repair(akv_db *db, rep *R)
 {
     state S = {.db = db, .R = R};
@@ -1290,6 +1328,8 @@ static int repair(akv_db *db, rep *R)
     size_t nl = 0;
     if (rc == AKV_OK)
         rc = akvi_live_ssts(db->rdb, &l, &nl);
+    if (rc == AKV_OK)
+        rc = renew_meta(db, R, l, nl);
     if (rc == AKV_OK)
         rc = settle_runs(&S, l, nl);
     akvi_live_ssts_free(l, nl);
@@ -1341,7 +1381,7 @@ int akv_repair(const char *dir, const akv_options *opt_in, akv_repair_report *re
     if (!db)
         return rc;
     db->missing_ok = true; /* a missing SST: look without paranoid checks, salvage the rest */
-    rep R = {.db = db};
+    rep R = {.db = db, .log = o.log, .log_arg = o.log_arg};
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         rc = akvi_err(AKV_EINVAL, "akv_repair: %s is not a directory", dir);
@@ -1351,14 +1391,37 @@ int akv_repair(const char *dir, const akv_options *opt_in, akv_repair_report *re
         rc = akvi_err(AKV_EINVAL, "akv_repair: %s is not a directory", dir);
     if (rc == AKV_OK)
         rc = repair(db, &R);
-    char msg[512];
+    char msg[1024];
     snprintf(msg, sizeof msg, "%s", akv_errmsg());
+    akvi_db_free(db); /* the lock too: the check below opens the database */
+    R.db = NULL;
+    if (rc == AKV_OK) {
+        /* A repair that succeeds is followed by an open that succeeds: it
+         * runs every check of open. Where it refuses, this repair could
+         * not fix something, and says so rather than "0 lost". */
+        akv_options vo = o;
+        vo.create_if_missing = 0;
+        vo.error_if_exists = 0;
+        vo.wal_strict = 0;
+        akv_db *v = NULL;
+        int vrc = akv_open(dir, &vo, &v);
+        if (vrc == AKV_OK)
+            vrc = akv_close(v);
+        if (vrc != AKV_OK && vrc != AKV_EBUSY) {
+            snprintf(msg, sizeof msg,
+                     "repair of %s finished, but the database still does not open (%s): this repair cannot fix "
+                     "that",
+                     dir, akv_errmsg());
+            rc = AKV_ECORRUPT;
+            note(&R, "%s", msg);
+        } else if (vrc == AKV_EBUSY)
+            note(&R, "the check that the repaired database opens was not run: another handle opened it first");
+    }
     if (report) {
         *report = R.r;
         report->text = R.text;
         R.text = NULL;
     }
     free(R.text);
-    akvi_db_free(db);
     return rc == AKV_OK ? AKV_OK : akvi_err(rc, "%s", msg);
 }

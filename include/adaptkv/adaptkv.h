@@ -270,7 +270,11 @@ typedef struct akv_repair_report {
  * Repair the database in `dir` after damage, as LevelDB's and RocksDB's
  * repair do: salvage what the run families and SST files still hold,
  * rebuild the catalog and every filter, and report exactly what was lost.
- * Every refusal of akv_open that names akv_repair can be resolved by it.
+ * Every refusal of akv_open that names akv_repair can be resolved by it;
+ * repair ends by opening the database with every check of akv_open, and
+ * where that open still refuses, repair fails with AKV_ECORRUPT saying it
+ * cannot fix what the open names (a report of "0 lost" is never followed
+ * by a refused open).
  * The database must not be open: repair takes the database's lock before
  * it reads, moves or writes anything, and a database another handle holds
  * (in this process or another) gets AKV_EBUSY, untouched. `opt` may be NULL (defaults); its layout

@@ -39,6 +39,7 @@
 #include "engine/internal.h"
 #include "util/codec.h"
 #include "util/order.h"
+#include "util/shard.h"
 
 #if defined(__SANITIZE_THREAD__)
 /* tsan.c: referenced here so that every program that opens a database
@@ -336,7 +337,21 @@ static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
     return AKV_OK;
 }
 
-/* The catalog's SSTs against the SST files RocksDB's MANIFEST records. */
+/* Hash layout: an SST holds one shard (the top prefix_bits of h.hi, the
+ * first 8 bytes of every internal key), so its smallest and largest keys
+ * are both in the shard its prefix names. */
+static bool shard_fits(const akvi_cat_run *r, const akvi_cat_sst *s)
+{
+    if (s->smallest_len < 8 || s->largest_len < 8)
+        return false;
+    akv_hash lo = {.hi = akvi_get_be64(s->smallest)}, hi = {.hi = akvi_get_be64(s->largest)};
+    return r->prefix_bits <= 64 && akv_shard_of(lo, r->prefix_bits) == s->prefix &&
+           akv_shard_of(hi, r->prefix_bits) == s->prefix;
+}
+
+/* The catalog's SSTs against the SST files RocksDB's MANIFEST records
+ * (the witness of every SST's key range, entry count and size, and
+ * through the key range, of its shard prefix). */
 static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_run *r, const akvi_live_sst *l,
                            size_t n)
 {
@@ -361,6 +376,15 @@ static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_ru
             what = "entry count";
         else if (f->size != s->bytes)
             what = "size";
+        else if (db->layout == AKV_LAYOUT_HASH && !shard_fits(r, s))
+            /* Lookups go to an SST by its shard prefix: the prefix must be
+             * the shard of the key range RocksDB (the witness) holds. */
+            return akvi_err(
+                AKV_ECORRUPT,
+                "run %llu SST %llu: the catalog's shard prefix %llu (of %u bits) is not the shard of the "
+                "SST's key range in RocksDB's file %s" REPAIR_HINT,
+                (unsigned long long)r->id, (unsigned long long)s->id, (unsigned long long)s->prefix,
+                r->prefix_bits, f->name + (f->name[0] == '/'));
         if (what)
             return akvi_err(
                 AKV_ECORRUPT,
@@ -467,12 +491,60 @@ static bool holds_all(akv_db *db, const akvi_cat_run *r, const akv_filter *f, co
 /* Phase 1: the slot's filter from its file, or rebuilt in memory from the
  * SST's data (written in phase 2: the slot is left dirty). *upgraded: the
  * SST's key digest was computed (a catalog of version 1). */
+/* The SST's filter file is bound to it (run, SST, keys, size, key digest
+ * and range all the catalog's) and records the run's level and shard: an
+ * independent witness of the catalog's. Where the two disagree on a field
+ * that steers lookups, one of them is wrong and open cannot tell which:
+ * refused, naming the field. A file bound to another SST (copied) or
+ * unreadable is no witness, and is rebuilt. */
+static int check_binding(akv_db *db, const akvi_run *r, size_t j)
+{
+    const akvi_cat_sst *s = &r->info.ssts[j];
+    char name[64];
+    akvi_filter_file_name(r->info.id, s->id, name, sizeof name);
+    char *path = akvi_path_join(db->fdir, name);
+    if (!path)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    akvi_cat_run d = {0};
+    int rc = akvi_slot_describe(path, &d);
+    free(path);
+    if (rc != AKV_OK || d.n_sst != 1) {
+        akvi_cat_run_free(&d);
+        return rc == AKV_ENOMEM ? rc : AKV_OK;
+    }
+    const akvi_cat_sst *b = &d.ssts[0];
+    bool same_sst = d.id == r->info.id && b->id == s->id && b->keys == s->keys && b->bytes == s->bytes &&
+                    b->digest == s->digest &&
+                    akv_bytes_cmp(b->smallest, b->smallest_len, s->smallest, s->smallest_len) == 0 &&
+                    akv_bytes_cmp(b->largest, b->largest_len, s->largest, s->largest_len) == 0;
+    const char *field = !same_sst                               ? NULL
+                        : d.level != r->info.level               ? "level"
+                        : d.prefix_bits != r->info.prefix_bits || b->prefix != s->prefix ? "shard prefix"
+                                                                                           : NULL;
+    if (field)
+        rc = akvi_err(AKV_ECORRUPT,
+                      "run %llu: the catalog records %s %llu (shard of %u bits), but its SST %llu's filter file "
+                      "%s, bound to that SST, records %s %llu (%u bits): the catalog or the filter file is "
+                      "wrong" REPAIR_HINT,
+                      (unsigned long long)r->info.id, field,
+                      (unsigned long long)(strcmp(field, "level") == 0 ? r->info.level : s->prefix),
+                      r->info.prefix_bits, (unsigned long long)s->id, name, field,
+                      (unsigned long long)(strcmp(field, "level") == 0 ? d.level : b->prefix), d.prefix_bits);
+    akvi_cat_run_free(&d);
+    return rc;
+}
+
 static int load_slot(akv_db *db, akvi_run *r, size_t j, bool *upgraded)
 {
     akvi_cat_sst *s = &r->info.ssts[j];
     akv_filter *f = NULL;
     bool unbound = false, dirty = false;
     int rc = akvi_slot_read_file(db->fdir, &r->info, j, &unbound, &f);
+    if (rc != AKV_OK && rc != AKV_ENOMEM) {
+        int brc = check_binding(db, r, j);
+        if (brc != AKV_OK)
+            return brc;
+    }
     char why[512];
     snprintf(why, sizeof why, "%s", rc == AKV_OK ? "" : akv_errmsg());
     if (rc != AKV_OK || unbound || s->digest == 0) {

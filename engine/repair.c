@@ -20,6 +20,7 @@
 
 #include "engine/internal.h"
 #include "util/order.h"
+#include "util/shard.h"
 
 /* ---- the report ---------------------------------------------------------- */
 
@@ -926,6 +927,28 @@ static int gather(state *S)
 }
 
 /* Decide and carry out each run's fate. */
+/* Hash layout: an SST's shard prefix is the shard of its key range (the
+ * range RocksDB holds is checked against the record before the run is
+ * kept). A prefix that is not (a damaged catalog with a valid checksum)
+ * is taken from the range, with a note. */
+static void fix_prefixes(state *S, rrun *r)
+{
+    for (size_t j = 0; j < r->desc.n_sst; j++) {
+        akvi_cat_sst *s = &r->desc.ssts[j];
+        if (s->smallest_len < 8 || s->largest_len < 8 || r->desc.prefix_bits > 64)
+            continue;
+        akv_hash lo = {.hi = akvi_get_be64(s->smallest)}, hi = {.hi = akvi_get_be64(s->largest)};
+        uint64_t p = akv_shard_of(lo, r->desc.prefix_bits);
+        if (p == s->prefix || p != akv_shard_of(hi, r->desc.prefix_bits))
+            continue;
+        note(S->R, "run %llu SST %llu: its recorded shard prefix %llu is not the shard of its key range; %llu "
+                   "is",
+             (unsigned long long)r->id, (unsigned long long)s->id, (unsigned long long)s->prefix,
+             (unsigned long long)p);
+        s->prefix = p;
+    }
+}
+
 static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
 {
     akv_db *db = S->db;
@@ -949,6 +972,8 @@ static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
             akvi_cat_run_free(&live);
             break;
         }
+        if (db->layout == AKV_LAYOUT_HASH)
+            fix_prefixes(S, r);
         uint64_t expected = 0;
         for (size_t j = 0; j < r->desc.n_sst; j++)
             expected += r->desc.ssts[j].keys;

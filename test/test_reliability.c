@@ -749,3 +749,128 @@ Test(reliability, wal_cut_to_three_quarters_is_reported_ordered)
 {
     damaged_wal_test(AKV_LAYOUT_ORDERED, true);
 }
+
+/* ---- catalog damage with a valid checksum (issue 27, case 3) -------------- */
+
+/* A run of v1 compacted to level 1, then run 2 (v2, deletes) in level 0. */
+static void leveled_runs(const char *dir, const akv_options *o)
+{
+    akv_db *db = akvt_open_ok(dir, o);
+    akvt_write_v1(db);
+    cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+    akvt_write_v2(db);
+    cr_assert_eq(akv_close(db), AKV_OK);
+}
+
+/* Rewrite the newest catalog file with `flip` applied, checksum and all
+ * valid (a bad RAM bit or a stray write before the checksum was computed).
+ * Returns false when flip finds nothing to change. */
+static int flip_catalog(const char *dir, bool (*flip)(akvi_catalog *c, unsigned what), unsigned what)
+{
+    akvi_catalog c;
+    char note[700], path[1100];
+    cr_assert_eq(akvi_catalog_load(dir, &c, note, sizeof note), AKV_OK, "%s", akv_errmsg());
+    int changed = flip(&c, what);
+    if (changed) {
+        uint8_t *buf;
+        size_t len;
+        cr_assert_eq(akvi_catalog_encode(&c, &buf, &len), AKV_OK);
+        akvi_catalog d;
+        if (akvi_catalog_decode(buf, len, &d) == AKV_OK)
+            akvi_catalog_free(&d);
+        else
+            changed = 2; /* the decoder refuses it (order of prefixes, say) */
+        snprintf(path, sizeof path, "%s/CATALOG.%d", dir, (int)(c.seq & 1));
+        FILE *f = fopen(path, "wb");
+        cr_assert_not_null(f);
+        cr_assert_eq(fwrite(buf, 1, len, f), len);
+        fclose(f);
+        free(buf);
+    }
+    akvi_catalog_free(&c);
+    return changed;
+}
+
+/* what = run index: bit 0 of its level. */
+static bool flip_level(akvi_catalog *c, unsigned what)
+{
+    if (what >= c->n_run)
+        return false;
+    c->runs[what].level ^= 1;
+    return true;
+}
+
+/* what = run index * 64 * 16 + SST index * 16 + bit: a bit of a shard prefix. */
+static bool flip_prefix(akvi_catalog *c, unsigned what)
+{
+    unsigned run = what / (64 * 16), sst = what / 16 % 64, bit = what % 16;
+    if (run >= c->n_run || sst >= c->runs[run].n_sst || bit >= c->runs[run].prefix_bits)
+        return false;
+    c->runs[run].ssts[sst].prefix ^= 1ull << bit;
+    return true;
+}
+
+/* After the flip: refused naming the field (directory unchanged) or every
+ * answer right; a refusal is then resolved by repair, with nothing lost. */
+static unsigned flip_test(akv_layout layout, bool (*flip)(akvi_catalog *, unsigned), unsigned n_what,
+                          const char *field)
+{
+    char base[512], dir[600];
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_tmpdir(base, sizeof base, "rel-flip");
+    akvt_opts(&o, &lb, layout, NULL);
+    char orig[600];
+    snprintf(orig, sizeof orig, "%s/orig", base);
+    leveled_runs(orig, &o);
+    snprintf(dir, sizeof dir, "%s/work", base);
+    unsigned refused = 0, tried = 0;
+    for (unsigned what = 0; what < n_what; what++) {
+        unsigned sst = what / 16 % 64;
+        if (flip == flip_prefix && (what % 16 > 2 || (sst != 0 && sst != 3 && sst != 7)))
+            continue; /* bits 0..2 of the prefixes of SSTs 0, 3 and 7 of each run: ~12 cases */
+        akvt_copy_tree(orig, dir);
+        int how = flip_catalog(dir, flip, what);
+        if (!how) {
+            akvt_rmrf(dir);
+            continue;
+        }
+        tried++;
+        char wh[96];
+        snprintf(wh, sizeof wh, "%s flip %u", field, what);
+        if (refused_or_right(dir, &o, wh)) {
+            refused++;
+            if (how == 1) /* else the previous catalog was used, and refused for what it lacks */
+                cr_assert_not_null(strstr(akv_errmsg(), field), "%s: the refusal does not name the %s: %s", wh,
+                                   field, akv_errmsg());
+            akv_repair_report r;
+            int rc = akv_repair(dir, &o, &r);
+            cr_assert_eq(rc, AKV_OK, "%s: repair gave %s (%s)\n%s", wh, akv_strerror(rc), akv_errmsg(), r.text);
+            cr_assert_eq(r.entries_lost, 0, "%s: %s", wh, r.text);
+            akv_free(r.text);
+            akv_db *db = akvt_open_ok(dir, &o);
+            akvt_expect_all_right(db, wh);
+            cr_assert_eq(akv_close(db), AKV_OK);
+        }
+        akvt_rmrf(dir);
+    }
+    cr_assert_gt(tried, 0);
+    cr_log_info("%s: %u of %u flips refused", field, refused, tried);
+    akvt_rmrf(base);
+    return refused;
+}
+
+Test(reliability, catalog_level_flip_is_refused_hash)
+{
+    flip_test(AKV_LAYOUT_HASH, flip_level, 8, "level");
+}
+
+Test(reliability, catalog_level_flip_is_refused_ordered)
+{
+    flip_test(AKV_LAYOUT_ORDERED, flip_level, 8, "level");
+}
+
+Test(reliability, catalog_shard_prefix_flip_is_refused)
+{
+    flip_test(AKV_LAYOUT_HASH, flip_prefix, 2 * 64 * 16 + 8 * 16, "shard prefix");
+}

@@ -184,6 +184,8 @@ int akvi_catalog_reserve(akv_db *db, uint64_t id);
 /* The newer valid catalog file of dir; AKV_NOTFOUND when neither exists.
  * `note` tells of a damaged slot that was passed over ("" if none). */
 int akvi_catalog_load(const char *dir, akvi_catalog *c, char *note, size_t note_cap);
+/* DIR/CATALOG.<slot> alone (the previous generation, to name in a refusal). */
+int akvi_catalog_load_slot(const char *dir, unsigned slot, akvi_catalog *c);
 
 /* ---- slots (slot.c) ---------------------------------------------------- */
 

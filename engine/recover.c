@@ -497,6 +497,27 @@ static bool holds_all(akv_db *db, const akvi_cat_run *r, const akv_filter *f, co
  * that steers lookups, one of them is wrong and open cannot tell which:
  * refused, naming the field. A file bound to another SST (copied) or
  * unreadable is no witness, and is rebuilt. */
+/* What the previous catalog generation (the other slot) records for run
+ * `run` (its level, or SST `sst`'s shard), for a refusal's message. */
+static void previous_generation(akv_db *db, uint64_t run, uint64_t sst, bool level, char *out, size_t cap)
+{
+    unsigned slot = (unsigned)((db->cat_seq + 1) & 1);
+    akvi_catalog c;
+    if (akvi_catalog_load_slot(db->dir, slot, &c) != AKV_OK) {
+        snprintf(out, cap, "the previous catalog (CATALOG.%u) is unusable", slot);
+        return;
+    }
+    const akvi_cat_run *r = catalog_run(&c, run);
+    snprintf(out, cap, "the previous catalog (CATALOG.%u, sequence %llu) does not name run %llu", slot,
+             (unsigned long long)c.seq, (unsigned long long)run);
+    for (size_t j = 0; r && j < r->n_sst; j++)
+        if (level || r->ssts[j].id == sst)
+            snprintf(out, cap, "the previous catalog (CATALOG.%u, sequence %llu) records %s %llu", slot,
+                     (unsigned long long)c.seq, level ? "level" : "shard prefix",
+                     (unsigned long long)(level ? r->level : r->ssts[j].prefix));
+    akvi_catalog_free(&c);
+}
+
 static int check_binding(akv_db *db, const akvi_run *r, size_t j)
 {
     const akvi_cat_sst *s = &r->info.ssts[j];
@@ -521,15 +542,19 @@ static int check_binding(akv_db *db, const akvi_run *r, size_t j)
                         : d.level != r->info.level               ? "level"
                         : d.prefix_bits != r->info.prefix_bits || b->prefix != s->prefix ? "shard prefix"
                                                                                            : NULL;
-    if (field)
+    if (field) {
+        bool level = strcmp(field, "level") == 0;
+        char prev[200];
+        previous_generation(db, r->info.id, s->id, level, prev, sizeof prev);
         rc = akvi_err(AKV_ECORRUPT,
-                      "run %llu: the catalog records %s %llu (shard of %u bits), but its SST %llu's filter file "
-                      "%s, bound to that SST, records %s %llu (%u bits): the catalog or the filter file is "
-                      "wrong" REPAIR_HINT,
-                      (unsigned long long)r->info.id, field,
-                      (unsigned long long)(strcmp(field, "level") == 0 ? r->info.level : s->prefix),
-                      r->info.prefix_bits, (unsigned long long)s->id, name, field,
-                      (unsigned long long)(strcmp(field, "level") == 0 ? d.level : b->prefix), d.prefix_bits);
+                      "run %llu: the catalog (CATALOG.%u, sequence %llu) records %s %llu (shard of %u bits), but "
+                      "its SST %llu's filter file %s, bound to that SST, records %s %llu (%u bits); %s: the "
+                      "catalog or the filter file is wrong" REPAIR_HINT,
+                      (unsigned long long)r->info.id, (unsigned)(db->cat_seq & 1), (unsigned long long)db->cat_seq,
+                      field, (unsigned long long)(level ? r->info.level : s->prefix), r->info.prefix_bits,
+                      (unsigned long long)s->id, name, field, (unsigned long long)(level ? d.level : b->prefix),
+                      d.prefix_bits, prev);
+    }
     akvi_cat_run_free(&d);
     return rc;
 }

@@ -843,10 +843,14 @@ static unsigned flip_test(akv_layout layout, bool (*flip)(akvi_catalog *, unsign
         char wh[96];
         snprintf(wh, sizeof wh, "%s flip %u", field, what);
         if (refused_or_right(dir, &o, wh)) {
-            refused++;
+            if (refused++ == 0)
+                cr_log_info("%s: %s", wh, akv_errmsg());
             if (how == 1) /* else the previous catalog was used, and refused for what it lacks */
                 cr_assert_not_null(strstr(akv_errmsg(), field), "%s: the refusal does not name the %s: %s", wh,
                                    field, akv_errmsg());
+            if (how == 1 && strcmp(field, "level") == 0) /* and what the previous generation says */
+                cr_assert_not_null(strstr(akv_errmsg(), "the previous catalog (CATALOG."), "%s: %s", wh,
+                                   akv_errmsg());
             akv_repair_report r;
             int rc = akv_repair(dir, &o, &r);
             cr_assert_eq(rc, AKV_OK, "%s: repair gave %s (%s)\n%s", wh, akv_strerror(rc), akv_errmsg(), r.text);

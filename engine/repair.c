@@ -926,7 +926,6 @@ static int gather(state *S)
     return rc;
 }
 
-/* Decide and carry out each run's fate. */
 /* Hash layout: an SST's shard prefix is the shard of its key range (the
  * range RocksDB holds is checked against the record before the run is
  * kept). A prefix that is not (a damaged catalog with a valid checksum)
@@ -949,6 +948,7 @@ static void fix_prefixes(state *S, rrun *r)
     }
 }
 
+/* Decide and carry out each run's fate. */
 static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
 {
     akv_db *db = S->db;

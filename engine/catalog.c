@@ -363,6 +363,24 @@ int akvi_catalog_reserve(akv_db *db, uint64_t id)
     return rc;
 }
 
+int akvi_catalog_load_slot(const char *dir, unsigned slot, akvi_catalog *c)
+{
+    char path[4096];
+    slot_path(dir, slot, path, sizeof path);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = akvi_file_read(path, &buf, &len);
+    if (rc == AKV_OK)
+        rc = akvi_catalog_decode(buf, len, c);
+    free(buf);
+    if (rc == AKV_OK && (c->seq & 1) != (slot & 1)) {
+        akvi_catalog_free(c);
+        rc = akvi_err(AKV_ECORRUPT, "catalog record with sequence %llu in the wrong slot",
+                      (unsigned long long)c->seq);
+    }
+    return rc;
+}
+
 int akvi_catalog_load(const char *dir, akvi_catalog *out, char *note, size_t note_cap)
 {
     akvi_catalog got[2];

@@ -105,6 +105,24 @@ int akvi_file_rewrite(const char *path, const uint8_t *buf, size_t len);
 int akvi_fsync_dir(const char *dir);
 bool akvi_path_exists(const char *path);
 
+/* ---- RocksDB's WAL files (wal.c) --------------------------------------- */
+
+/* What RocksDB's point-in-time replay of DIR/rocksdb/NNNNNN.log will keep
+ * and drop. `file`: the first log whose replay stops before its end, at
+ * byte `offset`; `torn`: it ends inside a record (a writer that died
+ * mid-write, or a cut file) rather than at a damaged one. Dropped counts
+ * take in the record at the stop, the complete records after it in that
+ * file, and (after a damaged record) every later log file's. */
+typedef struct akvi_wal_report {
+    unsigned files_damaged;
+    char file[64];
+    uint64_t offset;
+    bool torn;
+    uint64_t records_kept, writes_kept; /* in `file`, before the stop */
+    uint64_t records_dropped, writes_dropped;
+} akvi_wal_report;
+int akvi_wal_check(const char *rdir, akvi_wal_report *rep);
+
 /* ---- slot policy (policy.c) -------------------------------------------- */
 
 typedef struct akvi_policy {
@@ -226,6 +244,8 @@ int akvi_catalog_reserve(akv_db *db, uint64_t id);
 /* The newer valid catalog file of dir; AKV_NOTFOUND when neither exists.
  * `note` tells of a damaged slot that was passed over ("" if none). */
 int akvi_catalog_load(const char *dir, akvi_catalog *c, char *note, size_t note_cap);
+/* DIR/CATALOG.<slot> alone (the previous generation, to name in a refusal). */
+int akvi_catalog_load_slot(const char *dir, unsigned slot, akvi_catalog *c);
 
 /* ---- slots (slot.c) ---------------------------------------------------- */
 
@@ -430,6 +450,12 @@ struct akv_db {
      * `missing_relaxed` (docs/reliability.md, "Missing SST of an uncommitted
      * run"). */
     bool missing_ok, missing_relaxed;
+    /* The database's lock: DIR itself opened and flock()ed exclusively
+     * before anything in it is read, moved or written (open and repair),
+     * held until the handle is freed; -1 while not held. flock belongs to
+     * the open file description, so a second open of DIR in the same
+     * process is refused like one in another process (akvi_dir_lock). */
+    int lock_fd;
 
     /* `cur` on a cache line of its own: every get reads it, nothing on
      * the hot path writes near it. */
@@ -512,7 +538,8 @@ struct akv_db {
     struct {
         _Atomic uint64_t puts, deletes, flushes, compactions, write_stalls,
             write_slowdowns, l0_merges, bytes_written_user, bytes_written_disk, filter_grows, filter_refills,
-            family_ops, family_op_us, family_creates, family_drops;
+            family_ops, family_op_us, family_creates, family_drops, wal_damaged_recoveries,
+            wal_records_dropped;
         _Atomic uint64_t bytes_written_level[AKV_MAX_LEVELS];
     } st;
 };
@@ -845,6 +872,13 @@ int akvi_identity_write(akv_db *db);
 /* An akv_db with options, paths, locks and RocksDB options, not opened. */
 akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc);
 void akvi_db_free(akv_db *db);
+/* Take the database's lock (db->lock_fd): AKV_EBUSY, naming DIR, when
+ * another handle holds it, in this process or another; AKV_NOTFOUND when
+ * DIR does not exist. Taken before anything in DIR is read. */
+int akvi_dir_lock(akv_db *db);
+/* Check RocksDB's WAL before it is replayed (wal.c): damage is logged and
+ * counted, or refused when `strict`; the finding's text into note. */
+int akvi_wal_damage(akv_db *db, bool strict, char *note, size_t cap);
 /* Test hook: called at the steps of a create ("rocksdb", "catalog",
  * "identity"); a result other than AKV_OK fails the open there. */
 extern int (*_Atomic akvi_hook_create_step)(const char *step);

@@ -91,9 +91,14 @@ static void check_errors(akvi_merge *m)
         char *err = NULL;
         rocksdb_iter_get_error(m->its[i], &err);
         if (err && m->exp && m->exp[i].run) {
+            /* A block RocksDB finds damaged is damaged data (AKV_ECORRUPT,
+             * as a run read short of the catalog is), not a failed read. */
             char what[64];
+            bool corrupt = strstr(err, "Corruption") != NULL;
             snprintf(what, sizeof what, "reading run %llu", (unsigned long long)m->exp[i].run->id);
             m->status = akvi_rocks_err(err, what);
+            if (corrupt)
+                m->status = akvi_err(AKV_ECORRUPT, "%s (akv_repair salvages what is readable)", akv_errmsg());
         } else if (err)
             m->status = akvi_rocks_err(err, "reading a column family");
     }

@@ -25,10 +25,12 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +39,7 @@
 #include "engine/internal.h"
 #include "util/codec.h"
 #include "util/order.h"
+#include "util/shard.h"
 
 #if defined(__SANITIZE_THREAD__)
 /* tsan.c: referenced here so that every program that opens a database
@@ -334,7 +337,21 @@ static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
     return AKV_OK;
 }
 
-/* The catalog's SSTs against the SST files RocksDB's MANIFEST records. */
+/* Hash layout: an SST holds one shard (the top prefix_bits of h.hi, the
+ * first 8 bytes of every internal key), so its smallest and largest keys
+ * are both in the shard its prefix names. */
+static bool shard_fits(const akvi_cat_run *r, const akvi_cat_sst *s)
+{
+    if (s->smallest_len < 8 || s->largest_len < 8)
+        return false;
+    akv_hash lo = {.hi = akvi_get_be64(s->smallest)}, hi = {.hi = akvi_get_be64(s->largest)};
+    return r->prefix_bits <= 64 && akv_shard_of(lo, r->prefix_bits) == s->prefix &&
+           akv_shard_of(hi, r->prefix_bits) == s->prefix;
+}
+
+/* The catalog's SSTs against the SST files RocksDB's MANIFEST records
+ * (the witness of every SST's key range, entry count and size, and
+ * through the key range, of its shard prefix). */
 static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_run *r, const akvi_live_sst *l,
                            size_t n)
 {
@@ -359,6 +376,15 @@ static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_ru
             what = "entry count";
         else if (f->size != s->bytes)
             what = "size";
+        else if (db->layout == AKV_LAYOUT_HASH && !shard_fits(r, s))
+            /* Lookups go to an SST by its shard prefix: the prefix must be
+             * the shard of the key range RocksDB (the witness) holds. */
+            return akvi_err(
+                AKV_ECORRUPT,
+                "run %llu SST %llu: the catalog's shard prefix %llu (of %u bits) is not the shard of the "
+                "SST's key range in RocksDB's file %s" REPAIR_HINT,
+                (unsigned long long)r->id, (unsigned long long)s->id, (unsigned long long)s->prefix,
+                r->prefix_bits, f->name + (f->name[0] == '/'));
         if (what)
             return akvi_err(
                 AKV_ECORRUPT,
@@ -465,12 +491,85 @@ static bool holds_all(akv_db *db, const akvi_cat_run *r, const akv_filter *f, co
 /* Phase 1: the slot's filter from its file, or rebuilt in memory from the
  * SST's data (written in phase 2: the slot is left dirty). *upgraded: the
  * SST's key digest was computed (a catalog of version 1). */
+/* The SST's filter file is bound to it (run, SST, keys, size, key digest
+ * and range all the catalog's) and records the run's level and shard: an
+ * independent witness of the catalog's. Where the two disagree on a field
+ * that steers lookups, one of them is wrong and open cannot tell which:
+ * refused, naming the field. A file bound to another SST (copied) or
+ * unreadable is no witness, and is rebuilt. */
+/* What the previous catalog generation (the other slot) records for run
+ * `run` (its level, or SST `sst`'s shard), for a refusal's message. */
+static void previous_generation(akv_db *db, uint64_t run, uint64_t sst, bool level, char *out, size_t cap)
+{
+    unsigned slot = (unsigned)((db->cat_seq + 1) & 1);
+    akvi_catalog c;
+    if (akvi_catalog_load_slot(db->dir, slot, &c) != AKV_OK) {
+        snprintf(out, cap, "the previous catalog (CATALOG.%u) is unusable", slot);
+        return;
+    }
+    const akvi_cat_run *r = catalog_run(&c, run);
+    snprintf(out, cap, "the previous catalog (CATALOG.%u, sequence %llu) does not name run %llu", slot,
+             (unsigned long long)c.seq, (unsigned long long)run);
+    for (size_t j = 0; r && j < r->n_sst; j++)
+        if (level || r->ssts[j].id == sst)
+            snprintf(out, cap, "the previous catalog (CATALOG.%u, sequence %llu) records %s %llu", slot,
+                     (unsigned long long)c.seq, level ? "level" : "shard prefix",
+                     (unsigned long long)(level ? r->level : r->ssts[j].prefix));
+    akvi_catalog_free(&c);
+}
+
+static int check_binding(akv_db *db, const akvi_run *r, size_t j)
+{
+    const akvi_cat_sst *s = &r->info.ssts[j];
+    char name[64];
+    akvi_filter_file_name(r->info.id, s->id, name, sizeof name);
+    char *path = akvi_path_join(db->fdir, name);
+    if (!path)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    akvi_cat_run d = {0};
+    int rc = akvi_slot_describe(path, &d);
+    free(path);
+    if (rc != AKV_OK || d.n_sst != 1) {
+        akvi_cat_run_free(&d);
+        return rc == AKV_ENOMEM ? rc : AKV_OK;
+    }
+    const akvi_cat_sst *b = &d.ssts[0];
+    bool same_sst = d.id == r->info.id && b->id == s->id && b->keys == s->keys && b->bytes == s->bytes &&
+                    b->digest == s->digest &&
+                    akv_bytes_cmp(b->smallest, b->smallest_len, s->smallest, s->smallest_len) == 0 &&
+                    akv_bytes_cmp(b->largest, b->largest_len, s->largest, s->largest_len) == 0;
+    const char *field = !same_sst                               ? NULL
+                        : d.level != r->info.level               ? "level"
+                        : d.prefix_bits != r->info.prefix_bits || b->prefix != s->prefix ? "shard prefix"
+                                                                                           : NULL;
+    if (field) {
+        bool level = strcmp(field, "level") == 0;
+        char prev[200];
+        previous_generation(db, r->info.id, s->id, level, prev, sizeof prev);
+        rc = akvi_err(AKV_ECORRUPT,
+                      "run %llu: the catalog (CATALOG.%u, sequence %llu) records %s %llu (shard of %u bits), but "
+                      "its SST %llu's filter file %s, bound to that SST, records %s %llu (%u bits); %s: the "
+                      "catalog or the filter file is wrong" REPAIR_HINT,
+                      (unsigned long long)r->info.id, (unsigned)(db->cat_seq & 1), (unsigned long long)db->cat_seq,
+                      field, (unsigned long long)(level ? r->info.level : s->prefix), r->info.prefix_bits,
+                      (unsigned long long)s->id, name, field, (unsigned long long)(level ? d.level : b->prefix),
+                      d.prefix_bits, prev);
+    }
+    akvi_cat_run_free(&d);
+    return rc;
+}
+
 static int load_slot(akv_db *db, akvi_run *r, size_t j, bool *upgraded)
 {
     akvi_cat_sst *s = &r->info.ssts[j];
     akv_filter *f = NULL;
     bool unbound = false, dirty = false;
     int rc = akvi_slot_read_file(db->fdir, &r->info, j, &unbound, &f);
+    if (rc != AKV_OK && rc != AKV_ENOMEM) {
+        int brc = check_binding(db, r, j);
+        if (brc != AKV_OK)
+            return brc;
+    }
     char why[512];
     snprintf(why, sizeof why, "%s", rc == AKV_OK ? "" : akv_errmsg());
     if (rc != AKV_OK || unbound || s->digest == 0) {
@@ -755,7 +854,10 @@ static int adopt_policy(akv_db *db, const akvi_catalog *c, loaded *L)
  * data), to be created again. */
 static int load_existing(akv_db *db, bool have_identity, loaded *L)
 {
-    int rc = akvi_cf_set_open(db, true, false, &L->cfs);
+    int rc = akvi_wal_damage(db, db->opt.wal_strict, NULL, 0);
+    if (rc != AKV_OK)
+        return rc;
+    rc = akvi_cf_set_open(db, true, false, &L->cfs);
     if (rc != AKV_OK)
         return rc == AKV_EIO ? akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg()) : rc;
     if (!have_identity) {
@@ -1082,6 +1184,8 @@ static void db_free(akv_db *db)
     pthread_mutex_destroy(&db->retmu);
     akvi_guard_free(db);
     akvi_rocks_teardown(db);
+    if (db->lock_fd >= 0) /* released last: RocksDB is closed */
+        close(db->lock_fd);
     akvi_misslog_destroy(db->ml);
     pthread_rwlock_destroy(&db->vmu);
     pthread_mutex_destroy(&db->wmu);
@@ -1170,6 +1274,7 @@ akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);
     pthread_rwlock_init(&db->guard_lock, NULL);
+    db->lock_fd = -1;
     *rc = setup(db, dir, opt);
     if (*rc != AKV_OK) {
         db_free(db);
@@ -1181,6 +1286,77 @@ akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
 void akvi_db_free(akv_db *db)
 {
     db_free(db);
+}
+
+/* The lock is DIR itself, flock()ed: no file is created for it (a refused
+ * open changes nothing), it is released when the process dies, and it
+ * belongs to the open file description, so two handles in one process
+ * exclude each other as two processes do. RocksDB's own rocksdb/LOCK is
+ * taken only when RocksDB opens for writing, after open's read-only checks
+ * and repair's first steps: a second opener used to read a database in the
+ * middle of a commit and call it corrupt, and a second repair moved live
+ * SSTs away (docs/reliability.md, "One handle at a time"). */
+int akvi_dir_lock(akv_db *db)
+{
+    if (db->lock_fd >= 0)
+        return AKV_OK;
+    int fd = open(db->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return AKV_NOTFOUND;
+        return akvi_err(errno == ENOTDIR ? AKV_EINVAL : AKV_EIO, "cannot open database directory %s: %s",
+                        db->dir, strerror(errno));
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return akvi_err(AKV_EBUSY,
+                            "database %s is in use: another handle (in this process or another) holds its "
+                            "lock; nothing was read or changed",
+                            db->dir);
+        return akvi_err(AKV_EIO, "cannot lock database directory %s: %s", db->dir, strerror(e));
+    }
+    db->lock_fd = fd;
+    return AKV_OK;
+}
+
+/* RocksDB replays its WAL up to the first damaged record (point in time)
+ * and drops the rest without a word: say what it will drop, before it
+ * replays. Logged, counted in akv_stats; with `strict`, refused
+ * (AKV_ECORRUPT) before anything is changed. The finding, if any, also
+ * goes into note[0..cap) (for repair's report). */
+int akvi_wal_damage(akv_db *db, bool strict, char *note, size_t cap)
+{
+    akvi_wal_report w;
+    int rc = akvi_wal_check(db->rdir, &w);
+    if (rc != AKV_OK || !w.files_damaged)
+        return rc;
+    char msg[640], dropped[160];
+    if (w.torn && w.records_dropped == 1)
+        snprintf(dropped, sizeof dropped, "the incomplete record at its end is dropped");
+    else
+        snprintf(dropped, sizeof dropped, "it and %llu complete records (%llu writes) after it are dropped",
+                 (unsigned long long)(w.records_dropped - 1), (unsigned long long)w.writes_dropped);
+    snprintf(msg, sizeof msg,
+             "WAL %s/%s %s at byte %llu: the %llu records (%llu writes) before it are recovered; %s%s",
+             db->rdir, w.file,
+             w.torn ? "ends inside a record (a write cut short, or a cut file)"
+                    : "is damaged (a record fails its checksum)",
+             (unsigned long long)w.offset, (unsigned long long)w.records_kept,
+             (unsigned long long)w.writes_kept, dropped,
+             w.files_damaged > 1 ? " (more than one WAL file is damaged)" : "");
+    if (note && cap)
+        snprintf(note, cap, "%s", msg);
+    if (strict)
+        return akvi_err(AKV_ECORRUPT,
+                        "%s; wal_strict refuses to open past it (open without wal_strict, or akv_repair, "
+                        "recovers the writes before the damage and drops the rest); nothing was changed",
+                        msg);
+    atomic_fetch_add(&db->st.wal_damaged_recoveries, w.files_damaged);
+    atomic_fetch_add(&db->st.wal_records_dropped, w.records_dropped);
+    akvi_log(db, "warning: %s (point-in-time recovery)", msg);
+    return AKV_OK;
 }
 
 /* What the directory is, before RocksDB touches it. */
@@ -1246,7 +1422,20 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, a
     open_mode mode = OPEN_CREATE;
     loaded L = {0};
     created made = {0};
-    rc = inspect(db, &mode);
+    /* The lock before anything is read; a directory to create is made
+     * first, then locked (a racing creator finds it and waits its turn). */
+    rc = akvi_dir_lock(db);
+    if (rc == AKV_NOTFOUND) {
+        rc = db->opt.create_if_missing
+                 ? make_dir(db->dir, &made.dir)
+                 : akvi_err(AKV_EINVAL, "database %s does not exist (create_if_missing is off)", db->dir);
+        if (rc == AKV_OK)
+            rc = akvi_dir_lock(db);
+        if (rc == AKV_NOTFOUND)
+            rc = akvi_err(AKV_EIO, "database directory %s vanished while it was being created", db->dir);
+    }
+    if (rc == AKV_OK)
+        rc = inspect(db, &mode);
     if (rc == AKV_OK && mode == OPEN_CREATE && !db->opt.create_if_missing)
         rc = akvi_err(AKV_EINVAL, "database %s does not exist (create_if_missing is off)", db->dir);
     if (rc == AKV_OK && mode != OPEN_CREATE && db->opt.error_if_exists)

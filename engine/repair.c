@@ -20,11 +20,14 @@
 
 #include "engine/internal.h"
 #include "util/order.h"
+#include "util/shard.h"
 
 /* ---- the report ---------------------------------------------------------- */
 
 typedef struct rep {
-    akv_db *db;
+    akv_db *db; /* NULL once freed: then the log hook below */
+    void (*log)(void *arg, const char *msg);
+    void *log_arg;
     akv_repair_report r;
     char *text;
     size_t len, cap;
@@ -38,7 +41,14 @@ static void note(rep *R, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    akvi_log(R->db, "repair: %s", line);
+    if (R->db)
+        akvi_log(R->db, "repair: %s", line);
+    else if (R->log) {
+        char m[800];
+        snprintf(m, sizeof m, "repair: %s", line);
+        R->log(R->log_arg, m);
+    } else
+        fprintf(stderr, "adaptkv: repair: %s\n", line);
     size_t n = strlen(line);
     if (R->len + n + 2 > R->cap) {
         size_t cap = R->cap ? 2 * R->cap : 1024;
@@ -916,6 +926,28 @@ static int gather(state *S)
     return rc;
 }
 
+/* Hash layout: an SST's shard prefix is the shard of its key range (the
+ * range RocksDB holds is checked against the record before the run is
+ * kept). A prefix that is not (a damaged catalog with a valid checksum)
+ * is taken from the range, with a note. */
+static void fix_prefixes(state *S, rrun *r)
+{
+    for (size_t j = 0; j < r->desc.n_sst; j++) {
+        akvi_cat_sst *s = &r->desc.ssts[j];
+        if (s->smallest_len < 8 || s->largest_len < 8 || r->desc.prefix_bits > 64)
+            continue;
+        akv_hash lo = {.hi = akvi_get_be64(s->smallest)}, hi = {.hi = akvi_get_be64(s->largest)};
+        uint64_t p = akv_shard_of(lo, r->desc.prefix_bits);
+        if (p == s->prefix || p != akv_shard_of(hi, r->desc.prefix_bits))
+            continue;
+        note(S->R, "run %llu SST %llu: its recorded shard prefix %llu is not the shard of its key range; %llu "
+                   "is",
+             (unsigned long long)r->id, (unsigned long long)s->id, (unsigned long long)s->prefix,
+             (unsigned long long)p);
+        s->prefix = p;
+    }
+}
+
 /* Decide and carry out each run's fate. */
 static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
 {
@@ -940,6 +972,8 @@ static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
             akvi_cat_run_free(&live);
             break;
         }
+        if (db->layout == AKV_LAYOUT_HASH)
+            fix_prefixes(S, r);
         uint64_t expected = 0;
         for (size_t j = 0; j < r->desc.n_sst; j++)
             expected += r->desc.ssts[j].keys;
@@ -1245,6 +1279,35 @@ static int find_identity(akv_db *db, rep *R, bool rocks_open)
     return AKV_OK;
 }
 
+/* The meta family holds the miss log (a hint) and a copy of the identity
+ * (written again at the end). A file of it that RocksDB records but that
+ * is gone makes every open refuse: the family is made anew. */
+static int renew_meta(akv_db *db, rep *R, const akvi_live_sst *l, size_t nl)
+{
+    size_t first, n = akvi_live_ssts_of(l, nl, "meta", &first);
+    const char *gone = NULL;
+    for (size_t i = first; i < first + n && !gone; i++) {
+        char *p = akvi_path_join(db->rdir, l[i].name + (l[i].name[0] == '/'));
+        if (!p)
+            return akvi_err(AKV_ENOMEM, "out of memory");
+        if (!akvi_path_exists(p))
+            gone = l[i].name;
+        free(p);
+    }
+    if (!gone || !db->meta_cf)
+        return AKV_OK;
+    note(R, "RocksDB's file %s of the meta family is missing: the family is made anew (the miss log is lost; "
+            "the identity's copy is written again)",
+         gone + (gone[0] == '/'));
+    akvi_cf_drop(db, db->meta_cf);
+    rocksdb_column_family_handle_destroy(db->meta_cf);
+    db->meta_cf = NULL;
+    int rc = atomic_load(&db->bg_error);
+    if (rc != AKV_OK)
+        return akvi_err(rc, "cannot repair %s: dropping the meta family failed: %s", db->dir, akv_errmsg());
+    return akvi_cf_create(db, "meta", 0, &db->meta_cf);
+}
+
 static int repair(akv_db *db, rep *R)
 {
     state S = {.db = db, .R = R};
@@ -1255,6 +1318,12 @@ static int repair(akv_db *db, rep *R)
     rc = restore_current(db, R);
     if (rc == AKV_OK)
         rc = set_aside_orphans(db, R, &S.orph, &S.n_orph);
+    if (rc == AKV_OK) { /* RocksDB replays its WAL up to any damage: say what it drops */
+        char wal[700] = "";
+        rc = akvi_wal_damage(db, false, wal, sizeof wal);
+        if (rc == AKV_OK && wal[0])
+            note(R, "%s", wal);
+    }
     if (rc == AKV_OK)
         rc = akvi_cf_set_open(db, false, false, &S.cfs);
     if (rc == AKV_OK && identity_pending)
@@ -1284,6 +1353,8 @@ static int repair(akv_db *db, rep *R)
     size_t nl = 0;
     if (rc == AKV_OK)
         rc = akvi_live_ssts(db->rdb, &l, &nl);
+    if (rc == AKV_OK)
+        rc = renew_meta(db, R, l, nl);
     if (rc == AKV_OK)
         rc = settle_runs(&S, l, nl);
     akvi_live_ssts_free(l, nl);
@@ -1335,20 +1406,47 @@ int akv_repair(const char *dir, const akv_options *opt_in, akv_repair_report *re
     if (!db)
         return rc;
     db->missing_ok = true; /* a missing SST: look without paranoid checks, salvage the rest */
-    rep R = {.db = db};
+    rep R = {.db = db, .log = o.log, .log_arg = o.log_arg};
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         rc = akvi_err(AKV_EINVAL, "akv_repair: %s is not a directory", dir);
-    else
+    else /* the lock before anything is read, moved or written */
+        rc = akvi_dir_lock(db);
+    if (rc == AKV_NOTFOUND)
+        rc = akvi_err(AKV_EINVAL, "akv_repair: %s is not a directory", dir);
+    if (rc == AKV_OK)
         rc = repair(db, &R);
-    char msg[512];
+    char msg[1024];
     snprintf(msg, sizeof msg, "%s", akv_errmsg());
+    akvi_db_free(db); /* the lock too: the check below opens the database */
+    R.db = NULL;
+    if (rc == AKV_OK) {
+        /* A repair that succeeds is followed by an open that succeeds: it
+         * runs every check of open. Where it refuses, this repair could
+         * not fix something, and says so rather than "0 lost". */
+        akv_options vo = o;
+        vo.create_if_missing = 0;
+        vo.error_if_exists = 0;
+        vo.wal_strict = 0;
+        akv_db *v = NULL;
+        int vrc = akv_open(dir, &vo, &v);
+        if (vrc == AKV_OK)
+            vrc = akv_close(v);
+        if (vrc != AKV_OK && vrc != AKV_EBUSY) {
+            snprintf(msg, sizeof msg,
+                     "repair of %s finished, but the database still does not open (%s): this repair cannot fix "
+                     "that",
+                     dir, akv_errmsg());
+            rc = AKV_ECORRUPT;
+            note(&R, "%s", msg);
+        } else if (vrc == AKV_EBUSY)
+            note(&R, "the check that the repaired database opens was not run: another handle opened it first");
+    }
     if (report) {
         *report = R.r;
         report->text = R.text;
         R.text = NULL;
     }
     free(R.text);
-    akvi_db_free(db);
     return rc == AKV_OK ? AKV_OK : akvi_err(rc, "%s", msg);
 }

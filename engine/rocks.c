@@ -40,6 +40,10 @@ int akvi_rocks_setup(akv_db *db)
      * reaches it (with a bounded table cache, the first lookups after a
      * flush or compaction each paid an index read: docs/design.md). */
     rocksdb_options_set_max_open_files(db->dbopt, -1);
+    /* A damaged WAL: replay up to the damage, every write before it kept
+     * (RocksDB's default, named here because open and repair count what
+     * it drops: engine/wal.c). */
+    rocksdb_options_set_wal_recovery_mode(db->dbopt, 2 /* kPointInTimeRecovery */);
     /* No automatic resume after a background I/O error: adaptkv stops its
      * writers on the first one and recovers by reopening (docs/reliability.md),
      * and RocksDB 7.8 resuming by itself after a failed MANIFEST sync can

@@ -40,6 +40,8 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     st->family_op_us = atomic_load(&db->st.family_op_us);
     st->family_creates = atomic_load(&db->st.family_creates);
     st->family_drops = atomic_load(&db->st.family_drops);
+    st->wal_damaged_recoveries = atomic_load(&db->st.wal_damaged_recoveries);
+    st->wal_records_dropped = atomic_load(&db->st.wal_records_dropped);
     for (int l = 0; l < AKV_MAX_LEVELS; l++)
         st->bytes_written_per_level[l] = atomic_load(&db->st.bytes_written_level[l]);
     st->bytes_written_user = atomic_load(&db->st.bytes_written_user);
@@ -128,6 +130,8 @@ int akv_stats_json(akv_db *db, char **json)
     U64(family_op_us);
     U64(family_creates);
     U64(family_drops);
+    U64(wal_damaged_recoveries);
+    U64(wal_records_dropped);
 #undef U64
     put_array32(&p, end, "runs_per_level", s.runs_per_level);
     put_array32(&p, end, "ssts_per_level", s.ssts_per_level);

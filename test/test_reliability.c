@@ -11,16 +11,19 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "adaptkv/adaptkv.h"
 #include "adaptkv/filter.h"
 #include "engine/internal.h" /* the create-step hook, the catalog */
+#include "support/childproc.h"
 #include "support/damage.h"
 #include "support/kvmodel.h"
 #include "support/tworuns.h"
@@ -189,7 +192,7 @@ static void corrupt_sst_test(akv_layout layout)
     cr_assert_gt(t.eio, 0, "the damaged block reads fine?");
     akvt_log_reset(&lb);
     int rc = akv_compact(db);
-    cr_assert(rc == AKV_ECORRUPT || rc == AKV_EIO, "compaction over a damaged SST gave %s", akv_strerror(rc));
+    cr_assert_eq(rc, AKV_ECORRUPT, "compaction over a damaged SST gave %s (%s)", akv_strerror(rc), akv_errmsg());
     char want[64];
     snprintf(want, sizeof want, "run %llu", (unsigned long long)run);
     cr_assert_not_null(strstr(lb.text, want), "the failure does not name %s; log:\n%s", want, lb.text);
@@ -203,6 +206,10 @@ static void corrupt_sst_test(akv_layout layout)
             seen++;
         cr_assert_neq(akv_iter_status(it), AKV_OK, "a scan over a damaged SST ended with OK after %zu keys",
                       seen);
+        /* docs/reliability.md: damaged data is AKV_ECORRUPT (it was
+         * AKV_EIO when RocksDB itself reported the corruption). */
+        cr_assert_eq(akv_iter_status(it), AKV_ECORRUPT, "a scan over a damaged SST ended with %s (%s)",
+                     akv_strerror(akv_iter_status(it)), akv_errmsg());
         akv_iter_destroy(it);
     }
     t = akvt_check_v2(db);
@@ -558,6 +565,359 @@ Test(reliability, version_1_filter_files_are_checked)
         cr_assert_eq(fread(magic, 1, 4, fp), 4);
         fclose(fp);
         cr_assert(memcmp(magic, "AKFS", 4) == 0, "filter file %d was not rewritten bound", j);
+    }
+    akvt_rmrf(dir);
+}
+
+/* ---- a damaged WAL (issue 27, case 4) ------------------------------------ */
+
+/* The child (this binary re-executed, support/childproc.h): opens DIR with
+ * synced writes, puts "late-<i>" for i < 500, writes the size of the
+ * largest WAL file to DIR.mark, puts 500 more, creates DIR.ready and waits
+ * to be killed. */
+__attribute__((constructor)) static void wal_child_entry(void)
+{
+    const char *e = getenv("AKV_WAL_CHILD");
+    if (!e)
+        return;
+    int layout;
+    char dir[512];
+    if (sscanf(e, "%d %511s", &layout, dir) != 2)
+        _exit(5);
+    alarm(60);
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, (akv_layout)layout, NULL);
+    o.sync = 1;
+    akv_db *db = NULL;
+    if (akv_open(dir, &o, &db) != AKV_OK)
+        _exit(3);
+    char k[32], v[64], rdir[600], wal[1100], path[600];
+    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+    for (unsigned i = 0; i < 1000; i++) {
+        if (i == 500) {
+            if (!akvt_find_file(rdir, "", ".log", wal, sizeof wal))
+                _exit(7);
+            snprintf(path, sizeof path, "%s.mark", dir);
+            FILE *f = fopen(path, "w");
+            if (!f)
+                _exit(6);
+            fprintf(f, "%llu %s\n", (unsigned long long)akvt_file_size(wal), wal);
+            fclose(f);
+        }
+        size_t kl = (size_t)snprintf(k, sizeof k, "late-%u", i);
+        int vl = snprintf(v, sizeof v, "late-value-%u", i);
+        if (akv_put(db, k, kl, v, (size_t)vl) != AKV_OK)
+            _exit(4);
+    }
+    snprintf(path, sizeof path, "%s.ready", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        _exit(6);
+    fclose(f);
+    for (;;)
+        pause();
+}
+
+/* Two runs, then 1000 synced puts in a child killed with SIGKILL; the WAL
+ * file holding the puts and its size after the first 500 into wal, *mark. */
+static void late_writes_then_kill(const char *dir, akv_layout layout, char *wal, size_t cap, uint64_t *mark)
+{
+    char env[700], ready[600], markp[600];
+    snprintf(env, sizeof env, "AKV_WAL_CHILD=%d %s", (int)layout, dir);
+    snprintf(ready, sizeof ready, "%s.ready", dir);
+    snprintf(markp, sizeof markp, "%s.mark", dir);
+    const char *add[] = {env, NULL};
+    pid_t pid = akvt_spawn_self(add);
+    double until = akvt_now() + 60;
+    int status;
+    while (access(ready, F_OK) != 0) {
+        cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "the writer ended early (status %d)", status);
+        cr_assert_lt(akvt_now(), until, "the writer did not finish in 60 s");
+        usleep(2000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FILE *f = fopen(markp, "r");
+    cr_assert_not_null(f);
+    unsigned long long m;
+    char fmt[32];
+    snprintf(fmt, sizeof fmt, "%%llu %%%zus", cap - 1);
+    cr_assert_eq(fscanf(f, fmt, &m, wal), 2);
+    fclose(f);
+    unlink(ready);
+    unlink(markp);
+    *mark = m;
+}
+
+/* How many of late-0.. read back; they must be a prefix (nothing after a
+ * gap), with their values. */
+static unsigned late_prefix(akv_db *db)
+{
+    char k[32], want[64];
+    unsigned n = 0;
+    bool gap = false;
+    for (unsigned i = 0; i < 1000; i++) {
+        size_t kl = (size_t)snprintf(k, sizeof k, "late-%u", i);
+        void *v = NULL;
+        size_t vl = 0;
+        int rc = akv_get(db, k, kl, &v, &vl);
+        cr_assert(rc == AKV_OK || rc == AKV_NOTFOUND, "late-%u: %s", i, akv_strerror(rc));
+        if (rc == AKV_OK) {
+            int wl = snprintf(want, sizeof want, "late-value-%u", i);
+            cr_assert(!gap, "late-%u is there after a missing earlier write", i);
+            cr_assert(vl == (size_t)wl && memcmp(v, want, vl) == 0, "late-%u has a wrong value", i);
+            n++;
+        } else
+            gap = true;
+        akv_free(v);
+    }
+    return n;
+}
+
+static void damaged_wal_test(akv_layout layout, bool cut)
+{
+    char dir[512], wal[1100];
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_two_runs_in_tmp(dir, sizeof dir, cut ? "rel-walcut" : "rel-walmid", &o, &lb, layout);
+    uint64_t mark;
+    late_writes_then_kill(dir, layout, wal, sizeof wal, &mark);
+    uint64_t size = akvt_file_size(wal);
+    cr_assert_gt(size, mark);
+    if (cut) /* the issue's case: cut to 3/4 of its length */
+        akvt_truncate(wal, size * 3 / 4);
+    else /* 16 bytes smashed just after the first 500 puts */
+        akvt_smash(wal, mark + 20, 16);
+    /* Strict: refused, nothing changed. */
+    o.wal_strict = 1;
+    char *before = akvt_dir_digest(dir);
+    akv_db *db = NULL;
+    int rc = akv_open(dir, &o, &db);
+    cr_assert_eq(rc, AKV_ECORRUPT, "a strict open of a damaged WAL gave %s (%s)", akv_strerror(rc),
+                 akv_errmsg());
+    cr_assert_not_null(strstr(akv_errmsg(), "wal_strict"), "%s", akv_errmsg());
+    char *after = akvt_dir_digest(dir);
+    cr_assert_str_eq(before, after, "the refused open changed the directory");
+    free(before);
+    free(after);
+    /* Not strict: every write before the damage, a warning, the counts. */
+    o.wal_strict = 0;
+    akvt_log_reset(&lb);
+    db = akvt_open_ok(dir, &o);
+    akvt_expect_all_right(db, "after a damaged WAL");
+    unsigned kept = late_prefix(db);
+    if (!cut)
+        cr_assert_geq(kept, 500, "only %u of the 500 puts before the damage were kept", kept);
+    cr_assert_lt(kept, 1000, "the damage dropped nothing");
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_eq(st.wal_damaged_recoveries, 1);
+    cr_assert_geq(st.wal_records_dropped, 1);
+    if (!cut) /* the complete records after the damage are found again and counted */
+        cr_assert_geq(st.wal_records_dropped, 1000 - kept - 2, "%llu records dropped, %u puts lost",
+                      (unsigned long long)st.wal_records_dropped, 1000 - kept);
+    cr_assert_not_null(strstr(lb.text, cut ? "ends inside a record" : "is damaged"), "log:\n%s", lb.text);
+    char num[32];
+    snprintf(num, sizeof num, "the %u records", kept);
+    cr_assert_not_null(strstr(lb.text, num), "the warning does not count the %u records kept; log:\n%s", kept,
+                       lb.text);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    /* Recovered once: the next open (strict too) finds nothing to say. */
+    o.wal_strict = 1;
+    akvt_log_reset(&lb);
+    db = akvt_open_ok(dir, &o);
+    cr_assert_eq(late_prefix(db), kept);
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_eq(st.wal_damaged_recoveries, 0, "log:\n%s", lb.text);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}
+
+Test(reliability, wal_damaged_in_its_middle_keeps_what_precedes_hash)
+{
+    damaged_wal_test(AKV_LAYOUT_HASH, false);
+}
+
+Test(reliability, wal_damaged_in_its_middle_keeps_what_precedes_ordered)
+{
+    damaged_wal_test(AKV_LAYOUT_ORDERED, false);
+}
+
+Test(reliability, wal_cut_to_three_quarters_is_reported_hash)
+{
+    damaged_wal_test(AKV_LAYOUT_HASH, true);
+}
+
+Test(reliability, wal_cut_to_three_quarters_is_reported_ordered)
+{
+    damaged_wal_test(AKV_LAYOUT_ORDERED, true);
+}
+
+/* ---- catalog damage with a valid checksum (issue 27, case 3) -------------- */
+
+/* A run of v1 compacted to level 1, then run 2 (v2, deletes) in level 0. */
+static void leveled_runs(const char *dir, const akv_options *o)
+{
+    akv_db *db = akvt_open_ok(dir, o);
+    akvt_write_v1(db);
+    cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+    akvt_write_v2(db);
+    cr_assert_eq(akv_close(db), AKV_OK);
+}
+
+/* Rewrite the newest catalog file with `flip` applied, checksum and all
+ * valid (a bad RAM bit or a stray write before the checksum was computed).
+ * Returns false when flip finds nothing to change. */
+static int flip_catalog(const char *dir, bool (*flip)(akvi_catalog *c, unsigned what), unsigned what)
+{
+    akvi_catalog c;
+    char note[700], path[1100];
+    cr_assert_eq(akvi_catalog_load(dir, &c, note, sizeof note), AKV_OK, "%s", akv_errmsg());
+    int changed = flip(&c, what);
+    if (changed) {
+        uint8_t *buf;
+        size_t len;
+        cr_assert_eq(akvi_catalog_encode(&c, &buf, &len), AKV_OK);
+        akvi_catalog d;
+        if (akvi_catalog_decode(buf, len, &d) == AKV_OK)
+            akvi_catalog_free(&d);
+        else
+            changed = 2; /* the decoder refuses it (order of prefixes, say) */
+        snprintf(path, sizeof path, "%s/CATALOG.%d", dir, (int)(c.seq & 1));
+        FILE *f = fopen(path, "wb");
+        cr_assert_not_null(f);
+        cr_assert_eq(fwrite(buf, 1, len, f), len);
+        fclose(f);
+        free(buf);
+    }
+    akvi_catalog_free(&c);
+    return changed;
+}
+
+/* what = run index: bit 0 of its level. */
+static bool flip_level(akvi_catalog *c, unsigned what)
+{
+    if (what >= c->n_run)
+        return false;
+    c->runs[what].level ^= 1;
+    return true;
+}
+
+/* what = run index * 64 * 16 + SST index * 16 + bit: a bit of a shard prefix. */
+static bool flip_prefix(akvi_catalog *c, unsigned what)
+{
+    unsigned run = what / (64 * 16), sst = what / 16 % 64, bit = what % 16;
+    if (run >= c->n_run || sst >= c->runs[run].n_sst || bit >= c->runs[run].prefix_bits)
+        return false;
+    c->runs[run].ssts[sst].prefix ^= 1ull << bit;
+    return true;
+}
+
+/* After the flip: refused naming the field (directory unchanged) or every
+ * answer right; a refusal is then resolved by repair, with nothing lost. */
+static unsigned flip_test(akv_layout layout, bool (*flip)(akvi_catalog *, unsigned), unsigned n_what,
+                          const char *field)
+{
+    char base[512], dir[600];
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_tmpdir(base, sizeof base, "rel-flip");
+    akvt_opts(&o, &lb, layout, NULL);
+    char orig[600];
+    snprintf(orig, sizeof orig, "%s/orig", base);
+    leveled_runs(orig, &o);
+    snprintf(dir, sizeof dir, "%s/work", base);
+    unsigned refused = 0, tried = 0;
+    for (unsigned what = 0; what < n_what; what++) {
+        unsigned sst = what / 16 % 64;
+        if (flip == flip_prefix && (what % 16 > 2 || (sst != 0 && sst != 3 && sst != 7)))
+            continue; /* bits 0..2 of the prefixes of SSTs 0, 3 and 7 of each run: ~12 cases */
+        akvt_copy_tree(orig, dir);
+        int how = flip_catalog(dir, flip, what);
+        if (!how) {
+            akvt_rmrf(dir);
+            continue;
+        }
+        tried++;
+        char wh[96];
+        snprintf(wh, sizeof wh, "%s flip %u", field, what);
+        if (refused_or_right(dir, &o, wh)) {
+            if (refused++ == 0)
+                cr_log_info("%s: %s", wh, akv_errmsg());
+            if (how == 1) /* else the previous catalog was used, and refused for what it lacks */
+                cr_assert_not_null(strstr(akv_errmsg(), field), "%s: the refusal does not name the %s: %s", wh,
+                                   field, akv_errmsg());
+            if (how == 1 && strcmp(field, "level") == 0) /* and what the previous generation says */
+                cr_assert_not_null(strstr(akv_errmsg(), "the previous catalog (CATALOG."), "%s: %s", wh,
+                                   akv_errmsg());
+            akv_repair_report r;
+            int rc = akv_repair(dir, &o, &r);
+            cr_assert_eq(rc, AKV_OK, "%s: repair gave %s (%s)\n%s", wh, akv_strerror(rc), akv_errmsg(), r.text);
+            cr_assert_eq(r.entries_lost, 0, "%s: %s", wh, r.text);
+            akv_free(r.text);
+            akv_db *db = akvt_open_ok(dir, &o);
+            akvt_expect_all_right(db, wh);
+            cr_assert_eq(akv_close(db), AKV_OK);
+        }
+        akvt_rmrf(dir);
+    }
+    cr_assert_gt(tried, 0);
+    cr_log_info("%s: %u of %u flips refused", field, refused, tried);
+    akvt_rmrf(base);
+    return refused;
+}
+
+Test(reliability, catalog_level_flip_is_refused_hash)
+{
+    flip_test(AKV_LAYOUT_HASH, flip_level, 8, "level");
+}
+
+Test(reliability, catalog_level_flip_is_refused_ordered)
+{
+    flip_test(AKV_LAYOUT_ORDERED, flip_level, 8, "level");
+}
+
+Test(reliability, catalog_shard_prefix_flip_is_refused)
+{
+    flip_test(AKV_LAYOUT_HASH, flip_prefix, 2 * 64 * 16 + 8 * 16, "shard prefix");
+}
+
+/* A scan (ordered layout) that reaches a damaged block ends with
+ * AKV_ECORRUPT wherever the damage is: at a block RocksDB's iterator
+ * stops at silently (checked against the catalog's counts), or at one
+ * whose checksum RocksDB reports (that was AKV_EIO). */
+Test(reliability, scan_over_a_damaged_block_is_ecorrupt)
+{
+    char dir[512], work[600], ssts[64][1024], cf[32];
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    uint64_t run = akvt_two_runs_in_tmp(dir, sizeof dir, "rel-scan", &o, &lb, AKV_LAYOUT_ORDERED);
+    snprintf(cf, sizeof cf, "run.%llu", (unsigned long long)run);
+    snprintf(work, sizeof work, "%s-w", dir);
+    const uint64_t offs[] = {20, 1000, 3000, 6000, 9000};
+    for (size_t k = 0; k < sizeof offs / sizeof *offs; k++) {
+        akvt_copy_tree(dir, work);
+        size_t n = akvt_cf_ssts(work, cf, ssts, 64);
+        cr_assert_geq(n, 3);
+        if (offs[k] + 40 >= akvt_file_size(ssts[1])) {
+            akvt_rmrf(work);
+            continue;
+        }
+        akvt_smash(ssts[1], offs[k], 40);
+        akv_db *db = akvt_open_ok(work, &o);
+        akv_iter *it;
+        cr_assert_eq(akv_iter_create(db, &it), AKV_OK);
+        size_t seen = 0;
+        for (akv_iter_seek_first(it); akv_iter_valid(it); akv_iter_next(it))
+            seen++;
+        int st = akv_iter_status(it);
+        cr_assert(st == AKV_ECORRUPT || (st == AKV_OK && seen == AKVT_NKEYS - AKVT_NKEYS / 10),
+                  "damage at byte %llu: a scan ended with %s after %zu keys (%s)", (unsigned long long)offs[k],
+                  akv_strerror(st), seen, akv_errmsg());
+        akv_iter_destroy(it);
+        akv_close(db);
+        akvt_rmrf(work);
     }
     akvt_rmrf(dir);
 }

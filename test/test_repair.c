@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <rocksdb/c.h>
+
 #include "adaptkv/adaptkv.h"
 #include "support/damage.h"
 #include "support/kvmodel.h"
@@ -317,5 +319,146 @@ Test(repair, kvshell_repair_option)
     akv_db *db = akvt_open_ok(dir, &o);
     akvt_expect_all_right(db, "repaired by kvshell");
     cr_assert_eq(akv_close(db), AKV_OK);
+    akvt_rmrf(dir);
+}
+
+/* Issue 27, case 2: every refusal that names akv_repair is resolved by it,
+ * or repair fails saying what it cannot fix; a repair that succeeds is
+ * followed by an open that succeeds. */
+static void one_run(const char *dir, const akv_options *o)
+{
+    akv_db *db = akvt_open_ok(dir, o);
+    akvt_write_v1(db);
+    cr_assert_eq(akv_close(db), AKV_OK);
+}
+
+static void resolved_by_repair(const char *dir, const akv_options *o, const char *what)
+{
+    akv_db *db = NULL;
+    int rc = akv_open(dir, o, &db);
+    if (rc == AKV_OK) {
+        cr_log_info("%s: open succeeded", what);
+        akv_close(db);
+        return;
+    }
+    cr_assert_not_null(strstr(akv_errmsg(), "akv_repair"), "%s: %s", what, akv_errmsg());
+    cr_log_info("%s: open refused: %s", what, akv_errmsg());
+    akv_repair_report r;
+    rc = akv_repair(dir, o, &r);
+    cr_log_info("%s: repair gave %s (%s)\n%s", what, akv_strerror(rc), rc ? akv_errmsg() : "",
+                r.text ? r.text : "");
+    cr_assert_eq(rc, AKV_OK, "%s: repair gave %s (%s)", what, akv_strerror(rc), akv_errmsg());
+    cr_assert_eq(r.entries_lost, 0, "%s: %s", what, r.text);
+    akv_free(r.text);
+    rc = akv_open(dir, o, &db);
+    cr_assert_eq(rc, AKV_OK, "%s: repair succeeded, then open gave %s (%s)", what, akv_strerror(rc),
+                 akv_errmsg());
+    char k[32];
+    for (unsigned i = 0; i < AKVT_NKEYS; i++) {
+        void *v = NULL;
+        size_t vl;
+        rc = akv_get(db, k, akvt_key_name(k, i), &v, &vl);
+        cr_assert_eq(rc, AKV_OK, "%s: key %u after repair: %s", what, i, akv_strerror(rc));
+        akv_free(v);
+    }
+    cr_assert_eq(akv_close(db), AKV_OK);
+}
+
+static void meta_sst_deleted(akv_layout layout)
+{
+    char dir[512], ssts[8][1024];
+    akvt_tmpdir(dir, sizeof dir, "rep-meta");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, layout, NULL);
+    one_run(dir, &o);
+    size_t n = akvt_cf_ssts(dir, "meta", ssts, 8);
+    cr_assert_gt(n, 0, "the meta family has no SST");
+    for (size_t i = 0; i < n; i++)
+        unlink(ssts[i]);
+    resolved_by_repair(dir, &o, "meta family's SSTs deleted");
+    akvt_rmrf(dir);
+}
+
+Test(repair, meta_family_sst_deleted_hash)
+{
+    meta_sst_deleted(AKV_LAYOUT_HASH);
+}
+
+Test(repair, meta_family_sst_deleted_ordered)
+{
+    meta_sst_deleted(AKV_LAYOUT_ORDERED);
+}
+
+static void manifest_cut(akv_layout layout)
+{
+    char dir[512], rdir[600], man[1100];
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    for (uint64_t cut = 10; cut <= 200; cut += 20) {
+        akvt_tmpdir(dir, sizeof dir, "rep-mancut");
+        akvt_opts(&o, &lb, layout, NULL);
+        one_run(dir, &o);
+        snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+        cr_assert(akvt_find_file(rdir, "MANIFEST-", "", man, sizeof man));
+        akvt_truncate(man, akvt_file_size(man) - cut);
+        char what[64];
+        snprintf(what, sizeof what, "MANIFEST cut by %llu", (unsigned long long)cut);
+        resolved_by_repair(dir, &o, what);
+        akvt_rmrf(dir);
+    }
+}
+
+Test(repair, manifest_cut_is_resolved_hash)
+{
+    manifest_cut(AKV_LAYOUT_HASH);
+}
+
+Test(repair, manifest_cut_is_resolved_ordered)
+{
+    manifest_cut(AKV_LAYOUT_ORDERED);
+}
+
+/* A family that is not adaptkv's: open refuses while it exists and repair
+ * leaves it alone, so repair must not say it fixed the database (it said
+ * "0 lost" and the next open refused as before). */
+Test(repair, what_repair_cannot_fix_fails_the_repair)
+{
+    char dir[512], rdir[600];
+    akvt_tmpdir(dir, sizeof dir, "rep-alien");
+    akvt_logbuf lb = AKVT_LOGBUF_INIT;
+    akv_options o;
+    akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
+    one_run(dir, &o);
+    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+    rocksdb_options_t *ro = rocksdb_options_create();
+    char *err = NULL;
+    size_t n = 0;
+    char **names = rocksdb_list_column_families(ro, rdir, &n, &err);
+    cr_assert_null(err, "%s", err);
+    const rocksdb_options_t **opts = calloc(n, sizeof *opts);
+    rocksdb_column_family_handle_t **h = calloc(n, sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        opts[i] = ro;
+    rocksdb_t *rdb = rocksdb_open_column_families(ro, rdir, (int)n, (const char *const *)names, opts, h, &err);
+    cr_assert_null(err, "%s", err);
+    rocksdb_column_family_handle_t *alien = rocksdb_create_column_family(rdb, ro, "alien", &err);
+    cr_assert_null(err, "%s", err);
+    rocksdb_column_family_handle_destroy(alien);
+    for (size_t i = 0; i < n; i++)
+        rocksdb_column_family_handle_destroy(h[i]);
+    rocksdb_close(rdb);
+    rocksdb_list_column_families_destroy(names, n);
+    rocksdb_options_destroy(ro);
+    free(opts);
+    free(h);
+    refused(dir, &o);
+    akv_repair_report r;
+    int rc = akv_repair(dir, &o, &r);
+    cr_assert_eq(rc, AKV_ECORRUPT, "repair gave %s (%s)\n%s", akv_strerror(rc), akv_errmsg(), r.text);
+    cr_assert_not_null(strstr(akv_errmsg(), "cannot fix"), "%s", akv_errmsg());
+    cr_assert_not_null(strstr(akv_errmsg(), "alien"), "the message does not say what: %s", akv_errmsg());
+    cr_assert_not_null(strstr(r.text, "cannot fix"), "%s", r.text);
+    akv_free(r.text);
     akvt_rmrf(dir);
 }

@@ -144,6 +144,13 @@ typedef struct akv_options {
      * burst. 1 turns it on for a database that is loaded and then mostly
      * read. */
     int rest_compaction;
+    /* A damaged WAL (a record failing its checksum, or the last file
+     * ending inside a record): 0 (default) recovers every write before the
+     * damage and drops the rest, with a warning and a count in akv_stats
+     * (RocksDB's point-in-time recovery); 1 refuses the open with
+     * AKV_ECORRUPT naming the file, the directory left as it was (an open
+     * without it, or akv_repair, then recovers up to the damage). */
+    int wal_strict;
 } akv_options;
 
 /* Fill with defaults; slot_policy and bits_per_key are left unset (NULL,
@@ -175,17 +182,21 @@ typedef struct akv_db akv_db;
  * rebuilt from their SSTs. Damage it cannot account for is refused with
  * AKV_ECORRUPT naming akv_repair, the directory left as it was
  * (docs/reliability.md, "Damage and what open does"); AKV_EIO when a read
- * or write fails.
+ * or write fails. One handle at a time: open takes the database's lock
+ * before it reads anything, and a database another handle holds (in this
+ * process or another) gets AKV_EBUSY.
  *
  * Returns AKV_OK, or
  *   AKV_EINVAL   NULL dir or db, an option out of range, a layout or seed
  *                other than the database's, or no database in `dir` with
  *                create_if_missing off;
  *   AKV_EEXIST   a database exists in `dir` and error_if_exists is on;
- *   AKV_ECORRUPT damage open cannot account for (see above);
+ *   AKV_EBUSY    another handle, in this process or another, holds the
+ *                database;
+ *   AKV_ECORRUPT damage open cannot account for (see above), or a damaged
+ *                WAL with wal_strict set;
  *   AKV_EIO      a read or write failed, or RocksDB refused (its message
- *                says why: another process holding the database's lock,
- *                say);
+ *                says why);
  *   AKV_ENOMEM   out of memory. */
 AKV_API int akv_open(const char *dir, const akv_options *opt, akv_db **db);
 
@@ -446,8 +457,14 @@ typedef struct akv_repair_report {
  * Repair the database in `dir` after damage, as LevelDB's and RocksDB's
  * repair do: salvage what the run families and SST files still hold,
  * rebuild the catalog and every filter, and report exactly what was lost.
- * Every refusal of akv_open that names akv_repair can be resolved by it.
- * The database must not be open. `opt` may be NULL (defaults); its layout
+ * Every refusal of akv_open that names akv_repair can be resolved by it;
+ * repair ends by opening the database with every check of akv_open, and
+ * where that open still refuses, repair fails with AKV_ECORRUPT saying it
+ * cannot fix what the open names (a report of "0 lost" is never followed
+ * by a refused open).
+ * The database must not be open: repair takes the database's lock before
+ * it reads, moves or writes anything, and a database another handle holds
+ * (in this process or another) gets AKV_EBUSY, untouched. `opt` may be NULL (defaults); its layout
  * and seed, when given, must match the database's; its log hook receives
  * the findings. `report` may be NULL; otherwise release report->text.
  *
@@ -533,6 +550,13 @@ typedef struct akv_stats {
      * OPTIONS file); the rest are ingestions. */
     uint64_t family_ops, family_op_us;
     uint64_t family_creates, family_drops;
+    /* WAL files this open recovered only up to damage (a record failing
+     * its checksum, or a file ending inside a record), and the records
+     * (write batches) RocksDB's point-in-time replay dropped after it;
+     * each such recovery is also logged through the log hook naming the
+     * file, the byte and the counts (docs/reliability.md, "A damaged
+     * WAL"). With wal_strict set, open refuses instead. */
+    uint64_t wal_damaged_recoveries, wal_records_dropped;
 } akv_stats;
 
 /* The statistics now, into *st (counters restart at zero on open).

@@ -13,11 +13,23 @@
 # crashes to build/fuzz/artifacts/NAME/, logs to build/fuzz/logs/. One
 # fuzzer process at a time, at nice 10. The library is compiled with clang,
 # libFuzzer coverage, AddressSanitizer and UBSan (aborting on the first
-# report), separately from the normal build. Environment: FUZZ_CC (clang),
-# FUZZ_BUILD (build/fuzz), FUZZ_FLAGS (extra libFuzzer flags).
+# report), separately from the normal build; its one C++ file
+# (engine/sstwriter.cc) with the matching clang++, never the default c++
+# (g++ knows no -fsanitize=fuzzer-no-link). Environment: FUZZ_CC (clang),
+# FUZZ_CXX (clang++, or the clang++ named like FUZZ_CC: clang-14 ->
+# clang++-14), FUZZ_BUILD (build/fuzz), FUZZ_FLAGS (extra libFuzzer flags).
 set -eu
 cd "$(dirname "$0")/../.."
 cc=${FUZZ_CC:-clang}
+cxx=${FUZZ_CXX:-${cc/clang/clang++}}
+[[ $cxx != "$cc" ]] || cxx=clang++
+for tool in "$cc" "$cxx"; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "run.sh: $tool not found: the fuzz targets need clang and clang++ with libFuzzer" \
+             "(Debian: apt-get install clang), or FUZZ_CC and FUZZ_CXX naming them" >&2
+        exit 2
+    fi
+done
 out=${FUZZ_BUILD:-build/fuzz}
 make=${MAKE:-make}
 san=address,undefined
@@ -30,7 +42,7 @@ all_targets() { for f in test/fuzz/fuzz_*.c; do n=${f##*/fuzz_}; echo "${n%.c}";
 build() {
     local jobs=()
     [[ ${MAKEFLAGS:-} == *j* ]] || jobs=(-j2)
-    "$make" --no-print-directory "${jobs[@]}" BUILD="$out" CC="$cc" SAN="fuzzer-no-link,$san" \
+    "$make" --no-print-directory "${jobs[@]}" BUILD="$out" CC="$cc" CXX="$cxx" SAN="fuzzer-no-link,$san" \
         OPT="-O1 -fno-sanitize-recover=all" "$out/libadaptkv.a"
     for t in $(all_targets); do
         local src=test/fuzz/fuzz_$t.c bin=$out/fuzz_$t

@@ -234,6 +234,8 @@ static void print_stats(const akv_stats *s)
     ROW(family_op_us);
     ROW(family_creates);
     ROW(family_drops);
+    ROW(wal_damaged_recoveries);
+    ROW(wal_records_dropped);
 #undef ROW
     printf("%-20s %.4f\n", "miss_log_coverage", s->miss_log_coverage);
     print_levels(s);

@@ -238,14 +238,16 @@ static uint32_t way_draw(void)
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
 {
     uint32_t tag = (uint32_t)(h.hi >> 32) | 1; /* never the empty 0 */
-    _Atomic uint32_t *set = &db->fp_seen[(akv_mix64(h.lo) & (AKVI_FP_SEEN / AKVI_FP_WAYS - 1)) * AKVI_FP_WAYS];
+    _Atomic uint32_t *set =
+        &db->fp_seen[(akv_mix64(h.lo) & (AKVI_FP_SEEN / AKVI_FP_WAYS - 1)) * AKVI_FP_WAYS];
     for (unsigned w = 0; w < AKVI_FP_WAYS; w++) {
         uint32_t t = tag;
         /* Taken out as it is found: a key whose fix fails comes back as a
          * first false positive, so it is counted as returning at most
          * every other time. */
         if (atomic_load_explicit(&set[w], memory_order_relaxed) == tag &&
-            atomic_compare_exchange_strong_explicit(&set[w], &t, 0, memory_order_relaxed, memory_order_relaxed)) {
+            atomic_compare_exchange_strong_explicit(&set[w], &t, 0, memory_order_relaxed,
+                                                    memory_order_relaxed)) {
             uint32_t back = atomic_load_explicit(&db->fp_back, memory_order_relaxed);
             if (back < atomic_load_explicit(&db->fp_left, memory_order_relaxed))
                 atomic_fetch_add_explicit(&db->fp_back, 1, memory_order_relaxed);

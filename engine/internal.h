@@ -536,10 +536,9 @@ struct akv_db {
     _Atomic uint32_t fp_left, fp_back;
 
     struct {
-        _Atomic uint64_t puts, deletes, flushes, compactions, write_stalls,
-            write_slowdowns, l0_merges, bytes_written_user, bytes_written_disk, filter_grows, filter_refills,
-            family_ops, family_op_us, family_creates, family_drops, wal_damaged_recoveries,
-            wal_records_dropped;
+        _Atomic uint64_t puts, deletes, flushes, compactions, write_stalls, write_slowdowns, l0_merges,
+            bytes_written_user, bytes_written_disk, filter_grows, filter_refills, family_ops, family_op_us,
+            family_creates, family_drops, wal_damaged_recoveries, wal_records_dropped;
         _Atomic uint64_t bytes_written_level[AKV_MAX_LEVELS];
     } st;
 };
@@ -790,7 +789,7 @@ int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
  * where it pays"). Records this false positive. */
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen);
 #define AKVI_FP_SEEN (1u << 16) /* entries of db->fp_seen: 256 KiB */
-#define AKVI_FP_WAYS 4         /* fp_seen is AKVI_FP_SEEN / 4 sets of 4 */
+#define AKVI_FP_WAYS 4          /* fp_seen is AKVI_FP_SEEN / 4 sets of 4 */
 /* Test hook: called before the reverse map is read, outside every lock. */
 extern void (*_Atomic akvi_hook_before_revmap_read)(void);
 

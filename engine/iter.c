@@ -24,7 +24,7 @@ struct akv_iter {
     uint64_t block_reads; /* RocksDB blocks read by this iterator's steps */
     uint8_t *upper;       /* exclusive upper bound (ordered layout), or NULL */
     size_t upper_len;
-    bool past_upper;      /* positioned at or past the upper bound: not valid */
+    bool past_upper; /* positioned at or past the upper bound: not valid */
 };
 
 int akv_iter_create(akv_db *db, akv_iter **out)

@@ -20,7 +20,7 @@ typedef struct get_ctx {
     void **val;
     size_t *vlen;
     rocksdb_pinnableslice_t **pin; /* akv_get_pinned: keep RocksDB's slice instead of copying */
-    const void *key; /* the user key, for the adaptation rule */
+    const void *key;               /* the user key, for the adaptation rule */
     size_t klen;
     uint64_t filtered, fps, adaptations; /* added to this thread's counters at the end */
     bool pinned;                         /* by hazard: the guard is read without its lock */
@@ -65,7 +65,6 @@ static int lookup(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t 
     rocksdb_pinnableslice_destroy(ps);
     return rc;
 }
-
 
 /* RocksDB's perf context is read only when a probe goes to RocksDB: a get
  * that every filter answered never touches it. */

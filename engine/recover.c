@@ -538,22 +538,23 @@ static int check_binding(akv_db *db, const akvi_run *r, size_t j)
                     b->digest == s->digest &&
                     akv_bytes_cmp(b->smallest, b->smallest_len, s->smallest, s->smallest_len) == 0 &&
                     akv_bytes_cmp(b->largest, b->largest_len, s->largest, s->largest_len) == 0;
-    const char *field = !same_sst                               ? NULL
-                        : d.level != r->info.level               ? "level"
+    const char *field = !same_sst                                                        ? NULL
+                        : d.level != r->info.level                                       ? "level"
                         : d.prefix_bits != r->info.prefix_bits || b->prefix != s->prefix ? "shard prefix"
-                                                                                           : NULL;
+                                                                                         : NULL;
     if (field) {
         bool level = strcmp(field, "level") == 0;
         char prev[200];
         previous_generation(db, r->info.id, s->id, level, prev, sizeof prev);
-        rc = akvi_err(AKV_ECORRUPT,
-                      "run %llu: the catalog (CATALOG.%u, sequence %llu) records %s %llu (shard of %u bits), but "
-                      "its SST %llu's filter file %s, bound to that SST, records %s %llu (%u bits); %s: the "
-                      "catalog or the filter file is wrong" REPAIR_HINT,
-                      (unsigned long long)r->info.id, (unsigned)(db->cat_seq & 1), (unsigned long long)db->cat_seq,
-                      field, (unsigned long long)(level ? r->info.level : s->prefix), r->info.prefix_bits,
-                      (unsigned long long)s->id, name, field, (unsigned long long)(level ? d.level : b->prefix),
-                      d.prefix_bits, prev);
+        rc = akvi_err(
+            AKV_ECORRUPT,
+            "run %llu: the catalog (CATALOG.%u, sequence %llu) records %s %llu (shard of %u bits), but "
+            "its SST %llu's filter file %s, bound to that SST, records %s %llu (%u bits); %s: the "
+            "catalog or the filter file is wrong" REPAIR_HINT,
+            (unsigned long long)r->info.id, (unsigned)(db->cat_seq & 1), (unsigned long long)db->cat_seq,
+            field, (unsigned long long)(level ? r->info.level : s->prefix), r->info.prefix_bits,
+            (unsigned long long)s->id, name, field, (unsigned long long)(level ? d.level : b->prefix),
+            d.prefix_bits, prev);
     }
     akvi_cat_run_free(&d);
     return rc;

@@ -940,8 +940,9 @@ static void fix_prefixes(state *S, rrun *r)
         uint64_t p = akv_shard_of(lo, r->desc.prefix_bits);
         if (p == s->prefix || p != akv_shard_of(hi, r->desc.prefix_bits))
             continue;
-        note(S->R, "run %llu SST %llu: its recorded shard prefix %llu is not the shard of its key range; %llu "
-                   "is",
+        note(S->R,
+             "run %llu SST %llu: its recorded shard prefix %llu is not the shard of its key range; %llu "
+             "is",
              (unsigned long long)r->id, (unsigned long long)s->id, (unsigned long long)s->prefix,
              (unsigned long long)p);
         s->prefix = p;
@@ -1296,8 +1297,9 @@ static int renew_meta(akv_db *db, rep *R, const akvi_live_sst *l, size_t nl)
     }
     if (!gone || !db->meta_cf)
         return AKV_OK;
-    note(R, "RocksDB's file %s of the meta family is missing: the family is made anew (the miss log is lost; "
-            "the identity's copy is written again)",
+    note(R,
+         "RocksDB's file %s of the meta family is missing: the family is made anew (the miss log is lost; "
+         "the identity's copy is written again)",
          gone + (gone[0] == '/'));
     akvi_cf_drop(db, db->meta_cf);
     rocksdb_column_family_handle_destroy(db->meta_cf);
@@ -1433,14 +1435,16 @@ int akv_repair(const char *dir, const akv_options *opt_in, akv_repair_report *re
         if (vrc == AKV_OK)
             vrc = akv_close(v);
         if (vrc != AKV_OK && vrc != AKV_EBUSY) {
-            snprintf(msg, sizeof msg,
-                     "repair of %s finished, but the database still does not open (%s): this repair cannot fix "
-                     "that",
-                     dir, akv_errmsg());
+            snprintf(
+                msg, sizeof msg,
+                "repair of %s finished, but the database still does not open (%s): this repair cannot fix "
+                "that",
+                dir, akv_errmsg());
             rc = AKV_ECORRUPT;
             note(&R, "%s", msg);
         } else if (vrc == AKV_EBUSY)
-            note(&R, "the check that the repaired database opens was not run: another handle opened it first");
+            note(&R,
+                 "the check that the repaired database opens was not run: another handle opened it first");
     }
     if (report) {
         *report = R.r;

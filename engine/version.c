@@ -123,7 +123,8 @@ void akvi_unpin(akv_db *db, akvi_version *v, int tok)
         return;
     }
     /* Ended, then cleared: a grace period waits for either. */
-    atomic_store(&db->pins[tok].p.ended, atomic_load_explicit(&db->pins[tok].p.ended, memory_order_relaxed) + 1);
+    atomic_store(&db->pins[tok].p.ended,
+                 atomic_load_explicit(&db->pins[tok].p.ended, memory_order_relaxed) + 1);
     atomic_store(&db->pins[tok].p.v, NULL);
     /* An edit retired a version (maybe this one) while this reader held it:
      * its scan may have seen the pin, so look (seq_cst, after the store). */

@@ -220,7 +220,8 @@ static __attribute__((noinline)) bool QF_FN(ext_match)(const akv_qf *f, uint64_t
 
 /* The walk of an occupied home's run (kept out of lookup so that the
  * common "home not occupied" answer needs no stack frame). */
-static __attribute__((noinline)) int QF_FN(lookup_run)(const akv_qf *f, akv_hash h, uint64_t quo, uint64_t rem)
+static __attribute__((noinline)) int QF_FN(lookup_run)(const akv_qf *f, akv_hash h, uint64_t quo,
+                                                       uint64_t rem)
 {
     int64_t s = QF_FN(run_start)(f, quo);
     if (s < 0)

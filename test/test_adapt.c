@@ -500,7 +500,8 @@ Test(adapt, key_the_miss_log_holds_is_fixed_at_once)
         if (w == 0)
             continue;
         fps++;
-        cr_assert_eq(adaptations(db), before + 1, "key %s held by the miss log was not fixed at its first", k);
+        cr_assert_eq(adaptations(db), before + 1, "key %s held by the miss log was not fixed at its first",
+                     k);
         cr_assert_eq(sst_wasted(db, k, kl), 0, "key %s still costs a probe", k);
     }
     cr_assert_gt(fps, 10, "only %zu false positives in %zu keys", fps, tried);
@@ -576,7 +577,8 @@ Test(adapt, a_replayed_pool_larger_than_the_table_is_fixed)
                 left--;
             }
         }
-    cr_assert_leq(left, pool / 1000, "%zu of %zu replayed keys still unfixed after %zu passes", left, pool, pass);
+    cr_assert_leq(left, pool / 1000, "%zu of %zu replayed keys still unfixed after %zu passes", left, pool,
+                  pass);
     free(h);
     free(fixed);
     cr_assert_eq(akv_close(db), AKV_OK);

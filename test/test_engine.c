@@ -220,8 +220,8 @@ static void check_hash_scan(world *w, const char *when)
         const void *v = akv_iter_value(it, &vl);
         const akvt_pair *p = akvt_model_get(&w->m, k, kl);
         cr_assert_not_null(p, "%s: hash scan pair %zu: a key the model does not have", when, n);
-        cr_assert(vl == p->vlen && (vl == 0 || memcmp(v, p->val, vl) == 0), "%s: hash scan pair %zu: wrong value",
-                  when, n);
+        cr_assert(vl == p->vlen && (vl == 0 || memcmp(v, p->val, vl) == 0),
+                  "%s: hash scan pair %zu: wrong value", when, n);
         uint64_t hi = akv_hash_key(k, kl, w->opt.seed).hi;
         cr_assert(n == 0 || hi > prev_hi || (hi == prev_hi && akvt_keycmp(prev, prev_len, k, kl) < 0),
                   "%s: hash scan pair %zu is out of hash order", when, n);
@@ -238,7 +238,8 @@ static void check_hash_scan(world *w, const char *when)
         cr_assert(akv_iter_valid(it), "%s: seek to live key %zu found nothing", when, i);
         size_t kl;
         const void *k = akv_iter_key(it, &kl);
-        cr_assert(akvt_keycmp(k, kl, p->key, p->klen) == 0, "%s: seek to live key %zu landed elsewhere", when, i);
+        cr_assert(akvt_keycmp(k, kl, p->key, p->klen) == 0, "%s: seek to live key %zu landed elsewhere", when,
+                  i);
     }
     akv_iter_destroy(it);
 }
@@ -830,7 +831,7 @@ static void corrupt_filters_test(akv_layout layout, const char *tag)
     world w;
     world_init(&w, tag, layout, NULL, 11);
     w.opt.l0_compaction_trigger = 8; /* keep several runs, hence several files */
-    w.opt.rest_compaction = 0;        /* and leave them there while idle */
+    w.opt.rest_compaction = 0;       /* and leave them there while idle */
     world_reopen(&w);
     for (int r = 0; r < 3; r++) {
         put_range(&w, (uint32_t)r * 500, (uint32_t)r * 500 + 500, "c");

@@ -28,6 +28,8 @@
  * `make install` uses $AKV_BUILD as BUILD when that is set. Sanitizer builds
  * skip it: their library needs the sanitizer runtime in every program.
  */
+#include "adaptkv/adaptkv.h"
+#include "util/order.h"
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -36,8 +38,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "adaptkv/adaptkv.h"
-#include "util/order.h"
 
 #define SMOKE_OK "smoke: ok; error -1 is \"invalid argument\"\n"
 
@@ -201,14 +201,15 @@ static void declared_functions(const char *path, char names[][64], size_t *n, si
         while (end > p && (end[-1] == ' ' || end[-1] == '\n'))
             end--;
         char *begin = end;
-        while (begin > p && (begin[-1] == '_' || (begin[-1] >= 'a' && begin[-1] <= 'z') ||
-                             (begin[-1] >= 'A' && begin[-1] <= 'Z') || (begin[-1] >= '0' && begin[-1] <= '9')))
+        while (begin > p &&
+               (begin[-1] == '_' || (begin[-1] >= 'a' && begin[-1] <= 'z') ||
+                (begin[-1] >= 'A' && begin[-1] <= 'Z') || (begin[-1] >= '0' && begin[-1] <= '9')))
             begin--;
         cr_assert(end - begin > 4 && end - begin < 64, "odd declaration in %s: %s", path, p);
         cr_assert_lt(*n, cap);
         snprintf(names[*n], 64, "%.*s", (int)(end - begin), begin);
-        cr_assert(strncmp(p, "AKV_API ", 8) == 0, "%s declares %s without AKV_API: the library does not export it",
-                  path, names[*n]);
+        cr_assert(strncmp(p, "AKV_API ", 8) == 0,
+                  "%s declares %s without AKV_API: the library does not export it", path, names[*n]);
         (*n)++;
     }
     cr_assert_eq(depth, 0, "unbalanced braces in %s", path);
@@ -226,7 +227,8 @@ static void link_every_function(char names[][64], size_t n)
     FILE *f = fopen(p, "w");
     cr_assert_not_null(f);
     fputs("#include <adaptkv/adaptkv.h>\n#include <adaptkv/filter.h>\n#include <adaptkv/hash.h>\n"
-          "#include <stdio.h>\n#include <string.h>\n\nint main(void)\n{\n    void (*volatile fns[])(void) = {\n",
+          "#include <stdio.h>\n#include <string.h>\n\nint main(void)\n{\n    void (*volatile fns[])(void) = "
+          "{\n",
           f);
     for (size_t i = 0; i < n; i++)
         fprintf(f, "        (void (*)(void))%s,\n", names[i]);
@@ -234,15 +236,17 @@ static void link_every_function(char names[][64], size_t n)
     fputs("    };\n    size_t n = 0;\n    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)\n"
           "        n += fns[i] != NULL;\n    printf(\"%zu\\n\", n);\n"
           "    int ma = -1, mi = -1, pa = -1;\n    const char *v = akv_version(&ma, &mi, &pa);\n"
-          "    return strcmp(v, AKV_VERSION_STRING) != 0 || ma != AKV_VERSION_MAJOR || mi != AKV_VERSION_MINOR ||\n"
+          "    return strcmp(v, AKV_VERSION_STRING) != 0 || ma != AKV_VERSION_MAJOR || mi != "
+          "AKV_VERSION_MINOR ||\n"
           "           pa != AKV_VERSION_PATCH || AKV_VERSION_NUMBER != ma * 10000 + mi * 100 + pa;\n}\n",
           f);
     cr_assert_eq(fclose(f), 0);
     char cmd[4 * PATH_MAX];
-    snprintf(cmd, sizeof cmd,
-             "export PKG_CONFIG_PATH='%s/lib/pkgconfig' && "
-             "cc -std=c17 -Wall -Wextra -Werror -o '%s/every' '%s/every.c' $(pkg-config --cflags --libs adaptkv)",
-             prefix, prefix, prefix);
+    snprintf(
+        cmd, sizeof cmd,
+        "export PKG_CONFIG_PATH='%s/lib/pkgconfig' && "
+        "cc -std=c17 -Wall -Wextra -Werror -o '%s/every' '%s/every.c' $(pkg-config --cflags --libs adaptkv)",
+        prefix, prefix, prefix);
     run_ok("compile-every", cmd);
     snprintf(cmd, sizeof cmd, "env -u LD_LIBRARY_PATH '%s/every'", prefix);
     run_ok("every", cmd);
@@ -279,7 +283,8 @@ static void check_documented(const char *path)
         cr_assert(j > 0 && strstr(lines[j - 1], "*/"), "%s: no comment above %s", path, lines[i]);
         bool says = false;
         for (size_t k = j; k-- > 0;) {
-            says = says || strstr(lines[k], "eturn") || strstr(lines[k], "Cannot fail") || strstr(lines[k], "no-op");
+            says = says || strstr(lines[k], "eturn") || strstr(lines[k], "Cannot fail") ||
+                   strstr(lines[k], "no-op");
             if (strstr(lines[k], "/*"))
                 break;
         }
@@ -302,8 +307,8 @@ static void call_every_function(char names[][64], size_t n)
     for (size_t i = 0; i < n; i++) {
         char call[80];
         snprintf(call, sizeof call, "%s(", names[i]);
-        cr_assert_not_null(strstr(source, call), "test/cxx/every_call.c does not call %s, which adaptkv.h declares",
-                           names[i]);
+        cr_assert_not_null(strstr(source, call),
+                           "test/cxx/every_call.c does not call %s, which adaptkv.h declares", names[i]);
     }
     free(source);
     char cmd[4 * PATH_MAX];
@@ -368,7 +373,8 @@ static void check_exports(void)
     akv_sort(exported, ne, sizeof *exported, cmp_name);
     for (size_t i = 0, j = 0; i < nd || j < ne;) {
         int c = i == nd ? 1 : j == ne ? -1 : strcmp(declared[i], exported[j]);
-        cr_assert(c >= 0, "%s is declared in a public header but libadaptkv.so does not export it", declared[i]);
+        cr_assert(c >= 0, "%s is declared in a public header but libadaptkv.so does not export it",
+                  declared[i]);
         cr_assert(c <= 0, "libadaptkv.so exports %s, which no public header declares", exported[j]);
         i++, j++;
     }

@@ -296,8 +296,8 @@ Test(kvshell, hash_layout_dumps_counts_and_round_trips)
     char *in = malloc(cap);
     cr_assert_not_null(in);
     for (int i = 0; i < 400; i++) {
-        n += (size_t)snprintf(in + n, cap - n, i % 7 ? "put k%03d v%d\n" : "put \"\\x00\\xff\\t%03d\" \"a b\\n%d\"\n",
-                              i, i);
+        n += (size_t)snprintf(in + n, cap - n,
+                              i % 7 ? "put k%03d v%d\n" : "put \"\\x00\\xff\\t%03d\" \"a b\\n%d\"\n", i, i);
         if (i == 199)
             n += (size_t)snprintf(in + n, cap - n, "flush\n");
     }
@@ -352,8 +352,8 @@ Test(kvshell, hash_layout_dumps_counts_and_round_trips)
     snprintf(want_loaded, sizeof want_loaded, "loaded %zu records\n", live);
     char pipeline[8192], loadout[700];
     snprintf(loadout, sizeof loadout, "%s/loadout", f.tmp);
-    snprintf(pipeline, sizeof pipeline, "'%s' '%s' dump | '%s' '%s' load /dev/stdin >'%s'", exe, f.db, exe, db2,
-             loadout);
+    snprintf(pipeline, sizeof pipeline, "'%s' '%s' dump | '%s' '%s' load /dev/stdin >'%s'", exe, f.db, exe,
+             db2, loadout);
     int st = system(pipeline);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dump | load failed: %s", pipeline);
     char *loaded = slurp(loadout, NULL);

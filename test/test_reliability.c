@@ -192,7 +192,8 @@ static void corrupt_sst_test(akv_layout layout)
     cr_assert_gt(t.eio, 0, "the damaged block reads fine?");
     akvt_log_reset(&lb);
     int rc = akv_compact(db);
-    cr_assert_eq(rc, AKV_ECORRUPT, "compaction over a damaged SST gave %s (%s)", akv_strerror(rc), akv_errmsg());
+    cr_assert_eq(rc, AKV_ECORRUPT, "compaction over a damaged SST gave %s (%s)", akv_strerror(rc),
+                 akv_errmsg());
     char want[64];
     snprintf(want, sizeof want, "run %llu", (unsigned long long)run);
     cr_assert_not_null(strstr(lb.text, want), "the failure does not name %s; log:\n%s", want, lb.text);
@@ -846,14 +847,15 @@ static unsigned flip_test(akv_layout layout, bool (*flip)(akvi_catalog *, unsign
             if (refused++ == 0)
                 cr_log_info("%s: %s", wh, akv_errmsg());
             if (how == 1) /* else the previous catalog was used, and refused for what it lacks */
-                cr_assert_not_null(strstr(akv_errmsg(), field), "%s: the refusal does not name the %s: %s", wh,
-                                   field, akv_errmsg());
+                cr_assert_not_null(strstr(akv_errmsg(), field), "%s: the refusal does not name the %s: %s",
+                                   wh, field, akv_errmsg());
             if (how == 1 && strcmp(field, "level") == 0) /* and what the previous generation says */
                 cr_assert_not_null(strstr(akv_errmsg(), "the previous catalog (CATALOG."), "%s: %s", wh,
                                    akv_errmsg());
             akv_repair_report r;
             int rc = akv_repair(dir, &o, &r);
-            cr_assert_eq(rc, AKV_OK, "%s: repair gave %s (%s)\n%s", wh, akv_strerror(rc), akv_errmsg(), r.text);
+            cr_assert_eq(rc, AKV_OK, "%s: repair gave %s (%s)\n%s", wh, akv_strerror(rc), akv_errmsg(),
+                         r.text);
             cr_assert_eq(r.entries_lost, 0, "%s: %s", wh, r.text);
             akv_free(r.text);
             akv_db *db = akvt_open_ok(dir, &o);
@@ -913,8 +915,8 @@ Test(reliability, scan_over_a_damaged_block_is_ecorrupt)
             seen++;
         int st = akv_iter_status(it);
         cr_assert(st == AKV_ECORRUPT || (st == AKV_OK && seen == AKVT_NKEYS - AKVT_NKEYS / 10),
-                  "damage at byte %llu: a scan ended with %s after %zu keys (%s)", (unsigned long long)offs[k],
-                  akv_strerror(st), seen, akv_errmsg());
+                  "damage at byte %llu: a scan ended with %s after %zu keys (%s)",
+                  (unsigned long long)offs[k], akv_strerror(st), seen, akv_errmsg());
         akv_iter_destroy(it);
         akv_close(db);
         akvt_rmrf(work);

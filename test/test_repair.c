@@ -440,7 +440,8 @@ Test(repair, what_repair_cannot_fix_fails_the_repair)
     rocksdb_column_family_handle_t **h = calloc(n, sizeof *h);
     for (size_t i = 0; i < n; i++)
         opts[i] = ro;
-    rocksdb_t *rdb = rocksdb_open_column_families(ro, rdir, (int)n, (const char *const *)names, opts, h, &err);
+    rocksdb_t *rdb =
+        rocksdb_open_column_families(ro, rdir, (int)n, (const char *const *)names, opts, h, &err);
     cr_assert_null(err, "%s", err);
     rocksdb_column_family_handle_t *alien = rocksdb_create_column_family(rdb, ro, "alien", &err);
     cr_assert_null(err, "%s", err);

@@ -343,7 +343,8 @@ Test(ycsb_cli, equal_filter_memory_matches_rocksdbs_memtable_bloom)
     for (int i = 0; i < 2; i++) {
         char args[512];
         snprintf(args, sizeof args,
-                 "--engine %s -P workloads/workloadc -p recordcount=20000 -p insertcount=100 -p operationcount=100 "
+                 "--engine %s -P workloads/workloadc -p recordcount=20000 -p insertcount=100 -p "
+                 "operationcount=100 "
                  "--memtable-mb 1 --equal-filter-memory --json {D}/r.json",
                  engines[i]);
         run r = kvbench(args);

@@ -26,10 +26,10 @@
  * query). Both report wall and CPU time, FPR during the pass, bits/key, and
  * check afterwards that every inserted key is still found.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
 #include <time.h>
 
 #include "filters/aqf.h"
@@ -475,7 +475,8 @@ static int micro_run(const micro_cfg *c)
                (unsigned long long)c->seed, c->authors_zipf ? "authors" : "exact", rank1,
                akv_qf_hw_select() ? "true" : "false");
     else
-        printf("2^%u slots, r = %u, %llu queries, Zipf 1.5 over %llu (%s generator, rank 1: %.1f %%), seed %llu, "
+        printf("2^%u slots, r = %u, %llu queries, Zipf 1.5 over %llu (%s generator, rank 1: %.1f %%), seed "
+               "%llu, "
                "%s select\n",
                c->qlog, c->r, (unsigned long long)c->queries, (unsigned long long)c->universe,
                c->authors_zipf ? "authors'" : "exact", 100 * rank1, (unsigned long long)c->seed,

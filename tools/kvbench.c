@@ -30,7 +30,7 @@ typedef struct args {
     unsigned threads, interval_ms;
     uint64_t seed, negative_stream, absent_cpu;
     double settle_max; /* --settle: longest wait for steady state before a run phase (0: none) */
-    bool equal_memory;  /* --equal-filter-memory */
+    bool equal_memory; /* --equal-filter-memory */
     bool flush_after_load, quiet, threads_given, compact_replay, phase_given, engine_given;
 } args;
 
@@ -1126,8 +1126,9 @@ static void equal_filter_memory(args *a, const akv_kb_workload *w)
     double b = a->cfg.bits_per_key + add;
     a->cfg.bits_per_key = b > 64 ? 64 : b;
     if (!a->quiet)
-        fprintf(stderr, "kvbench: --equal-filter-memory: adaptkv at %.2f bits/key (RocksDB's memtable Bloom "
-                        "filter adds %.2f bits per record to its SST filters' bits)\n",
+        fprintf(stderr,
+                "kvbench: --equal-filter-memory: adaptkv at %.2f bits/key (RocksDB's memtable Bloom "
+                "filter adds %.2f bits per record to its SST filters' bits)\n",
                 a->cfg.bits_per_key, add);
 }
 

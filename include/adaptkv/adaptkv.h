@@ -66,9 +66,9 @@ AKV_API const char *akv_strerror(int rc);
 /* The release this header belongs to (MAJOR.MINOR.PATCH; the shared
  * library's file is libadaptkv.so.MAJOR.MINOR.PATCH, its SONAME
  * libadaptkv.so.<ABI>, changed on any incompatible change of the API). */
-#define AKV_VERSION_MAJOR 0
-#define AKV_VERSION_MINOR 1
-#define AKV_VERSION_PATCH 0
+#define AKV_VERSION_MAJOR  0
+#define AKV_VERSION_MINOR  1
+#define AKV_VERSION_PATCH  0
 #define AKV_VERSION_STRING "0.1.0"
 /* One comparable number: MAJOR * 10000 + MINOR * 100 + PATCH. */
 #define AKV_VERSION_NUMBER (AKV_VERSION_MAJOR * 10000 + AKV_VERSION_MINOR * 100 + AKV_VERSION_PATCH)

@@ -58,8 +58,8 @@ static int make_keys(ac_keys *k, uint64_t n, uint64_t seed, unsigned pad)
     akv_kb_rng r;
     akv_kb_rng_seed(&r, seed);
     for (uint64_t i = 0; i < n; i++)
-        k->len[i] = (uint8_t)akv_kb_key(k->k[i], KEYCAP, AKV_KB_ADV_BASE + akv_kb_rng_below(&r, AKV_KB_ADV_BASE),
-                                        true, pad);
+        k->len[i] = (uint8_t)akv_kb_key(k->k[i], KEYCAP,
+                                        AKV_KB_ADV_BASE + akv_kb_rng_below(&r, AKV_KB_ADV_BASE), true, pad);
     return 0;
 }
 
@@ -160,9 +160,11 @@ static void measure(akv_kb_engine *e, const ac_keys *keys, ac_result *r)
 static void print_text(FILE *out, const char *what, const ac_result *r)
 {
     fprintf(out, "[ABSENT-CPU], %s, lookups per thread, %llu\n", what, (unsigned long long)r->n);
-    fprintf(out, "[ABSENT-CPU], %s, 1 thread, CPU ns/lookup, %.0f, lookups/s, %.0f, wasted probes/lookup, %.5f\n",
+    fprintf(out,
+            "[ABSENT-CPU], %s, 1 thread, CPU ns/lookup, %.0f, lookups/s, %.0f, wasted probes/lookup, %.5f\n",
             what, r->cpu1, r->tput1, r->waste1);
-    fprintf(out, "[ABSENT-CPU], %s, 2 threads, CPU ns/lookup, %.0f, lookups/s, %.0f, wasted probes/lookup, %.5f\n",
+    fprintf(out,
+            "[ABSENT-CPU], %s, 2 threads, CPU ns/lookup, %.0f, lookups/s, %.0f, wasted probes/lookup, %.5f\n",
             what, r->cpu2, r->tput2, r->waste2);
     fprintf(out, "[ABSENT-CPU], %s, 2 threads / 1 thread, %.2f\n", what, r->tput2 / r->tput1);
 }
@@ -222,7 +224,8 @@ int akv_kb_absent_cpu(akv_kb_engine *e, uint64_t n, uint64_t seed, unsigned pad,
         print_json(f, "fresh", &fresh);
         fputc(',', f);
         print_json(f, "filtered", &filtered);
-        fprintf(f, ",\"found\":%llu,\"errors\":%llu}}\n", (unsigned long long)found, (unsigned long long)errors);
+        fprintf(f, ",\"found\":%llu,\"errors\":%llu}}\n", (unsigned long long)found,
+                (unsigned long long)errors);
         if (f != stdout && fclose(f) != 0) {
             fprintf(stderr, "kvbench: cannot write --json %s\n", json);
             return 1;

@@ -336,8 +336,8 @@ int akv_kb_engine_rocksdb(akv_kb_engine *e);
  * run measures the tree as it was found). */
 typedef struct akv_kb_settle_result {
     bool requested, settled;
-    double seconds;  /* waited */
-    char last[160];  /* what was still owed at the last busy poll */
+    double seconds; /* waited */
+    char last[160]; /* what was still owed at the last busy poll */
 } akv_kb_settle_result;
 
 /* Poll e->backlog until it reports nothing owed twice in a row, or until

@@ -12,8 +12,8 @@
 
 #include "tools/kvbench/kvbench.h"
 
-#define POLL_MS     200
-#define PROGRESS_S  10.0
+#define POLL_MS    200
+#define PROGRESS_S 10.0
 
 static double mono_seconds(void)
 {

@@ -22,6 +22,7 @@
  * filters hold their share of the filter memory, it is refilled in place
  * at its own size instead.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "engine/internal.h"
@@ -207,9 +208,10 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
  * direct-mapped table, overwritten by later ones), and its second is fixed.
  * A key the miss log already holds (looked up in vain before: hot, or an
  * earlier false positive the table forgot) is fixed at once. The table has
- * AKVI_FP_SEEN entries, so it remembers a false positive for as long as
- * AKVI_FP_SEEN others take to come: about ten seconds at the 6,500 a
- * second of a fresh-key stream at 10M keys.
+ * AKVI_FP_SEEN entries, and a false positive takes an entry another key
+ * holds on a coin toss, so it remembers one for about as long as
+ * 2 × AKVI_FP_SEEN others take to come: about twenty seconds at the 6,500
+ * a second of a fresh-key stream at 10M keys.
  *
  * Renting stops when it keeps costing: of the first false positives left
  * unfixed lately (fp_left, halved with fp_back past WINDOW), the share that
@@ -224,14 +226,34 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
 #define MIN_LEFT    64
 #define BACK_ONE_IN 4
 
+/* This thread's coin for the table's replacements (xorshift64). */
+static _Thread_local uint64_t t_coin;
+
+static bool coin(void)
+{
+    uint64_t x = t_coin ? t_coin : akv_mix64((uint64_t)(uintptr_t)&t_coin) | 1;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t_coin = x;
+    return (x >> 32) & 1;
+}
+
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
 {
     uint32_t tag = (uint32_t)(h.hi >> 32) | 1; /* never the empty 0 */
     size_t i = (size_t)(akv_mix64(h.lo) & (AKVI_FP_SEEN - 1));
-    if (atomic_exchange_explicit(&db->fp_seen[i], tag, memory_order_relaxed) == tag) {
+    uint32_t was = atomic_load_explicit(&db->fp_seen[i], memory_order_relaxed);
+    if (was == tag) {
         atomic_fetch_add_explicit(&db->fp_back, 1, memory_order_relaxed);
         return true;
     }
+    /* An entry another key holds is taken over on a coin toss only: with
+     * two replayed keys on one entry, always taking it would let each evict
+     * the other at every pass, forever (a pool larger than the table); so
+     * each pass fixes a share of what is left. */
+    if (was == 0 || coin())
+        atomic_store_explicit(&db->fp_seen[i], tag, memory_order_relaxed);
     if (akvi_misslog_holds(db->ml, h, key, klen))
         return true;
     uint32_t left = atomic_load_explicit(&db->fp_left, memory_order_relaxed);

@@ -542,3 +542,39 @@ Test(adapt, first_false_positives_are_fixed_while_most_come_back)
     cr_assert_eq(akv_close(db), AKV_OK);
     rmrf(dir);
 }
+
+/* An attacker whose pool of replayed keys is twice the table that
+ * remembers first false positives (AKVI_FP_SEEN entries): two of its keys
+ * share each entry. Every replay still counts as a false positive here
+ * (akvi_adapt_pays on seeded synthetic hashes, no miss log entry), and a
+ * key leaves the pool once the rule fixes it; within 40 passes at most one
+ * key in 1000 may be left. */
+Test(adapt, a_replayed_pool_larger_than_the_table_is_fixed)
+{
+    char dir[512];
+    tmpdir(dir, sizeof dir);
+    akv_options o;
+    adapt_options(&o, AKV_LAYOUT_HASH);
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    size_t n = 2 * AKVI_FP_SEEN, left = n;
+    akv_hash *pool = malloc(n * sizeof *pool);
+    cr_assert_not_null(pool);
+    uint64_t s = 0x9001;
+    for (size_t i = 0; i < n; i++)
+        pool[i] = (akv_hash){rng(&s), rng(&s)};
+    char k[16] = "synthetic";
+    int pass = 0;
+    for (; pass < 40 && left > n / 1000; pass++)
+        for (size_t i = 0; i < left;) {
+            if (akvi_adapt_pays(db, pool[i], k, sizeof k))
+                pool[i] = pool[--left]; /* fixed: no longer costs the attacker */
+            else
+                i++;
+        }
+    cr_log_info("%zu of %zu replayed keys unfixed after %d passes", left, n, pass);
+    cr_assert_leq(left, n / 1000, "%zu of %zu replayed keys still unfixed after %d passes", left, n, pass);
+    free(pool);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    rmrf(dir);
+}

@@ -22,6 +22,7 @@
  * filters hold their share of the filter memory, it is refilled in place
  * at its own size instead.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "engine/internal.h"
@@ -204,13 +205,13 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
  * that comes back. A fresh absent key that will never return is not worth
  * it; so, in the spirit of ski rental, a key's first false positive is
  * paid as a wasted probe and remembered (a 32-bit tag of its hash in a
- * 4-way set-associative table; a full set loses a way drawn at random),
- * and its second is fixed.
+ * direct-mapped table, overwritten by later ones), and its second is fixed.
  * A key the miss log already holds (looked up in vain before: hot, or an
  * earlier false positive the table forgot) is fixed at once. The table has
- * AKVI_FP_SEEN entries, so it remembers a false positive for as long as
- * AKVI_FP_SEEN others take to come: about ten seconds at the 6,500 a
- * second of a fresh-key stream at 10M keys.
+ * AKVI_FP_SEEN entries, and a false positive takes an entry another key
+ * holds on a coin toss, so it remembers one for about as long as
+ * 2 × AKVI_FP_SEEN others take to come: about twenty seconds at the 6,500
+ * a second of a fresh-key stream at 10M keys.
  *
  * Renting stops when it keeps costing: of the first false positives left
  * unfixed lately (fp_left, halved with fp_back past WINDOW), the share that
@@ -225,50 +226,49 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
 #define MIN_LEFT    64
 #define BACK_ONE_IN 4
 
-/* A per-thread xorshift draw: which way of a full set a new tag replaces. */
-static uint32_t way_draw(void)
+/* This thread's coin for the table's replacements (xorshift64). */
+static _Thread_local uint64_t t_coin;
+
+static bool coin(void)
 {
-    static _Thread_local uint64_t x;
-    if (!x)
-        x = (uint64_t)(uintptr_t)&x * 0x9e3779b97f4a7c15ULL | 1;
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    return (uint32_t)(x >> 32);
+    uint64_t x = t_coin ? t_coin : akv_mix64((uint64_t)(uintptr_t)&t_coin) | 1;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t_coin = x;
+    return (x >> 32) & 1;
 }
 
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
 {
     uint32_t tag = (uint32_t)(h.hi >> 32) | 1; /* never the empty 0 */
-    _Atomic uint32_t *set =
-        &db->fp_seen[(akv_mix64(h.lo) & (AKVI_FP_SEEN / AKVI_FP_WAYS - 1)) * AKVI_FP_WAYS];
-    for (unsigned w = 0; w < AKVI_FP_WAYS; w++) {
+    size_t i = (size_t)(akv_mix64(h.lo) & (AKVI_FP_SEEN - 1));
+    uint32_t was = atomic_load_explicit(&db->fp_seen[i], memory_order_relaxed);
+    if (was == tag) {
+        /* Taken out as it is found, and counted only while the comebacks do
+         * not outnumber the first false positives left: a key whose fix
+         * keeps failing comes back as a first false positive next time, so
+         * one hot key cannot tip the rule below. */
         uint32_t t = tag;
-        /* Taken out as it is found: a key whose fix fails comes back as a
-         * first false positive, so it is counted as returning at most
-         * every other time. */
-        if (atomic_load_explicit(&set[w], memory_order_relaxed) == tag &&
-            atomic_compare_exchange_strong_explicit(&set[w], &t, 0, memory_order_relaxed,
-                                                    memory_order_relaxed)) {
-            uint32_t back = atomic_load_explicit(&db->fp_back, memory_order_relaxed);
-            if (back < atomic_load_explicit(&db->fp_left, memory_order_relaxed))
-                atomic_fetch_add_explicit(&db->fp_back, 1, memory_order_relaxed);
-            return true;
-        }
+        if (atomic_compare_exchange_strong_explicit(&db->fp_seen[i], &t, 0, memory_order_relaxed,
+                                                    memory_order_relaxed) &&
+            atomic_load_explicit(&db->fp_back, memory_order_relaxed) <
+                atomic_load_explicit(&db->fp_left, memory_order_relaxed))
+            atomic_fetch_add_explicit(&db->fp_back, 1, memory_order_relaxed);
+        return true;
     }
+    /* An entry another key holds is taken over on a coin toss only: with
+     * two replayed keys on one entry, always taking it would let each evict
+     * the other at every pass, forever (a pool larger than the table); so
+     * each pass fixes a share of what is left. */
+    if (was == 0 || coin())
+        atomic_store_explicit(&db->fp_seen[i], tag, memory_order_relaxed);
     if (akvi_misslog_holds(db->ml, h, key, klen))
         return true;
     uint64_t left = atomic_load_explicit(&db->fp_left, memory_order_relaxed);
     uint64_t back = atomic_load_explicit(&db->fp_back, memory_order_relaxed);
     if (left >= MIN_LEFT && back * BACK_ONE_IN >= left && !akvi_misslog_sampled())
         return true; /* most come back: buy now */
-    /* Remembered: in an empty way, else in one drawn at random, so that
-     * keys competing for one set are not evicted in the same order at every
-     * pass of a cyclic replay (a direct-mapped table let two colliding
-     * replayed keys evict each other forever); each pass then fixes a
-     * share of them, about e^(-P/C) for P replayed keys and C entries. */
-    unsigned w = 0;
-    while (w < AKVI_FP_WAYS && atomic_load_explicit(&set[w], memory_order_relaxed) != 0)
-        w++;
-    atomic_store_explicit(&set[w < AKVI_FP_WAYS ? w : way_draw() % AKVI_FP_WAYS], tag, memory_order_relaxed);
     if (atomic_fetch_add_explicit(&db->fp_left, 1, memory_order_relaxed) + 1 > WINDOW) {
         /* Approximate under races; only the ratio matters. */
         atomic_store_explicit(&db->fp_left, WINDOW / 2, memory_order_relaxed);

@@ -789,7 +789,6 @@ int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
  * where it pays"). Records this false positive. */
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen);
 #define AKVI_FP_SEEN (1u << 16) /* entries of db->fp_seen: 256 KiB */
-#define AKVI_FP_WAYS 4          /* fp_seen is AKVI_FP_SEEN / 4 sets of 4 */
 /* Test hook: called before the reverse map is read, outside every lock. */
 extern void (*_Atomic akvi_hook_before_revmap_read)(void);
 

@@ -64,7 +64,11 @@ static inline void st8(uint8_t *p, uint8_t v)
     __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 #else
-typedef uint64_t qf_u64u __attribute__((aligned(1), may_alias));
+/* Not may_alias: the table is only ever read and written as bytes (char
+ * access aliases anything) and as these words, so a table store cannot
+ * change the filter's own fields (pointer and 32-bit), which the compiler
+ * may then keep in registers across it. */
+typedef uint64_t qf_u64u __attribute__((aligned(1)));
 static inline uint64_t ld64(const uint8_t *p)
 {
     uint64_t v = *(const volatile qf_u64u *)p;
@@ -124,9 +128,10 @@ static inline void inc_off(akv_qf *f, uint64_t b)
     if (o < QF_OFF_SAT)
         set_off(f, b, o + 1);
 }
+/* r is 1..32 (qf_alloc refuses any other), so the shift is defined. */
 static inline uint64_t rmask(uint32_t r)
 {
-    return r >= 64 ? ~0ULL : (1ULL << r) - 1;
+    return (1ULL << r) - 1;
 }
 
 static inline bool bit_get(const akv_qf *f, int which, uint64_t i)

@@ -158,14 +158,23 @@ static inline int64_t QF_FN(last_used)(const akv_qf *f, uint64_t i)
     return off < 0 ? QF_BAD : QF_FN(last_used_off)(f, i, (uint64_t)off);
 }
 
-static inline int64_t QF_FN(run_start)(const akv_qf *f, uint64_t home)
+/* First slot of the run of `home` (where it would start when empty).
+ * Always inlined into lookup and insert, whose one call per operation it
+ * is; the slow paths reach it through run_start. */
+static inline __attribute__((always_inline)) int64_t QF_FN(run_start_in)(const akv_qf *f, uint64_t home)
 {
     if (home == 0)
         return 0;
-    int64_t e = QF_FN(last_used)(f, home - 1);
+    int64_t off = QF_FN(block_off)(f, (home - 1) >> 6);
+    int64_t e = off < 0 ? QF_BAD : QF_FN(last_used_off)(f, home - 1, (uint64_t)off);
     if (e == QF_BAD)
         return QF_BAD;
     return e + 1 > (int64_t)home ? e + 1 : (int64_t)home;
+}
+
+static inline int64_t QF_FN(run_start)(const akv_qf *f, uint64_t home)
+{
+    return QF_FN(run_start_in)(f, home);
 }
 
 /* First empty slot at or after i (xnslots when none). One block at a time,
@@ -223,7 +232,7 @@ static __attribute__((noinline)) bool QF_FN(ext_match)(const akv_qf *f, uint64_t
 static __attribute__((noinline)) int QF_FN(lookup_run)(const akv_qf *f, akv_hash h, uint64_t quo,
                                                        uint64_t rem)
 {
-    int64_t s = QF_FN(run_start)(f, quo);
+    int64_t s = QF_FN(run_start_in)(f, quo);
     if (s < 0)
         return -1;
     /* Walk the run: records are sorted, so stop at the first larger one.
@@ -289,6 +298,18 @@ static inline void QF_FN(shift_bits_up)(uint8_t *base, uint64_t lo, uint64_t hi,
     }
 }
 
+/* Bits `mask` of block b's word `which` take their lower neighbours; with
+ * carry, bit 0 takes bit 63 of the block before. */
+static inline __attribute__((always_inline)) void QF_FN(shift_word_up)(akv_qf *f, uint64_t b, int which,
+                                                                      uint64_t mask, bool carry)
+{
+    uint8_t *wp = blkp(f, b) + 8 * which;
+    uint64_t w = ld64(wp), nw = (w & ~mask) | ((w << 1) & mask);
+    if (carry)
+        nw = (nw & ~1ULL) | (ld64(blkp(f, b - 1) + 8 * which) >> 63);
+    st64(wp, nw);
+}
+
 /* Open one blank slot at p: slots [p, e) move up by one (values, runend
  * and extension bits), word by word; e is the first empty slot at or after
  * p. Offsets of the blocks after home's up to e's grow by one. */
@@ -305,15 +326,9 @@ static void QF_FN(open_slot)(akv_qf *f, uint64_t home, uint64_t p, uint64_t e)
         uint64_t mask = (last == 63 ? ~0ULL : (2ULL << last) - 1) & ~((2ULL << first) - 1);
         if (b > pb)
             mask = (last == 63 ? ~0ULL : (2ULL << last) - 1) & ~1ULL;
-        for (int which = W_REND; which <= (f->mwords == 3 ? W_EXT : W_REND); which++) {
-            uint8_t *wp = blkp(f, b) + 8 * which;
-            uint64_t w = ld64(wp), nw = (w & ~mask) | ((w << 1) & mask);
-            if (b > pb) {
-                uint64_t carry = ld64(blkp(f, b - 1) + 8 * which) >> 63;
-                nw = (nw & ~1ULL) | carry;
-            }
-            st64(wp, nw);
-        }
+        QF_FN(shift_word_up)(f, b, W_REND, mask, b > pb);
+        if (f->mwords == 3)
+            QF_FN(shift_word_up)(f, b, W_EXT, mask, b > pb);
         if (b > pb) {
             uint64_t bit = 63 * r;
             const uint8_t *pv = slot_base(f, b - 1);
@@ -339,7 +354,7 @@ static int QF_FN(insert_fast)(akv_qf *f, akv_u128 x)
     /* at 90 % fill the run or the shift often crosses into the next block */
     QF_FN(prefetch_block)(f, (home >> 6) + 1, 1);
     bool occ = (occw(f, home >> 6) >> (home & 63)) & 1;
-    int64_t s = QF_FN(run_start)(f, home);
+    int64_t s = QF_FN(run_start_in)(f, home);
     if (s < 0)
         return AKV_ECORRUPT;
     uint64_t p = (uint64_t)s;

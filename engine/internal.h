@@ -844,6 +844,11 @@ int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync);
 
 /* ---- open and close (recover.c) ----------------------------------------- */
 
+/* akv_open without the background threads: every check of open, and
+ * nothing flushed or compacted until the handle is closed (repair's check
+ * that the repaired database opens). */
+int akvi_open_quiet(const char *dir, const akv_options *opt, akv_db **out);
+
 /* RocksDB's families as open found them; runs and memtables take theirs. */
 enum { AKVI_CF_FREE, AKVI_CF_USED, AKVI_CF_LEFTOVER };
 typedef struct akvi_cf_set {

@@ -1413,7 +1413,7 @@ static int inspect(akv_db *db, open_mode *mode)
 
 /* One open; `missing_ok`: it may open RocksDB without paranoid checks
  * when its MANIFEST names a missing SST (see akvi_cf_set_open). */
-static int open_once(const char *dir, const akv_options *opt, bool missing_ok, akv_db **out)
+static int open_once(const char *dir, const akv_options *opt, bool missing_ok, bool background, akv_db **out)
 {
     int rc;
     akv_db *db = akvi_db_new(dir, opt, &rc);
@@ -1472,7 +1472,7 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, a
         akvi_guard_refit(db); /* sized for the memtables just re-read */
     }
     loaded_free(db, &L, rc == AKV_OK);
-    if (rc == AKV_OK)
+    if (rc == AKV_OK && background)
         rc = akvi_bg_start(db);
     if (rc != AKV_OK) {
         char msg[512];
@@ -1488,7 +1488,10 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, a
     return AKV_OK;
 }
 
-int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
+/* akv_open, with or without the background threads (repair's check that
+ * the repaired database opens runs none: no flush or compaction changes
+ * what it checked). */
+static int open_db(const char *dir, const akv_options *opt_in, bool background, akv_db **out)
 {
     if (!out)
         return akvi_err(AKV_EINVAL, "akv_open: NULL output handle");
@@ -1499,7 +1502,7 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     int rc = akvi_options_resolve(opt_in, &opt);
     if (rc != AKV_OK)
         return rc;
-    rc = open_once(dir, &opt, true, out);
+    rc = open_once(dir, &opt, true, background, out);
     if (rc != AKV_OK || !(*out)->missing_relaxed)
         return rc;
     /* Opened without RocksDB's paranoid checks; the families that held the
@@ -1508,7 +1511,17 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
     *out = NULL;
     if (rc != AKV_OK)
         return akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg());
-    return open_once(dir, &opt, false, out);
+    return open_once(dir, &opt, false, background, out);
+}
+
+int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
+{
+    return open_db(dir, opt_in, true, out);
+}
+
+int akvi_open_quiet(const char *dir, const akv_options *opt, akv_db **out)
+{
+    return open_db(dir, opt, false, out);
 }
 
 akv_layout akv_db_layout(const akv_db *db)

@@ -1431,7 +1431,7 @@ int akv_repair(const char *dir, const akv_options *opt_in, akv_repair_report *re
         vo.error_if_exists = 0;
         vo.wal_strict = 0;
         akv_db *v = NULL;
-        int vrc = akv_open(dir, &vo, &v);
+        int vrc = akvi_open_quiet(dir, &vo, &v);
         if (vrc == AKV_OK)
             vrc = akv_close(v);
         if (vrc != AKV_OK && vrc != AKV_EBUSY) {

@@ -6,7 +6,7 @@
  *   1. read the SST's keys that share the query's fingerprint prefix from
  *      the reverse map on RocksDB (revmap/rocksrevmap.c), holding no lock;
  *   2. take the slot's exclusive lock and adapt against an in-memory copy
- *      of those keys (akv_memrevmap restricted to that prefix): the filter
+ *      of those keys (akvi_memrevmap restricted to that prefix): the filter
  *      re-checks that the fingerprint still matches and extends it.
  *
  * The prefix a kind's adapt scans is learned per slot (scan_bits): the
@@ -36,19 +36,19 @@ void (*_Atomic akvi_hook_before_revmap_read)(void);
  * part read before). */
 static int collect(void *arg, akv_hash h)
 {
-    akv_memrevmap *m = arg;
-    return akv_memrevmap_covers(m, h.hi, 64) ? AKV_OK : akv_memrevmap_insert(m, h);
+    akvi_memrevmap *m = arg;
+    return akvi_memrevmap_covers(m, h.hi, 64) ? AKV_OK : akvi_memrevmap_insert(m, h);
 }
 
 /* Add to map m the SST's keys whose slot hash starts with hi's top nbits,
  * read from RocksDB. No lock is held here. */
-static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, unsigned nbits, akv_memrevmap *m)
+static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, unsigned nbits, akvi_memrevmap *m)
 {
     void (*hook)(void) = atomic_load(&akvi_hook_before_revmap_read);
     if (hook)
         hook();
     akvi_sst_ref arg = {db, &r->info, &r->info.ssts[j]};
-    akv_rocksrevmap rr = {
+    akvi_rocksrevmap rr = {
         .db = db->rdb,
         .ro = db->ro,
         .cf = db->layout == AKV_LAYOUT_HASH ? r->cf : r->rmap_cf,
@@ -58,8 +58,8 @@ static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, uns
         .in_sst = akvi_sst_holds_user_key,
         .in_sst_arg = &arg,
     };
-    int rc = akv_rocksrevmap_init(&rr)->scan(&rr.rm, hi, nbits, collect, m);
-    return rc == AKV_OK ? akv_memrevmap_cover_more(m, hi, nbits) : rc;
+    int rc = akvi_rocksrevmap_init(&rr)->scan(&rr.rm, hi, nbits, collect, m);
+    return rc == AKV_OK ? akvi_memrevmap_cover_more(m, hi, nbits) : rc;
 }
 
 /* Adapt filter f of slot j to h: read, then lock and extend; each scan the
@@ -68,22 +68,22 @@ static int adapt_filter(akv_db *db, akvi_run *r, size_t j, akv_filter *f, akv_ha
 {
     akvi_slot *s = &r->slots[j];
     unsigned bits = atomic_load(&s->scan_bits);
-    akv_memrevmap *m = NULL;
-    int rc = akv_memrevmap_create(NULL, 0, &m);
+    akvi_memrevmap *m = NULL;
+    int rc = akvi_memrevmap_create(NULL, 0, &m);
     if (rc == AKV_OK)
-        rc = akv_memrevmap_restrict(m, 0, AKV_MEMREVMAP_NOTHING);
+        rc = akvi_memrevmap_restrict(m, 0, AKV_MEMREVMAP_NOTHING);
     if (rc == AKV_OK && bits)
         rc = read_owners(db, r, j, h.hi, bits, m);
     for (int round = 0; rc == AKV_OK; round++) {
-        rc = akvi_slot_adapt(s, f, h, akv_memrevmap_revmap(m));
+        rc = akvi_slot_adapt(s, f, h, akvi_memrevmap_revmap(m));
         uint64_t hi;
         unsigned nbits;
-        if (rc != AKV_EBUSY || round + 1 == MAX_ROUNDS || !akv_memrevmap_missed(m, &hi, &nbits))
+        if (rc != AKV_EBUSY || round + 1 == MAX_ROUNDS || !akvi_memrevmap_missed(m, &hi, &nbits))
             break;
         atomic_store(&s->scan_bits, nbits);
         rc = read_owners(db, r, j, hi, nbits, m);
     }
-    akv_memrevmap_destroy(m);
+    akvi_memrevmap_destroy(m);
     return rc;
 }
 

@@ -34,7 +34,7 @@ static int add(akv_batch *b, uint8_t tag, const void *key, size_t klen, const vo
         rc = akvi_check_value(vlen);
     if (rc != AKV_OK)
         return rc;
-    akvi_op *ops = akv_grow(b->ops, &b->cap, b->n + 1, sizeof *ops, 16);
+    akvi_op *ops = akvi_grow(b->ops, &b->cap, b->n + 1, sizeof *ops, 16);
     if (!ops)
         return akvi_err(AKV_ENOMEM, "out of memory");
     b->ops = ops;

@@ -34,7 +34,7 @@ int akvi_save_adapted_slots(akv_db *db)
     int first = AKV_OK;
     bool wrote = false;
     pthread_mutex_lock(&db->savemu);
-    db->saved_at = akv_mono_seconds();
+    db->saved_at = akvi_mono_seconds();
     akvi_version *v = akvi_current(db);
     for (size_t i = 0; i < v->n_run; i++) {
         akvi_run *r = v->runs[i];
@@ -68,7 +68,7 @@ static void save_if_due(akv_db *db, bool flushed)
     bool asked = req > db->save_done;
     pthread_mutex_unlock(&db->bgmu);
     pthread_mutex_lock(&db->savemu);
-    bool due = asked || (flushed && akv_mono_seconds() - db->saved_at >= ADAPT_SAVE_SECONDS);
+    bool due = asked || (flushed && akvi_mono_seconds() - db->saved_at >= ADAPT_SAVE_SECONDS);
     pthread_mutex_unlock(&db->savemu);
     if (due)
         akvi_save_adapted_slots(db);

@@ -33,19 +33,19 @@ void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap)
     snprintf(out, cap, "%llu-%llu.akf", (unsigned long long)run, (unsigned long long)sst);
 }
 
-void akvi_cat_sst_put_fields(akv_wbuf *w, const akvi_cat_sst *s)
+void akvi_cat_sst_put_fields(akvi_wbuf *w, const akvi_cat_sst *s)
 {
-    akv_w_u64(w, s->keys);
-    akv_w_u64(w, s->bytes);
-    akv_w_u64(w, s->prefix);
-    akv_w_u64(w, s->digest);
+    akvi_w_u64(w, s->keys);
+    akvi_w_u64(w, s->bytes);
+    akvi_w_u64(w, s->prefix);
+    akvi_w_u64(w, s->digest);
     size_t kl = strnlen(s->kind, sizeof s->kind);
-    akv_w_u8(w, (uint8_t)kl);
-    akv_w_bytes(w, s->kind, kl);
-    akv_w_u32(w, (uint32_t)s->smallest_len);
-    akv_w_bytes(w, s->smallest, s->smallest_len);
-    akv_w_u32(w, (uint32_t)s->largest_len);
-    akv_w_bytes(w, s->largest, s->largest_len);
+    akvi_w_u8(w, (uint8_t)kl);
+    akvi_w_bytes(w, s->kind, kl);
+    akvi_w_u32(w, (uint32_t)s->smallest_len);
+    akvi_w_bytes(w, s->smallest, s->smallest_len);
+    akvi_w_u32(w, (uint32_t)s->largest_len);
+    akvi_w_bytes(w, s->largest, s->largest_len);
 }
 
 void akvi_sweep_filter_files(const char *fdir, bool (*keep)(void *arg, uint64_t run, uint64_t sst), void *arg)
@@ -69,35 +69,35 @@ void akvi_sweep_filter_files(const char *fdir, bool (*keep)(void *arg, uint64_t 
         closedir(d);
 }
 
-static void encode_sst(akv_wbuf *w, const akvi_cat_sst *s)
+static void encode_sst(akvi_wbuf *w, const akvi_cat_sst *s)
 {
-    akv_w_u64(w, s->id);
+    akvi_w_u64(w, s->id);
     akvi_cat_sst_put_fields(w, s);
 }
 
-static void encode_into(const akvi_catalog *c, akv_wbuf *w)
+static void encode_into(const akvi_catalog *c, akvi_wbuf *w)
 {
-    akv_w_bytes(w, CAT_MAGIC, 4);
-    akv_w_u32(w, CAT_VERSION);
-    akv_w_u32(w, c->layout);
-    akv_w_u64(w, c->seed);
-    akv_w_u64(w, c->seq);
-    akv_w_u64(w, c->next_run_id);
-    akv_w_u64(w, c->flushed_mem_gen);
+    akvi_w_bytes(w, CAT_MAGIC, 4);
+    akvi_w_u32(w, CAT_VERSION);
+    akvi_w_u32(w, c->layout);
+    akvi_w_u64(w, c->seed);
+    akvi_w_u64(w, c->seq);
+    akvi_w_u64(w, c->next_run_id);
+    akvi_w_u64(w, c->flushed_mem_gen);
     size_t pl = strnlen(c->policy, sizeof c->policy);
-    akv_w_f64(w, pl ? c->bits_per_key : 0);
-    akv_w_u16(w, (uint16_t)pl);
-    akv_w_bytes(w, c->policy, pl);
-    akv_w_u32(w, (uint32_t)c->n_run);
+    akvi_w_f64(w, pl ? c->bits_per_key : 0);
+    akvi_w_u16(w, (uint16_t)pl);
+    akvi_w_bytes(w, c->policy, pl);
+    akvi_w_u32(w, (uint32_t)c->n_run);
     for (size_t i = 0; i < c->n_run; i++) {
         const akvi_cat_run *r = &c->runs[i];
-        akv_w_u64(w, r->id);
-        akv_w_u32(w, r->level);
-        akv_w_u32(w, r->prefix_bits);
-        akv_w_u64(w, r->keys);
-        akv_w_u64(w, r->bytes);
-        akv_w_u64(w, r->raw_bytes);
-        akv_w_u32(w, (uint32_t)r->n_sst);
+        akvi_w_u64(w, r->id);
+        akvi_w_u32(w, r->level);
+        akvi_w_u32(w, r->prefix_bits);
+        akvi_w_u64(w, r->keys);
+        akvi_w_u64(w, r->bytes);
+        akvi_w_u64(w, r->raw_bytes);
+        akvi_w_u32(w, (uint32_t)r->n_sst);
         for (size_t j = 0; j < r->n_sst; j++)
             encode_sst(w, &r->ssts[j]);
     }
@@ -105,23 +105,23 @@ static void encode_into(const akvi_catalog *c, akv_wbuf *w)
 
 int akvi_catalog_encode(const akvi_catalog *c, uint8_t **buf, size_t *len)
 {
-    akv_wbuf w = {NULL, 0};
+    akvi_wbuf w = {NULL, 0};
     encode_into(c, &w);
     uint8_t *p = malloc(w.len + 8);
     if (!p)
         return akvi_err(AKV_ENOMEM, "out of memory encoding the catalog");
-    w = (akv_wbuf){p, 0};
+    w = (akvi_wbuf){p, 0};
     encode_into(c, &w);
-    akv_w_u64(&w, XXH64(p, w.len, 0));
+    akvi_w_u64(&w, XXH64(p, w.len, 0));
     *buf = p;
     *len = w.len;
     return AKV_OK;
 }
 
-static uint8_t *take_copy(akv_rbuf *r, size_t *len)
+static uint8_t *take_copy(akvi_rbuf *r, size_t *len)
 {
-    uint32_t n = akv_r_u32(r);
-    const uint8_t *s = akv_r_take(r, n);
+    uint32_t n = akvi_r_u32(r);
+    const uint8_t *s = akvi_r_take(r, n);
     if (!s || n > AKV_MAX_KEY_BYTES + 8) {
         r->err = true;
         return NULL;
@@ -136,15 +136,15 @@ static uint8_t *take_copy(akv_rbuf *r, size_t *len)
     return p;
 }
 
-void akvi_cat_sst_get_fields(akv_rbuf *r, akvi_cat_sst *s, bool with_digest)
+void akvi_cat_sst_get_fields(akvi_rbuf *r, akvi_cat_sst *s, bool with_digest)
 {
-    s->keys = akv_r_u64(r);
-    s->bytes = akv_r_u64(r);
-    s->prefix = akv_r_u64(r);
-    s->digest = with_digest ? akv_r_u64(r) : 0; /* 0: not recorded */
-    uint8_t kl = akv_r_u8(r);
+    s->keys = akvi_r_u64(r);
+    s->bytes = akvi_r_u64(r);
+    s->prefix = akvi_r_u64(r);
+    s->digest = with_digest ? akvi_r_u64(r) : 0; /* 0: not recorded */
+    uint8_t kl = akvi_r_u8(r);
     /* A kind name: 1..15 bytes, no NUL (the encoder writes strnlen bytes). */
-    if (kl == 0 || kl >= sizeof s->kind || !akv_r_bytes(r, s->kind, kl) || memchr(s->kind, 0, kl)) {
+    if (kl == 0 || kl >= sizeof s->kind || !akvi_r_bytes(r, s->kind, kl) || memchr(s->kind, 0, kl)) {
         r->err = true;
         return;
     }
@@ -153,9 +153,9 @@ void akvi_cat_sst_get_fields(akv_rbuf *r, akvi_cat_sst *s, bool with_digest)
     s->largest = take_copy(r, &s->largest_len);
 }
 
-static void decode_sst(akv_rbuf *r, akvi_cat_sst *s, uint32_t version)
+static void decode_sst(akvi_rbuf *r, akvi_cat_sst *s, uint32_t version)
 {
-    s->id = akv_r_u64(r);
+    s->id = akvi_r_u64(r);
     akvi_cat_sst_get_fields(r, s, version >= 2);
 }
 
@@ -172,24 +172,24 @@ static bool run_consistent(const akvi_cat_run *run)
     for (size_t j = 0; j < run->n_sst; j++) {
         const akvi_cat_sst *s = &run->ssts[j], *p = j ? &run->ssts[j - 1] : NULL;
         if (s->prefix >> run->prefix_bits != 0 || /* decode_run checked prefix_bits <= 30 */
-            akv_bytes_cmp(s->smallest, s->smallest_len, s->largest, s->largest_len) > 0)
+            akvi_bytes_cmp(s->smallest, s->smallest_len, s->largest, s->largest_len) > 0)
             return false;
         if (p && (s->id <= p->id || s->prefix < p->prefix ||
-                  akv_bytes_cmp(p->largest, p->largest_len, s->smallest, s->smallest_len) >= 0))
+                  akvi_bytes_cmp(p->largest, p->largest_len, s->smallest, s->smallest_len) >= 0))
             return false;
     }
     return true;
 }
 
-static void decode_run(akv_rbuf *r, akvi_cat_run *run, uint32_t version)
+static void decode_run(akvi_rbuf *r, akvi_cat_run *run, uint32_t version)
 {
-    run->id = akv_r_u64(r);
-    run->level = akv_r_u32(r);
-    run->prefix_bits = akv_r_u32(r);
-    run->keys = akv_r_u64(r);
-    run->bytes = akv_r_u64(r);
-    run->raw_bytes = akv_r_u64(r);
-    uint32_t n = akv_r_u32(r);
+    run->id = akvi_r_u64(r);
+    run->level = akvi_r_u32(r);
+    run->prefix_bits = akvi_r_u32(r);
+    run->keys = akvi_r_u64(r);
+    run->bytes = akvi_r_u64(r);
+    run->raw_bytes = akvi_r_u64(r);
+    uint32_t n = akvi_r_u32(r);
     /* Each SST takes at least 45 bytes (53 from version 2): reject counts
      * the buffer cannot hold. */
     size_t min_sst = version >= 2 ? 53 : 45;
@@ -212,11 +212,11 @@ static void decode_run(akv_rbuf *r, akvi_cat_run *run, uint32_t version)
 /* Version 3: the slot policy and bits per key, both or neither (zero
  * length: not recorded). The text is printable ASCII without blanks; whether
  * it parses is for open to say (docs/format.md §6). */
-static void decode_policy(akv_rbuf *r, akvi_catalog *c)
+static void decode_policy(akvi_rbuf *r, akvi_catalog *c)
 {
-    c->bits_per_key = akv_r_f64(r);
-    uint16_t n = akv_r_u16(r);
-    if (r->err || n >= sizeof c->policy || !akv_r_bytes(r, c->policy, n)) {
+    c->bits_per_key = akvi_r_f64(r);
+    uint16_t n = akvi_r_u16(r);
+    if (r->err || n >= sizeof c->policy || !akvi_r_bytes(r, c->policy, n)) {
         r->err = true;
         return;
     }
@@ -234,23 +234,23 @@ int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c)
     memset(c, 0, sizeof *c);
     if (len < 48 || memcmp(buf, CAT_MAGIC, 4) != 0)
         return akvi_err(AKV_ECORRUPT, "catalog record: bad magic or size");
-    akv_rbuf t = {buf + len - 8, 8, 0, false};
-    if (akv_r_u64(&t) != XXH64(buf, len - 8, 0))
+    akvi_rbuf t = {buf + len - 8, 8, 0, false};
+    if (akvi_r_u64(&t) != XXH64(buf, len - 8, 0))
         return akvi_err(AKV_ECORRUPT, "catalog record: checksum mismatch");
-    akv_rbuf r = {buf, len - 8, 4, false};
-    uint32_t version = akv_r_u32(&r);
+    akvi_rbuf r = {buf, len - 8, 4, false};
+    uint32_t version = akvi_r_u32(&r);
     if (version < 1 || version > CAT_VERSION)
         return akvi_err(AKV_ENOTSUP, "catalog record: unknown format version %u", version);
-    c->layout = akv_r_u32(&r);
-    c->seed = akv_r_u64(&r);
-    c->seq = version >= 2 ? akv_r_u64(&r) : 0;
-    c->next_run_id = akv_r_u64(&r);
-    c->flushed_mem_gen = akv_r_u64(&r);
+    c->layout = akvi_r_u32(&r);
+    c->seed = akvi_r_u64(&r);
+    c->seq = version >= 2 ? akvi_r_u64(&r) : 0;
+    c->next_run_id = akvi_r_u64(&r);
+    c->flushed_mem_gen = akvi_r_u64(&r);
     if (version >= 3)
         decode_policy(&r, c);
     if (version >= 3 && r.err)
         return akvi_err(AKV_ECORRUPT, "catalog record: bad slot policy or bits per key");
-    uint32_t n = akv_r_u32(&r);
+    uint32_t n = akvi_r_u32(&r);
     if (r.err || (c->layout != AKV_LAYOUT_HASH && c->layout != AKV_LAYOUT_ORDERED))
         return akvi_err(AKV_ECORRUPT, "catalog record: bad layout");
     /* Each run takes at least 44 bytes: reject counts the buffer cannot hold. */

@@ -173,11 +173,11 @@ typedef struct range {
 static void widen(range *g, const akvi_run *r, bool first)
 {
     const akvi_cat_sst *a = first_sst(r), *b = last_sst(r);
-    if (first || akv_bytes_cmp(a->smallest, a->smallest_len, g->lo, g->lo_len) < 0) {
+    if (first || akvi_bytes_cmp(a->smallest, a->smallest_len, g->lo, g->lo_len) < 0) {
         g->lo = a->smallest;
         g->lo_len = a->smallest_len;
     }
-    if (first || akv_bytes_cmp(b->largest, b->largest_len, g->hi, g->hi_len) > 0) {
+    if (first || akvi_bytes_cmp(b->largest, b->largest_len, g->hi, g->hi_len) > 0) {
         g->hi = b->largest;
         g->hi_len = b->largest_len;
     }
@@ -186,8 +186,8 @@ static void widen(range *g, const akvi_run *r, bool first)
 static bool overlaps(const akvi_run *r, const range *g)
 {
     const akvi_cat_sst *a = first_sst(r), *b = last_sst(r);
-    return akv_bytes_cmp(b->largest, b->largest_len, g->lo, g->lo_len) >= 0 &&
-           akv_bytes_cmp(a->smallest, a->smallest_len, g->hi, g->hi_len) <= 0;
+    return akvi_bytes_cmp(b->largest, b->largest_len, g->lo, g->lo_len) >= 0 &&
+           akvi_bytes_cmp(a->smallest, a->smallest_len, g->hi, g->hi_len) <= 0;
 }
 
 /* Round-robin over a level's runs: the first run after the last one
@@ -203,7 +203,7 @@ static const akvi_run *next_victim(akv_db *db, const akvi_version *v, int level)
         if (!first)
             first = r;
         const akvi_cat_sst *a = first_sst(r);
-        if (!after && c->len && akv_bytes_cmp(a->smallest, a->smallest_len, c->key, c->len) > 0)
+        if (!after && c->len && akvi_bytes_cmp(a->smallest, a->smallest_len, c->key, c->len) > 0)
             after = r;
     }
     return after ? after : first;

@@ -91,7 +91,7 @@ int akvi_guard_init(akv_db *db)
     int rc = guard_new(db, db->guard_cap, &g);
     atomic_store(&db->guard, g);
     db->guard_avg = db->guard ? (double)akv_filter_memory(db->guard) : 0;
-    db->guard_avg_since = akv_mono_seconds();
+    db->guard_avg_since = akvi_mono_seconds();
     return rc;
 }
 
@@ -106,7 +106,7 @@ static void guard_lock_mut(akv_db *db)
 
 static int remember(akvi_mem *m, akv_hash h)
 {
-    akv_hash *p = akv_grow(m->hashes, &m->cap_hashes, m->n_hashes + 1, sizeof *p, 1024);
+    akv_hash *p = akvi_grow(m->hashes, &m->cap_hashes, m->n_hashes + 1, sizeof *p, 1024);
     if (!p)
         return AKV_ENOMEM;
     m->hashes = p;
@@ -161,7 +161,7 @@ static bool guard_rebuild(akv_db *db, const akvi_mem *also)
         return false;
     }
     pthread_rwlock_wrlock(&db->guard_lock);
-    double now = akv_mono_seconds();
+    double now = akvi_mono_seconds();
     db->guard_avg = guard_avg_at(db, now);
     db->guard_avg_since = now;
     /* Odd while the guard and its flag change together (akvi_guard_may_contain). */
@@ -362,7 +362,7 @@ size_t akvi_guard_memory_over_floor(akv_db *db)
     if (!db->policy.mem)
         return 0;
     pthread_rwlock_rdlock(&db->guard_lock);
-    double avg = guard_avg_at(db, akv_mono_seconds());
+    double avg = guard_avg_at(db, akvi_mono_seconds());
     /* A guard's memory is proportional to the keys it is sized for. */
     double floor = 0;
     if (db->guard && db->guard_cap)

@@ -230,10 +230,10 @@ void akvi_sweep_filter_files(const char *fdir, bool (*keep)(void *arg, uint64_t 
  * kind, key range), as the catalog and each filter file store them
  * (docs/format.md). The decoder copies the range keys (freed with the run)
  * and sets r->err on a short or malformed record. */
-struct akv_wbuf;
-struct akv_rbuf;
-void akvi_cat_sst_put_fields(struct akv_wbuf *w, const akvi_cat_sst *s);
-void akvi_cat_sst_get_fields(struct akv_rbuf *r, akvi_cat_sst *s, bool with_digest);
+struct akvi_wbuf;
+struct akvi_rbuf;
+void akvi_cat_sst_put_fields(struct akvi_wbuf *w, const akvi_cat_sst *s);
+void akvi_cat_sst_get_fields(struct akvi_rbuf *r, akvi_cat_sst *s, bool with_digest);
 /* The catalog files DIR/CATALOG.0 and .1 (docs/format.md). Under catmu:
  * write c with the next sequence number into its slot (next_run_id is
  * raised to the reserved bound) and keep it for reservations. */

@@ -92,7 +92,7 @@ static void settle(akv_iter *it, uint64_t before, bool backwards)
     if (it->upper && akvi_merge_valid(it->mg)) {
         size_t kl;
         const uint8_t *k = akvi_merge_key(it->mg, &kl);
-        it->past_upper = akv_bytes_cmp(k, kl, it->upper, it->upper_len) >= 0;
+        it->past_upper = akvi_bytes_cmp(k, kl, it->upper, it->upper_len) >= 0;
     }
     it->block_reads += akvi_thread_block_reads() - before;
 }

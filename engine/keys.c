@@ -50,16 +50,16 @@ const uint8_t *akvi_ukey(const akv_db *db, const uint8_t *ikey, size_t iklen, si
 
 akv_hash akvi_run_slot_hash(const akv_db *db, const akvi_cat_run *r, akv_hash h)
 {
-    return akv_slot_hash(h, db->layout == AKV_LAYOUT_HASH ? r->prefix_bits : 0);
+    return akvi_slot_hash(h, db->layout == AKV_LAYOUT_HASH ? r->prefix_bits : 0);
 }
 
 bool akvi_sst_covers(const akv_db *db, const akvi_cat_run *r, const akvi_cat_sst *s, akv_hash h,
                      const uint8_t *ikey, size_t iklen)
 {
     if (db->layout == AKV_LAYOUT_HASH)
-        return akv_shard_of(h, r->prefix_bits) == s->prefix;
-    return akv_bytes_cmp(ikey, iklen, s->smallest, s->smallest_len) >= 0 &&
-           akv_bytes_cmp(ikey, iklen, s->largest, s->largest_len) <= 0;
+        return akvi_shard_of(h, r->prefix_bits) == s->prefix;
+    return akvi_bytes_cmp(ikey, iklen, s->smallest, s->smallest_len) >= 0 &&
+           akvi_bytes_cmp(ikey, iklen, s->largest, s->largest_len) <= 0;
 }
 
 bool akvi_sst_holds_user_key(void *ref, akv_hash h, const void *ukey, size_t klen)
@@ -72,7 +72,7 @@ long akvi_find_sst(const akv_db *db, const akvi_cat_run *r, akv_hash h, const ui
 {
     size_t lo = 0, hi = r->n_sst;
     if (db->layout == AKV_LAYOUT_HASH) { /* first SST whose shard is >= the key's */
-        uint64_t p = akv_shard_of(h, r->prefix_bits);
+        uint64_t p = akvi_shard_of(h, r->prefix_bits);
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
             if (r->ssts[mid].prefix < p)
@@ -83,7 +83,7 @@ long akvi_find_sst(const akv_db *db, const akvi_cat_run *r, akv_hash h, const ui
     } else { /* the last SST whose smallest key is <= ikey */
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
-            if (akv_bytes_cmp(r->ssts[mid].smallest, r->ssts[mid].smallest_len, ikey, iklen) <= 0)
+            if (akvi_bytes_cmp(r->ssts[mid].smallest, r->ssts[mid].smallest_len, ikey, iklen) <= 0)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -101,7 +101,7 @@ long akvi_find_run(akvi_run *const *runs, size_t n, const uint8_t *ikey, size_t 
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         const akvi_cat_sst *first = &runs[mid]->info.ssts[0];
-        if (akv_bytes_cmp(first->smallest, first->smallest_len, ikey, iklen) <= 0)
+        if (akvi_bytes_cmp(first->smallest, first->smallest_len, ikey, iklen) <= 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -110,5 +110,5 @@ long akvi_find_run(akvi_run *const *runs, size_t n, const uint8_t *ikey, size_t 
         return -1;
     const akvi_cat_run *r = &runs[lo - 1]->info;
     const akvi_cat_sst *last = &r->ssts[r->n_sst - 1];
-    return akv_bytes_cmp(ikey, iklen, last->largest, last->largest_len) <= 0 ? (long)(lo - 1) : -1;
+    return akvi_bytes_cmp(ikey, iklen, last->largest, last->largest_len) <= 0 ? (long)(lo - 1) : -1;
 }

@@ -112,14 +112,14 @@ static bool account(akvi_merge *m, size_t i, const char *key, size_t kl)
     if (!e || !e->run)
         return true;
     const akvi_cat_run *r = e->run;
-    while (e->j < r->n_sst && akv_bytes_cmp(key, kl, r->ssts[e->j].largest, r->ssts[e->j].largest_len) > 0)
+    while (e->j < r->n_sst && akvi_bytes_cmp(key, kl, r->ssts[e->j].largest, r->ssts[e->j].largest_len) > 0)
         e->j++;
-    if (e->j < r->n_sst && akv_bytes_cmp(key, kl, r->ssts[e->j].smallest, r->ssts[e->j].smallest_len) >= 0)
+    if (e->j < r->n_sst && akvi_bytes_cmp(key, kl, r->ssts[e->j].smallest, r->ssts[e->j].smallest_len) >= 0)
         e->counts[e->j]++;
     else
         e->stray++;
     return r->n_sst == 0 ||
-           akv_bytes_cmp(key, kl, r->ssts[r->n_sst - 1].largest, r->ssts[r->n_sst - 1].largest_len) >= 0;
+           akvi_bytes_cmp(key, kl, r->ssts[r->n_sst - 1].largest, r->ssts[r->n_sst - 1].largest_len) >= 0;
 }
 
 /* Input i just became invalid although it may not end yet. */
@@ -175,7 +175,7 @@ static void pick(akvi_merge *m)
             continue;
         size_t kl;
         const char *k = rocksdb_iter_key(m->its[i], &kl);
-        int c = best < 0 ? 0 : akv_bytes_cmp(k, kl, bk, bl);
+        int c = best < 0 ? 0 : akvi_bytes_cmp(k, kl, bk, bl);
         if (best < 0 || (want < 0 ? c < 0 : c > 0)) {
             best = (long)i;
             bk = k;
@@ -211,7 +211,7 @@ void akvi_merge_seek(akvi_merge *m, const uint8_t *k, size_t len)
         const akvi_cat_run *r = m->exp ? m->exp[i].run : NULL;
         /* A run whose last key is >= k has an entry at or after k. */
         if (r && r->n_sst && !rocksdb_iter_valid(m->its[i]) &&
-            akv_bytes_cmp(k, len, r->ssts[r->n_sst - 1].largest, r->ssts[r->n_sst - 1].largest_len) <= 0)
+            akvi_bytes_cmp(k, len, r->ssts[r->n_sst - 1].largest, r->ssts[r->n_sst - 1].largest_len) <= 0)
             ended_early(m, i);
     }
     pick(m);
@@ -307,7 +307,7 @@ void akvi_merge_prev(akvi_merge *m)
             continue;
         size_t ol;
         const char *o = rocksdb_iter_key(m->its[i], &ol);
-        if (akv_bytes_cmp(o, ol, k, kl) == 0)
+        if (akvi_bytes_cmp(o, ol, k, kl) == 0)
             rocksdb_iter_prev(m->its[i]);
     }
     rocksdb_iter_prev(m->its[m->cur]);
@@ -329,7 +329,7 @@ static void turn_forward(akvi_merge *m)
             continue;
         size_t ol;
         const char *o = rocksdb_iter_key(m->its[i], &ol);
-        if (akv_bytes_cmp(o, ol, m->kbuf, kl) == 0)
+        if (akvi_bytes_cmp(o, ol, m->kbuf, kl) == 0)
             rocksdb_iter_next(m->its[i]);
     }
     pick(m);
@@ -350,7 +350,7 @@ void akvi_merge_next(akvi_merge *m)
             continue;
         size_t ol;
         const char *o = rocksdb_iter_key(m->its[i], &ol);
-        if (akv_bytes_cmp(o, ol, k, kl) == 0)
+        if (akvi_bytes_cmp(o, ol, k, kl) == 0)
             step(m, i, o, ol);
     }
     step(m, (size_t)m->cur, k, kl);

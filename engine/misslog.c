@@ -396,27 +396,27 @@ size_t akvi_misslog_collect(akvi_misslog *m, akvi_range_fn in_range, void *arg, 
         free(neg);
         return 0;
     }
-    akv_sort(neg, k, sizeof *neg, by_cost_desc);
+    akvi_sort(neg, k, sizeof *neg, by_cost_desc);
     *out = neg;
     return k < max ? k : max;
 }
 
 /* Entries of every shard; the caller holds all shard locks. Two passes:
  * size with w->p == NULL, then fill. */
-static void encode_into(const akvi_misslog *m, size_t total, akv_wbuf *w)
+static void encode_into(const akvi_misslog *m, size_t total, akvi_wbuf *w)
 {
-    akv_w_bytes(w, ML_MAGIC, 4);
-    akv_w_u32(w, ML_VERSION);
-    akv_w_u32(w, (uint32_t)total);
+    akvi_w_bytes(w, ML_MAGIC, 4);
+    akvi_w_u32(w, ML_VERSION);
+    akvi_w_u32(w, (uint32_t)total);
     for (size_t s = 0; s < m->n; s++)
         for (size_t i = 0; i < m->s[s]->n; i++) {
             const ml_entry *e = &m->s[s]->e[i];
-            akv_w_u64(w, e->h.hi);
-            akv_w_u64(w, e->h.lo);
-            akv_w_u64(w, e->count);
-            akv_w_f64(w, e->cost);
-            akv_w_u32(w, e->klen);
-            akv_w_bytes(w, e->key, e->klen);
+            akvi_w_u64(w, e->h.hi);
+            akvi_w_u64(w, e->h.lo);
+            akvi_w_u64(w, e->count);
+            akvi_w_f64(w, e->cost);
+            akvi_w_u32(w, e->klen);
+            akvi_w_bytes(w, e->key, e->klen);
         }
 }
 
@@ -427,18 +427,18 @@ int akvi_misslog_encode(akvi_misslog *m, uint8_t **buf, size_t *len)
         pthread_mutex_lock(&m->s[s]->mu);
         total += m->s[s]->n;
     }
-    akv_wbuf w = {NULL, 0};
+    akvi_wbuf w = {NULL, 0};
     encode_into(m, total, &w);
     uint8_t *p = malloc(w.len + 8);
     if (p) {
-        w = (akv_wbuf){p, 0};
+        w = (akvi_wbuf){p, 0};
         encode_into(m, total, &w);
     }
     for (size_t s = 0; s < m->n; s++)
         pthread_mutex_unlock(&m->s[s]->mu);
     if (!p)
         return akvi_err(AKV_ENOMEM, "out of memory encoding the miss log");
-    akv_w_u64(&w, XXH64(p, w.len, 0));
+    akvi_w_u64(&w, XXH64(p, w.len, 0));
     *buf = p;
     *len = w.len;
     return AKV_OK;
@@ -448,13 +448,13 @@ int akvi_misslog_decode(akvi_misslog *m, const uint8_t *buf, size_t len)
 {
     if (len < 20 || memcmp(buf, ML_MAGIC, 4) != 0)
         return akvi_err(AKV_ECORRUPT, "miss log record: bad magic or size");
-    akv_rbuf t = {buf + len - 8, 8, 0, false};
-    if (akv_r_u64(&t) != XXH64(buf, len - 8, 0))
+    akvi_rbuf t = {buf + len - 8, 8, 0, false};
+    if (akvi_r_u64(&t) != XXH64(buf, len - 8, 0))
         return akvi_err(AKV_ECORRUPT, "miss log record: checksum mismatch");
-    akv_rbuf r = {buf, len - 8, 4, false};
-    if (akv_r_u32(&r) != ML_VERSION)
+    akvi_rbuf r = {buf, len - 8, 4, false};
+    if (akvi_r_u32(&r) != ML_VERSION)
         return akvi_err(AKV_ENOTSUP, "miss log record: unknown version");
-    uint32_t n = akv_r_u32(&r);
+    uint32_t n = akvi_r_u32(&r);
     size_t first = r.off;
     /* Two passes: the whole record is checked before anything is added, so
      * a record refused as corrupt leaves the summary as it was (the caller
@@ -465,12 +465,12 @@ int akvi_misslog_decode(akvi_misslog *m, const uint8_t *buf, size_t len)
         r.off = first;
         for (uint32_t i = 0; i < n && !r.err; i++) {
             akv_hash h;
-            h.hi = akv_r_u64(&r);
-            h.lo = akv_r_u64(&r);
-            uint64_t count = akv_r_u64(&r);
-            double cost = akv_r_f64(&r);
-            uint32_t klen = akv_r_u32(&r);
-            const uint8_t *key = akv_r_take(&r, klen);
+            h.hi = akvi_r_u64(&r);
+            h.lo = akvi_r_u64(&r);
+            uint64_t count = akvi_r_u64(&r);
+            double cost = akvi_r_f64(&r);
+            uint32_t klen = akvi_r_u32(&r);
+            const uint8_t *key = akvi_r_take(&r, klen);
             if (pass == 0 || !key || !(cost >= 0)) /* a negative or NaN cost is skipped */
                 continue;
             ml_shard *ml = shard_of(m, h);

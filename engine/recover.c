@@ -66,24 +66,24 @@ static const char *layout_name(uint32_t l)
 
 size_t akvi_identity_encode(uint32_t layout, uint64_t seed, uint8_t *buf)
 {
-    akv_wbuf w = {buf, 0};
-    akv_w_bytes(&w, ID_MAGIC, 4);
-    akv_w_u32(&w, ID_VERSION);
-    akv_w_u32(&w, layout);
-    akv_w_u64(&w, seed);
-    akv_w_u64(&w, XXH64(buf, w.len, 0));
+    akvi_wbuf w = {buf, 0};
+    akvi_w_bytes(&w, ID_MAGIC, 4);
+    akvi_w_u32(&w, ID_VERSION);
+    akvi_w_u32(&w, layout);
+    akvi_w_u64(&w, seed);
+    akvi_w_u64(&w, XXH64(buf, w.len, 0));
     return w.len;
 }
 
 int akvi_identity_decode(const uint8_t *buf, size_t len, uint32_t *layout, uint64_t *seed)
 {
-    akv_rbuf t = {buf, len, 20, false};
-    if (len != ID_LEN || memcmp(buf, ID_MAGIC, 4) != 0 || akv_r_u64(&t) != XXH64(buf, 20, 0))
+    akvi_rbuf t = {buf, len, 20, false};
+    if (len != ID_LEN || memcmp(buf, ID_MAGIC, 4) != 0 || akvi_r_u64(&t) != XXH64(buf, 20, 0))
         return akvi_err(AKV_ECORRUPT, "the identity record is damaged");
-    akv_rbuf r = {buf, 20, 4, false};
-    uint32_t ver = akv_r_u32(&r);
-    *layout = akv_r_u32(&r);
-    *seed = akv_r_u64(&r);
+    akvi_rbuf r = {buf, 20, 4, false};
+    uint32_t ver = akvi_r_u32(&r);
+    *layout = akvi_r_u32(&r);
+    *seed = akvi_r_u64(&r);
     if (ver != ID_VERSION)
         return akvi_err(AKV_ENOTSUP, "identity version %u is not supported", ver);
     if (*layout != AKV_LAYOUT_HASH && *layout != AKV_LAYOUT_ORDERED)
@@ -345,8 +345,8 @@ static bool shard_fits(const akvi_cat_run *r, const akvi_cat_sst *s)
     if (s->smallest_len < 8 || s->largest_len < 8)
         return false;
     akv_hash lo = {.hi = akvi_get_be64(s->smallest)}, hi = {.hi = akvi_get_be64(s->largest)};
-    return r->prefix_bits <= 64 && akv_shard_of(lo, r->prefix_bits) == s->prefix &&
-           akv_shard_of(hi, r->prefix_bits) == s->prefix;
+    return r->prefix_bits <= 64 && akvi_shard_of(lo, r->prefix_bits) == s->prefix &&
+           akvi_shard_of(hi, r->prefix_bits) == s->prefix;
 }
 
 /* The catalog's SSTs against the SST files RocksDB's MANIFEST records
@@ -369,8 +369,8 @@ static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_ru
         const akvi_cat_sst *s = &r->ssts[j];
         const akvi_live_sst *f = &l[first + j];
         const char *what = NULL;
-        if (akv_bytes_cmp(f->smallest, f->smallest_len, s->smallest, s->smallest_len) != 0 ||
-            akv_bytes_cmp(f->largest, f->largest_len, s->largest, s->largest_len) != 0)
+        if (akvi_bytes_cmp(f->smallest, f->smallest_len, s->smallest, s->smallest_len) != 0 ||
+            akvi_bytes_cmp(f->largest, f->largest_len, s->largest, s->largest_len) != 0)
             what = "key range";
         else if (f->entries && f->entries != s->keys)
             what = "entry count";
@@ -536,8 +536,8 @@ static int check_binding(akv_db *db, const akvi_run *r, size_t j)
     const akvi_cat_sst *b = &d.ssts[0];
     bool same_sst = d.id == r->info.id && b->id == s->id && b->keys == s->keys && b->bytes == s->bytes &&
                     b->digest == s->digest &&
-                    akv_bytes_cmp(b->smallest, b->smallest_len, s->smallest, s->smallest_len) == 0 &&
-                    akv_bytes_cmp(b->largest, b->largest_len, s->largest, s->largest_len) == 0;
+                    akvi_bytes_cmp(b->smallest, b->smallest_len, s->smallest, s->smallest_len) == 0 &&
+                    akvi_bytes_cmp(b->largest, b->largest_len, s->largest, s->largest_len) == 0;
     const char *field = !same_sst                                                        ? NULL
                         : d.level != r->info.level                                       ? "level"
                         : d.prefix_bits != r->info.prefix_bits || b->prefix != s->prefix ? "shard prefix"
@@ -716,7 +716,7 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
             maxgen = gen;
     }
     db->next_mem_gen = maxgen + 1;
-    akv_sort(mems, n, sizeof *mems, cmp_mem_desc);
+    akvi_sort(mems, n, sizeof *mems, cmp_mem_desc);
     *out = mems;
     *n_out = n;
     return rc;

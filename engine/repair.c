@@ -106,7 +106,7 @@ static int restore_current(akv_db *db, rep *R)
             names[n++] = strdup(e->d_name);
     closedir(d);
     /* Same width (six digits or more): the newest sorts last. */
-    akv_sort(names, n, sizeof *names, cmp_desc_str);
+    akvi_sort(names, n, sizeof *names, cmp_desc_str);
     int rc =
         akvi_err(AKV_ECORRUPT, "cannot repair %s: rocksdb/CURRENT is missing and no MANIFEST opens", db->dir);
     for (size_t i = 0; i < n && rc != AKV_OK; i++) {
@@ -257,7 +257,7 @@ static int add_sst(akvi_cat_run *d, const akvi_cat_sst *s)
 static int cmp_sst_range(const void *a, const void *b)
 {
     const akvi_cat_sst *x = a, *y = b;
-    return akv_bytes_cmp(x->smallest, x->smallest_len, y->smallest, y->smallest_len);
+    return akvi_bytes_cmp(x->smallest, x->smallest_len, y->smallest, y->smallest_len);
 }
 
 /* Filter files of version 2 describe their SST: gather them by run. */
@@ -350,10 +350,10 @@ static bool probe_at(scanner *sc, const uint8_t *pre, size_t cp, uint64_t t)
         return false;
     size_t kl;
     const uint8_t *k = (const uint8_t *)rocksdb_iter_key(sc->it, &kl);
-    if ((sc->have_last && akv_bytes_cmp(k, kl, sc->last, sc->last_len) <= 0) ||
-        akv_bytes_cmp(k, kl, sc->hi, sc->hi_len) > 0)
+    if ((sc->have_last && akvi_bytes_cmp(k, kl, sc->last, sc->last_len) <= 0) ||
+        akvi_bytes_cmp(k, kl, sc->hi, sc->hi_len) > 0)
         return false;
-    if (!sc->have_best || akv_bytes_cmp(k, kl, sc->best, sc->best_len) < 0) {
+    if (!sc->have_best || akvi_bytes_cmp(k, kl, sc->best, sc->best_len) < 0) {
         memcpy(sc->best, k, kl);
         sc->best_len = kl;
         sc->have_best = true;
@@ -423,7 +423,7 @@ static int read_range(akv_db *db, rocksdb_column_family_handle_t *cf, const uint
         while (rc == AKV_OK && rocksdb_iter_valid(sc->it)) {
             size_t kl, vl;
             const uint8_t *k = (const uint8_t *)rocksdb_iter_key(sc->it, &kl);
-            int c = akv_bytes_cmp(k, kl, hi, hi_len);
+            int c = akvi_bytes_cmp(k, kl, hi, hi_len);
             if (c > 0) {
                 at_end = true;
                 break;
@@ -587,9 +587,9 @@ static bool files_match(const akvi_cat_run *d, const akvi_cat_run *live)
     if (d->n_sst != live->n_sst)
         return false;
     for (size_t j = 0; j < d->n_sst; j++)
-        if (akv_bytes_cmp(d->ssts[j].smallest, d->ssts[j].smallest_len, live->ssts[j].smallest,
+        if (akvi_bytes_cmp(d->ssts[j].smallest, d->ssts[j].smallest_len, live->ssts[j].smallest,
                           live->ssts[j].smallest_len) != 0 ||
-            akv_bytes_cmp(d->ssts[j].largest, d->ssts[j].largest_len, live->ssts[j].largest,
+            akvi_bytes_cmp(d->ssts[j].largest, d->ssts[j].largest_len, live->ssts[j].largest,
                           live->ssts[j].largest_len) != 0 ||
             d->ssts[j].bytes != live->ssts[j].bytes)
             return false;
@@ -729,15 +729,15 @@ static rrun *owner_of(runs *rs, const akvi_live_sst *f, const akvi_live_sst *l, 
         for (size_t j = 0; j < d->n_sst; j++) {
             const akvi_cat_sst *s = &d->ssts[j];
             if (s->bytes != f->size || (f->entries && s->keys != f->entries) ||
-                akv_bytes_cmp(s->smallest, s->smallest_len, f->smallest, f->smallest_len) != 0 ||
-                akv_bytes_cmp(s->largest, s->largest_len, f->largest, f->largest_len) != 0)
+                akvi_bytes_cmp(s->smallest, s->smallest_len, f->smallest, f->smallest_len) != 0 ||
+                akvi_bytes_cmp(s->largest, s->largest_len, f->largest, f->largest_len) != 0)
                 continue;
             char name[64];
             size_t first;
             snprintf(name, sizeof name, "run.%llu", (unsigned long long)rs->v[i].id);
             size_t k = akvi_live_ssts_of(l, nl, name, &first);
             for (size_t m = 0; m < k; m++)
-                if (akv_bytes_cmp(l[first + m].smallest, l[first + m].smallest_len, s->smallest,
+                if (akvi_bytes_cmp(l[first + m].smallest, l[first + m].smallest_len, s->smallest,
                                   s->smallest_len) == 0)
                     return NULL; /* the family holds it already: a stale copy */
             *sst = j;
@@ -922,7 +922,7 @@ static int gather(state *S)
         }
     }
     for (size_t i = 0; i < S->rs.n; i++)
-        akv_sort(S->rs.v[i].desc.ssts, S->rs.v[i].desc.n_sst, sizeof *S->rs.v[i].desc.ssts, cmp_sst_range);
+        akvi_sort(S->rs.v[i].desc.ssts, S->rs.v[i].desc.n_sst, sizeof *S->rs.v[i].desc.ssts, cmp_sst_range);
     return rc;
 }
 
@@ -937,8 +937,8 @@ static void fix_prefixes(state *S, rrun *r)
         if (s->smallest_len < 8 || s->largest_len < 8 || r->desc.prefix_bits > 64)
             continue;
         akv_hash lo = {.hi = akvi_get_be64(s->smallest)}, hi = {.hi = akvi_get_be64(s->largest)};
-        uint64_t p = akv_shard_of(lo, r->desc.prefix_bits);
-        if (p == s->prefix || p != akv_shard_of(hi, r->desc.prefix_bits))
+        uint64_t p = akvi_shard_of(lo, r->desc.prefix_bits);
+        if (p == s->prefix || p != akvi_shard_of(hi, r->desc.prefix_bits))
             continue;
         note(S->R,
              "run %llu SST %llu: its recorded shard prefix %llu is not the shard of its key range; %llu "
@@ -1066,7 +1066,7 @@ static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
  * newest first, into one run. */
 static int merge_levels(state *S)
 {
-    akv_sort(S->F.v, S->F.n, sizeof *S->F.v, cmp_fin);
+    akvi_sort(S->F.v, S->F.n, sizeof *S->F.v, cmp_fin);
     int rc = AKV_OK;
     for (size_t i = 0; rc == AKV_OK && i < S->F.n;) {
         uint32_t level = fin_info(&S->F.v[i])->level;

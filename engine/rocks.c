@@ -138,7 +138,7 @@ static void family_op_done(akv_db *db, _Atomic uint64_t *kind, double t0)
     if (kind)
         atomic_fetch_add_explicit(kind, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&db->st.family_ops, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&db->st.family_op_us, (uint64_t)((akv_mono_seconds() - t0) * 1e6),
+    atomic_fetch_add_explicit(&db->st.family_op_us, (uint64_t)((akvi_mono_seconds() - t0) * 1e6),
                               memory_order_relaxed);
 }
 
@@ -158,7 +158,7 @@ int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_famil
     const rocksdb_options_t *o = akvi_cf_options_for(db, name);
     if (level >= 1 && strncmp(name, "run.", 4) == 0)
         o = db->runopt_z;
-    double t0 = akv_mono_seconds();
+    double t0 = akvi_mono_seconds();
     *out = rocksdb_create_column_family(db->rdb, o, name, &err);
     family_op_done(db, &db->st.family_creates, t0);
     if (err) {
@@ -175,7 +175,7 @@ void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf)
     if (atomic_load(&db->bg_error))
         return;
     char *err = NULL;
-    double t0 = akv_mono_seconds();
+    double t0 = akvi_mono_seconds();
     rocksdb_drop_column_family(db->rdb, cf, &err);
     family_op_done(db, &db->st.family_drops, t0);
     if (err) {
@@ -190,7 +190,7 @@ int akvi_ingest(akv_db *db, rocksdb_column_family_handle_t *cf, const char *cons
     rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
     rocksdb_ingestexternalfileoptions_set_move_files(io, move ? 1 : 0);
     char *err = NULL;
-    double t0 = akv_mono_seconds();
+    double t0 = akvi_mono_seconds();
     rocksdb_ingest_external_file_cf(db->rdb, cf, paths, n, io, &err);
     family_op_done(db, NULL, t0);
     rocksdb_ingestexternalfileoptions_destroy(io);
@@ -253,7 +253,7 @@ static int cmp_live(const void *a, const void *b)
 {
     const akvi_live_sst *x = a, *y = b;
     int c = strcmp(x->cf, y->cf);
-    return c ? c : akv_bytes_cmp(x->smallest, x->smallest_len, y->smallest, y->smallest_len);
+    return c ? c : akvi_bytes_cmp(x->smallest, x->smallest_len, y->smallest, y->smallest_len);
 }
 
 int akvi_live_ssts(rocksdb_t *rdb, akvi_live_sst **out, size_t *n_out)
@@ -284,7 +284,7 @@ int akvi_live_ssts(rocksdb_t *rdb, akvi_live_sst **out, size_t *n_out)
         akvi_live_ssts_free(l, l ? (size_t)n : 0);
         return rc;
     }
-    akv_sort(l, (size_t)n, sizeof *l, cmp_live);
+    akvi_sort(l, (size_t)n, sizeof *l, cmp_live);
     *out = l;
     *n_out = (size_t)n;
     return AKV_OK;

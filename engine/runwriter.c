@@ -269,7 +269,7 @@ static int cmp_rmap(const void *a, const void *b, void *arena)
     const rmap_ent *x = a, *y = b;
     if (x->hi != y->hi)
         return x->hi < y->hi ? -1 : 1;
-    return akv_bytes_cmp((uint8_t *)arena + x->off, x->len, (uint8_t *)arena + y->off, y->len);
+    return akvi_bytes_cmp((uint8_t *)arena + x->off, x->len, (uint8_t *)arena + y->off, y->len);
 }
 
 static int ingest(akv_db *db, rocksdb_column_family_handle_t *cf, char **paths, size_t n)

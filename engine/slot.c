@@ -159,18 +159,18 @@ size_t akvi_slot_memory(akvi_slot *s)
 #define SLOT_VERSION 2
 #define ENV_MAGIC    "AKVF" /* version 1: a bare filter envelope */
 
-static void encode_file(akv_wbuf *w, const akvi_cat_run *r, const akvi_cat_sst *s, const uint8_t *filter,
+static void encode_file(akvi_wbuf *w, const akvi_cat_run *r, const akvi_cat_sst *s, const uint8_t *filter,
                         size_t flen)
 {
-    akv_w_bytes(w, SLOT_MAGIC, 4);
-    akv_w_u32(w, SLOT_VERSION);
-    akv_w_u64(w, r->id);
-    akv_w_u64(w, s->id);
-    akv_w_u32(w, r->level);
-    akv_w_u32(w, r->prefix_bits);
+    akvi_w_bytes(w, SLOT_MAGIC, 4);
+    akvi_w_u32(w, SLOT_VERSION);
+    akvi_w_u64(w, r->id);
+    akvi_w_u64(w, s->id);
+    akvi_w_u32(w, r->level);
+    akvi_w_u32(w, r->prefix_bits);
     akvi_cat_sst_put_fields(w, s);
-    akv_w_u64(w, flen);
-    akv_w_bytes(w, filter, flen);
+    akvi_w_u64(w, flen);
+    akvi_w_bytes(w, filter, flen);
 }
 
 /* The bound file of SST j of run r holding filter f (serialized under the
@@ -184,16 +184,16 @@ static int serialize(const akv_filter *f, const akvi_cat_run *r, size_t j, uint8
     if (rc != AKV_OK)
         return akvi_err(rc, "serializing filter %llu-%llu: %s", (unsigned long long)r->id,
                         (unsigned long long)s->id, akv_strerror(rc));
-    akv_wbuf w = {NULL, 0};
+    akvi_wbuf w = {NULL, 0};
     encode_file(&w, r, s, fb, fl);
     uint8_t *p = malloc(w.len + 8);
     if (!p) {
         akv_free(fb);
         return akvi_err(AKV_ENOMEM, "out of memory");
     }
-    w = (akv_wbuf){p, 0};
+    w = (akvi_wbuf){p, 0};
     encode_file(&w, r, s, fb, fl);
-    akv_w_u64(&w, XXH64(p, w.len, 0));
+    akvi_w_u64(&w, XXH64(p, w.len, 0));
     akv_free(fb);
     *buf = p;
     *len = w.len;
@@ -249,11 +249,11 @@ static int parse_file(const char *name, const uint8_t *buf, size_t len, akvi_cat
     memset(desc, 0, sizeof *desc);
     if (len < 8 + 8 || memcmp(buf, SLOT_MAGIC, 4) != 0)
         return akvi_err(AKV_ECORRUPT, "filter file %s: bad magic or size", name);
-    akv_rbuf t = {buf + len - 8, 8, 0, false};
-    if (akv_r_u64(&t) != XXH64(buf, len - 8, 0))
+    akvi_rbuf t = {buf + len - 8, 8, 0, false};
+    if (akvi_r_u64(&t) != XXH64(buf, len - 8, 0))
         return akvi_err(AKV_ECORRUPT, "filter file %s: checksum mismatch", name);
-    akv_rbuf r = {buf, len - 8, 4, false};
-    uint32_t version = akv_r_u32(&r);
+    akvi_rbuf r = {buf, len - 8, 4, false};
+    uint32_t version = akvi_r_u32(&r);
     if (version != SLOT_VERSION)
         return akvi_err(AKV_ENOTSUP, "filter file %s: unknown version %u", name, version);
     desc->ssts = calloc(1, sizeof *desc->ssts);
@@ -261,13 +261,13 @@ static int parse_file(const char *name, const uint8_t *buf, size_t len, akvi_cat
         return akvi_err(AKV_ENOMEM, "out of memory");
     desc->n_sst = 1;
     akvi_cat_sst *s = desc->ssts;
-    desc->id = akv_r_u64(&r);
-    s->id = akv_r_u64(&r);
-    desc->level = akv_r_u32(&r);
-    desc->prefix_bits = akv_r_u32(&r);
+    desc->id = akvi_r_u64(&r);
+    s->id = akvi_r_u64(&r);
+    desc->level = akvi_r_u32(&r);
+    desc->prefix_bits = akvi_r_u32(&r);
     akvi_cat_sst_get_fields(&r, s, true);
-    uint64_t fl = akv_r_u64(&r);
-    *env = r.err || fl != r.len - r.off ? NULL : akv_r_take(&r, (size_t)fl);
+    uint64_t fl = akvi_r_u64(&r);
+    *env = r.err || fl != r.len - r.off ? NULL : akvi_r_take(&r, (size_t)fl);
     *env_len = (size_t)fl;
     if (r.err || !*env) {
         akvi_cat_run_free(desc);
@@ -289,8 +289,8 @@ static const char *binding_mismatch(const akvi_cat_run *d, const akvi_cat_run *r
         return "its key count or SST size differs from the catalog's";
     if (a->digest != b->digest)
         return "its key digest differs from the catalog's";
-    if (akv_bytes_cmp(a->smallest, a->smallest_len, b->smallest, b->smallest_len) != 0 ||
-        akv_bytes_cmp(a->largest, a->largest_len, b->largest, b->largest_len) != 0)
+    if (akvi_bytes_cmp(a->smallest, a->smallest_len, b->smallest, b->smallest_len) != 0 ||
+        akvi_bytes_cmp(a->largest, a->largest_len, b->largest, b->largest_len) != 0)
         return "its key range differs from the catalog's";
     return NULL;
 }

@@ -22,8 +22,8 @@
 static void sort_hashes(akv_hash *h, size_t n)
 {
     for (size_t i = 1; i < n; i++)
-        if (akv_hash_cmp(h[i - 1], h[i]) > 0) {
-            akv_sort(h, n, sizeof *h, akv_hash_cmp_ptr);
+        if (akvi_hash_cmp(h[i - 1], h[i]) > 0) {
+            akvi_sort(h, n, sizeof *h, akvi_hash_cmp_ptr);
             return;
         }
 }
@@ -52,7 +52,7 @@ static size_t negatives_for(akv_db *db, const akv_filter_kind *kind, const akvi_
     for (size_t i = 0; i < k; i++)
         (*out)[i].h = akvi_run_slot_hash(db, run, (*out)[i].h);
     for (size_t i = 0; i < k; i++)
-        if (!bsearch(&(*out)[i].h, keys, n, sizeof *keys, akv_hash_cmp_ptr))
+        if (!bsearch(&(*out)[i].h, keys, n, sizeof *keys, akvi_hash_cmp_ptr))
             (*out)[j++] = (*out)[i];
     return j;
 }
@@ -238,7 +238,7 @@ int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi
     /* By the whole output's keys (a lookup probes one SST of a run, one
      * run of a level): the run writer's estimate, else the run's count. */
     p.bits_per_key = level_bits(db, level, run->keys ? run->keys : n, replaces, n_replaces);
-    /* The shard prefix is already shifted out (akv_slot_hash). */
+    /* The shard prefix is already shifted out (akvi_slot_hash). */
     p.prefix_bits = 0;
     p.seed = db->seed;
     akv_negative *neg = NULL;
@@ -289,10 +289,10 @@ int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_ha
     for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
         size_t kl, ul;
         const uint8_t *key = (const uint8_t *)rocksdb_iter_key(it, &kl);
-        if (akv_bytes_cmp(key, kl, s->largest, s->largest_len) > 0)
+        if (akvi_bytes_cmp(key, kl, s->largest, s->largest_len) > 0)
             break;
         const uint8_t *uk = akvi_ukey(db, key, kl, &ul);
-        akv_hash *p = akv_grow(h, &cap, k + 1, sizeof *h, 16);
+        akv_hash *p = akvi_grow(h, &cap, k + 1, sizeof *h, 16);
         if (!p) { /* a partial key set would be a filter with false negatives */
             oom = true;
             break;

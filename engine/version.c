@@ -252,12 +252,12 @@ static int run_order(const void *pa, const void *pb)
     if (a->info.level == 0)
         return (a->info.id < b->info.id) - (a->info.id > b->info.id);
     const akvi_cat_sst *x = &a->info.ssts[0], *y = &b->info.ssts[0];
-    return akv_bytes_cmp(x->smallest, x->smallest_len, y->smallest, y->smallest_len);
+    return akvi_bytes_cmp(x->smallest, x->smallest_len, y->smallest, y->smallest_len);
 }
 
 void akvi_sort_runs(akvi_run **runs, size_t n)
 {
-    akv_sort(runs, n, sizeof *runs, run_order);
+    akvi_sort(runs, n, sizeof *runs, run_order);
 }
 
 /* Fill out[] (room for v->n_run + n_add) with the runs after the edit. */

@@ -59,8 +59,8 @@
 #include "util/grow.h"
 #include "util/order.h"
 
-extern const akv_filter_kind akv_kind_blocked;
-extern const akv_filter_kind akv_kind_ablocked;
+extern const akv_filter_kind akvi_kind_blocked;
+extern const akv_filter_kind akvi_kind_ablocked;
 
 #define BUCKET      16 /* cells of a bucket: 64 bytes, one cache line */
 #define LIST_MIN    16 /* cells: one bucket */
@@ -173,7 +173,7 @@ static ablocked *ab_alloc(akv_filter *bloom, uint64_t nbuckets)
         free(a);
         return NULL;
     }
-    a->base.kind = &akv_kind_ablocked;
+    a->base.kind = &akvi_kind_ablocked;
     a->base.n_keys = bloom->n_keys;
     a->bloom = bloom;
     a->nbuckets = nbuckets;
@@ -193,7 +193,7 @@ static int ab_create(const akv_filter_params *p, const akv_negative *neg, size_t
     akv_filter_params q = *p;
     q.bits_per_key = inner < 0.75 * bpk ? 0.75 * bpk : inner;
     akv_filter *b = NULL;
-    int rc = akv_kind_blocked.create(&q, NULL, 0, &b);
+    int rc = akvi_kind_blocked.create(&q, NULL, 0, &b);
     if (rc != AKV_OK)
         return rc;
     ablocked *a = ab_alloc(b, nbuckets);
@@ -210,7 +210,7 @@ static int ab_create(const akv_filter_params *p, const akv_negative *neg, size_t
         }
     }
     if (!a) {
-        akv_kind_blocked.destroy(b);
+        akvi_kind_blocked.destroy(b);
         return AKV_ENOMEM;
     }
     *out = &a->base;
@@ -220,10 +220,10 @@ static int ab_create(const akv_filter_params *p, const akv_negative *neg, size_t
 static int ab_add(akv_filter *f, akv_hash h)
 {
     ablocked *a = (ablocked *)f;
-    int rc = akv_kind_blocked.add(a->bloom, h);
+    int rc = akvi_kind_blocked.add(a->bloom, h);
     f->n_keys = a->bloom->n_keys;
     if (rc == AKV_OK && a->n_neg) {
-        uint32_t *v = akv_grow(a->kfp, &a->cap_kfp, a->n_kfp + 1, sizeof *v, 1024);
+        uint32_t *v = akvi_grow(a->kfp, &a->cap_kfp, a->n_kfp + 1, sizeof *v, 1024);
         if (!v)
             return AKV_ENOMEM;
         a->kfp = v;
@@ -241,13 +241,13 @@ static int u32_cmp(const void *x, const void *y)
 static int ab_finish(akv_filter *f)
 {
     ablocked *a = (ablocked *)f;
-    int rc = akv_kind_blocked.finish(a->bloom);
+    int rc = akvi_kind_blocked.finish(a->bloom);
     if (rc == AKV_OK && a->n_neg) {
-        akv_sort(a->kfp, a->n_kfp, sizeof *a->kfp, u32_cmp);
+        akvi_sort(a->kfp, a->n_kfp, sizeof *a->kfp, u32_cmp);
         pthread_mutex_lock(&a->mu);
         for (size_t i = 0; i < a->n_neg; i++) {
             uint32_t g = fp31(a->neg[i].h);
-            if (g == 0 || !akv_kind_blocked.may_contain(a->bloom, a->neg[i].h) || listed(a, g, false))
+            if (g == 0 || !akvi_kind_blocked.may_contain(a->bloom, a->neg[i].h) || listed(a, g, false))
                 continue;
             if (a->n_kfp && bsearch(&g, a->kfp, a->n_kfp, sizeof g, u32_cmp))
                 continue; /* a key has these 31 bits: never listed */
@@ -277,7 +277,7 @@ static bool exact_absent(const ablocked *a, akv_hash h)
 static bool ab_may_contain(const akv_filter *f, akv_hash h)
 {
     const ablocked *a = (const ablocked *)f;
-    return akv_kind_blocked.may_contain(a->bloom, h) && !listed(a, fp31(h), true) && !exact_absent(a, h);
+    return akvi_kind_blocked.may_contain(a->bloom, h) && !listed(a, fp31(h), true) && !exact_absent(a, h);
 }
 
 /* Under a->mu: y into the exact table; false when it is full (or out of
@@ -301,15 +301,15 @@ static bool exact_add(ablocked *a, akv_hash y)
 static void ab_prefetch(const akv_filter *f, akv_hash h)
 {
     const ablocked *a = (const ablocked *)f;
-    if (akv_kind_blocked.prefetch)
-        akv_kind_blocked.prefetch(a->bloom, h);
+    if (akvi_kind_blocked.prefetch)
+        akvi_kind_blocked.prefetch(a->bloom, h);
 }
 
 static size_t ab_memory(const akv_filter *f)
 {
     const ablocked *a = (const ablocked *)f;
     size_t exact = __atomic_load_n(&a->exact, __ATOMIC_ACQUIRE) ? EXACT_MAX * sizeof(akv_hash) : 0;
-    return akv_kind_blocked.memory_bytes(a->bloom) + (size_t)(a->nbuckets * BUCKET) * sizeof *a->cells + exact;
+    return akvi_kind_blocked.memory_bytes(a->bloom) + (size_t)(a->nbuckets * BUCKET) * sizeof *a->cells + exact;
 }
 
 typedef struct verify {
@@ -384,26 +384,26 @@ static int ab_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     ablocked *a = (ablocked *)f;
     size_t blen = 0;
-    int rc = akv_kind_blocked.save(a->bloom, NULL, &blen);
+    int rc = akvi_kind_blocked.save(a->bloom, NULL, &blen);
     if (rc != AKV_OK)
         return rc;
     uint64_t ncells = a->nbuckets * BUCKET;
     pthread_mutex_lock(&a->mu);
-    akv_wbuf w = {buf, 0};
-    akv_w_u64(&w, a->nbuckets);
-    akv_w_u64(&w, a->count);
-    akv_w_u64(&w, a->unfixable);
-    akv_w_u64(&w, a->adaptations);
-    akv_w_u64(&w, a->evictions);
-    akv_w_u64(&w, a->preadapted);
+    akvi_wbuf w = {buf, 0};
+    akvi_w_u64(&w, a->nbuckets);
+    akvi_w_u64(&w, a->count);
+    akvi_w_u64(&w, a->unfixable);
+    akvi_w_u64(&w, a->adaptations);
+    akvi_w_u64(&w, a->evictions);
+    akvi_w_u64(&w, a->preadapted);
     for (uint64_t i = 0; i < ncells; i++)
-        akv_w_u32(&w, buf ? __atomic_load_n(&a->cells[i], __ATOMIC_RELAXED) : 0);
+        akvi_w_u32(&w, buf ? __atomic_load_n(&a->cells[i], __ATOMIC_RELAXED) : 0);
     pthread_mutex_unlock(&a->mu);
-    akv_w_u16(&w, akv_kind_blocked.payload_version);
-    akv_w_u64(&w, blen);
+    akvi_w_u16(&w, akvi_kind_blocked.payload_version);
+    akvi_w_u64(&w, blen);
     if (buf) {
         size_t got = blen;
-        rc = akv_kind_blocked.save(a->bloom, buf + w.len, &got);
+        rc = akvi_kind_blocked.save(a->bloom, buf + w.len, &got);
         if (rc == AKV_OK && got != blen)
             rc = AKV_ECORRUPT;
     }
@@ -413,22 +413,22 @@ static int ab_save(const akv_filter *f, uint8_t *buf, size_t *len)
 }
 
 /* The blocked part that ends both payload versions. */
-static int load_bloom(akv_rbuf *r, size_t len, akv_filter **b)
+static int load_bloom(akvi_rbuf *r, size_t len, akv_filter **b)
 {
-    uint16_t bver = akv_r_u16(r);
-    uint64_t blen = akv_r_u64(r);
+    uint16_t bver = akvi_r_u16(r);
+    uint64_t blen = akvi_r_u64(r);
     if (r->err || blen != len - r->off)
         return AKV_ECORRUPT;
-    return akv_kind_blocked.load(r->p + r->off, (size_t)blen, bver, b);
+    return akvi_kind_blocked.load(r->p + r->off, (size_t)blen, bver, b);
 }
 
 static int ab_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
     if (ver != 1 && ver != 2)
         return AKV_ENOTSUP;
-    akv_rbuf r = {buf, len, 0, false};
-    uint64_t h0 = akv_r_u64(&r), count = akv_r_u64(&r), unfix = akv_r_u64(&r), adapts = akv_r_u64(&r);
-    uint64_t evict = ver == 2 ? akv_r_u64(&r) : 0, pre = ver == 2 ? akv_r_u64(&r) : 0;
+    akvi_rbuf r = {buf, len, 0, false};
+    uint64_t h0 = akvi_r_u64(&r), count = akvi_r_u64(&r), unfix = akvi_r_u64(&r), adapts = akvi_r_u64(&r);
+    uint64_t evict = ver == 2 ? akvi_r_u64(&r) : 0, pre = ver == 2 ? akvi_r_u64(&r) : 0;
     /* bounded before any arithmetic: the cells must fit in what is left */
     uint64_t left = r.err ? 0 : (len - r.off) / 4, ncells = 0;
     if (ver == 2 && h0 >= 1 && h0 <= left / BUCKET)
@@ -446,7 +446,7 @@ static int ab_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **ou
     /* version 1 kept max(64, n/256) cells: as many, in whole buckets */
     ablocked *a = ab_alloc(b, ver == 2 ? h0 : (h0 + BUCKET - 1) / BUCKET);
     if (!a) {
-        akv_kind_blocked.destroy(b);
+        akvi_kind_blocked.destroy(b);
         return AKV_ENOMEM;
     }
     a->unfixable = unfix;
@@ -455,9 +455,9 @@ static int ab_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **ou
     a->preadapted = pre;
     uint64_t nz = 0;
     bool bad = false;
-    akv_rbuf c = {cells_at, ncells * 4, 0, false};
+    akvi_rbuf c = {cells_at, ncells * 4, 0, false};
     for (uint64_t i = 0; i < ncells; i++) {
-        uint32_t g = akv_r_u32(&c);
+        uint32_t g = akvi_r_u32(&c);
         if (!g)
             continue;
         nz++;
@@ -482,7 +482,7 @@ static void ab_destroy(akv_filter *f)
 {
     ablocked *a = (ablocked *)f;
     if (a->bloom)
-        akv_kind_blocked.destroy(a->bloom);
+        akvi_kind_blocked.destroy(a->bloom);
     free(a->cells);
     free(a->exact);
     free(a->neg);
@@ -494,8 +494,8 @@ static void ab_destroy(akv_filter *f)
 static unsigned ab_words(const akv_filter *f, akv_hash h)
 {
     const ablocked *a = (const ablocked *)f;
-    unsigned w = akv_kind_blocked.words_touched ? akv_kind_blocked.words_touched(a->bloom, h) : 8;
-    return w + (akv_kind_blocked.may_contain(a->bloom, h) ? 1 : 0);
+    unsigned w = akvi_kind_blocked.words_touched ? akvi_kind_blocked.words_touched(a->bloom, h) : 8;
+    return w + (akvi_kind_blocked.may_contain(a->bloom, h) ? 1 : 0);
 }
 
 static int ab_describe(const akv_filter *f, char *buf, size_t cap)
@@ -508,7 +508,7 @@ static int ab_describe(const akv_filter *f, char *buf, size_t cap)
                      (unsigned long long)(a->nbuckets * BUCKET), (unsigned long long)a->count,
                      (unsigned long long)a->preadapted, (unsigned long long)a->evictions, a->n_exact,
                      (unsigned long long)a->unfixable,
-                     (unsigned long long)akv_kind_blocked.memory_bytes(a->bloom));
+                     (unsigned long long)akvi_kind_blocked.memory_bytes(a->bloom));
     pthread_mutex_unlock(&a->mu);
     return n;
 }
@@ -526,10 +526,10 @@ static void ab_stats(const akv_filter *f, akv_filter_stats *out)
 static double ab_fpr(const akv_filter *f)
 {
     const ablocked *a = (const ablocked *)f;
-    return akv_kind_blocked.fpr_theory ? akv_kind_blocked.fpr_theory(a->bloom) : NAN;
+    return akvi_kind_blocked.fpr_theory ? akvi_kind_blocked.fpr_theory(a->bloom) : NAN;
 }
 
-const akv_filter_kind akv_kind_ablocked = {
+const akv_filter_kind akvi_kind_ablocked = {
     .name = "ablocked",
     .id = 6,
     .payload_version = 2,

@@ -25,14 +25,14 @@
 /* Build a `qf` or `aqf` filter (kind) from hashes in ascending (hi, lo)
  * order in one sequential pass: no shifting, no sorting. AKV_EINVAL if the
  * input is not sorted. */
-int akv_aqf_bulk_load(const akv_filter_kind *kind, const akv_filter_params *p, const akv_hash *sorted,
+int akvi_aqf_bulk_load(const akv_filter_kind *kind, const akv_filter_params *p, const akv_hash *sorted,
                       size_t n, akv_filter **out);
 
 /* Static YES/NO build (paper §4.3/§5.1): an `aqf` holding `yes` that answers
  * "no" for every hash of `no`. Colliding fingerprints are extended at build
  * time with the bits of their own keys. *unfixable (optional) counts NO
  * hashes that equal a YES hash in all 128 bits (those stay positive). */
-int akv_aqf_build_yesno(const akv_filter_params *p, const akv_hash *yes, size_t n_yes, const akv_hash *no,
+int akvi_aqf_build_yesno(const akv_filter_params *p, const akv_hash *yes, size_t n_yes, const akv_hash *no,
                         size_t n_no, akv_filter **out, size_t *unfixable);
 
 /* Merge two filters of the same kind and parameters in one pass, without
@@ -41,14 +41,14 @@ int akv_aqf_build_yesno(const akv_filter_params *p, const akv_hash *yes, size_t 
  * fingerprint bits, and so the reverse map, are unchanged; FPR grows 2^d).
  * A record whose fingerprint nests with one from the other input is cut
  * back to the shorter one: never a false negative, but it may forget an
- * adaptation (use akv_aqf_merge_exact to keep them all). */
-int akv_aqf_merge(const akv_filter *a, const akv_filter *b, uint32_t out_q, akv_filter **out);
+ * adaptation (use akvi_aqf_merge_exact to keep them all). */
+int akvi_aqf_merge(const akv_filter *a, const akv_filter *b, uint32_t out_q, akv_filter **out);
 
 /* Merge with both inputs' reverse maps: records interleave in exact hash
  * order, nested fingerprints are told apart with their owners' bits, every
  * adaptation survives, and the output may have any size (out_q, out_r; 0 =
  * inputs' r; out_q 0 = sized for both at the kind's fill). */
-int akv_aqf_merge_exact(const akv_filter *a, akv_revmap *rm_a, const akv_filter *b, akv_revmap *rm_b,
+int akvi_aqf_merge_exact(const akv_filter *a, akv_revmap *rm_a, const akv_filter *b, akv_revmap *rm_b,
                         uint32_t out_q, uint32_t out_r, akv_filter **out);
 
 /* Resize into a new filter with 2^new_q slots and new_r-bit remainders (0 =
@@ -57,23 +57,23 @@ int akv_aqf_merge_exact(const akv_filter *a, akv_revmap *rm_a, const akv_filter 
  * fingerprint more, so growing loses no adaptation; shrinking keeps bare
  * fingerprints bare (the smaller filter's FPR), so a fixed false positive
  * that differed from a bare one only in the dropped bits can return. */
-int akv_aqf_resize(const akv_filter *f, uint32_t new_q, uint32_t new_r, akv_revmap *rm, akv_filter **out);
+int akvi_aqf_resize(const akv_filter *f, uint32_t new_q, uint32_t new_r, akv_revmap *rm, akv_filter **out);
 
 /* Remove key h by its exact rank (the reverse map must still hold h). With
  * `shorten`, the remaining members of h's minirun drop the extensions that
  * only told them apart from each other and from h: this can bring back a
  * false positive the filter had fixed (docs/filters.md, "Rank order, the
  * shadowing hazard, ..."). */
-int akv_aqf_remove_exact(akv_filter *f, akv_hash h, akv_revmap *rm, bool shorten);
+int akvi_aqf_remove_exact(akv_filter *f, akv_hash h, akv_revmap *rm, bool shorten);
 
 /* Full structural check of a qf/aqf filter (tests, tools). */
-int akv_aqf_validate(const akv_filter *f);
+int akvi_aqf_validate(const akv_filter *f);
 
 /* Geometry of a qf/aqf filter. */
-typedef struct akv_aqf_info {
+typedef struct akvi_aqf_info {
     uint32_t q, r, prefix_bits;
     uint64_t slots, used, items, ext_slots, adaptations;
-} akv_aqf_info;
-int akv_aqf_info_get(const akv_filter *f, akv_aqf_info *out);
+} akvi_aqf_info;
+int akvi_aqf_info_get(const akv_filter *f, akvi_aqf_info *out);
 
 #endif

@@ -34,7 +34,7 @@ typedef struct blocked {
     uint8_t *bits;
 } blocked;
 
-extern const akv_filter_kind akv_kind_blocked;
+extern const akv_filter_kind akvi_kind_blocked;
 
 /*
  * Probe positions (0..511 inside the block): consecutive 9-bit fields of a
@@ -79,7 +79,7 @@ static bool query_scalar(const blocked *b, akv_hash h)
         uint32_t c = left < FIELDS_PER_WORD ? left : FIELDS_PER_WORD;
         uint64_t x = w;
         for (uint32_t i = 0; i < c; i++, x >>= 9)
-            if (!akv_bit_get(blk, x & (BLOCK_BITS - 1)))
+            if (!akvi_bit_get(blk, x & (BLOCK_BITS - 1)))
                 return false;
         left -= c;
         if (!left)
@@ -258,7 +258,7 @@ static blocked *blocked_alloc(uint64_t nb, uint32_t k, bool allow_simd)
         return NULL;
     }
     memset(b->bits, 0, (size_t)nb * BLOCK_BYTES);
-    b->base.kind = &akv_kind_blocked;
+    b->base.kind = &akvi_kind_blocked;
     b->nb = nb;
     b->k = k;
     b->mixed = true;
@@ -304,7 +304,7 @@ static int blocked_add(akv_filter *f, akv_hash h)
         uint32_t c = left < FIELDS_PER_WORD ? left : FIELDS_PER_WORD;
         uint64_t x = w;
         for (uint32_t i = 0; i < c; i++, x >>= 9)
-            akv_bit_set(blk, x & (BLOCK_BITS - 1));
+            akvi_bit_set(blk, x & (BLOCK_BITS - 1));
         left -= c;
         if (!left)
             break;
@@ -350,7 +350,7 @@ static unsigned blocked_words_touched(const akv_filter *f, akv_hash h)
         for (uint32_t i = 0; i < c; i++, x >>= 9) {
             uint64_t pos = x & (BLOCK_BITS - 1);
             words |= 1u << (pos >> 6);
-            if (!akv_bit_get(blk, pos))
+            if (!akvi_bit_get(blk, pos))
                 return (unsigned)__builtin_popcount(words);
         }
         left -= c;
@@ -379,11 +379,11 @@ static double blocked_fpr_theory(const akv_filter *f)
 static int blocked_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     const blocked *b = (const blocked *)f;
-    akv_wbuf w = {buf, 0};
-    akv_w_u64(&w, b->nb);
-    akv_w_u32(&w, b->k);
-    akv_w_u64(&w, f->n_keys);
-    akv_w_bytes(&w, b->bits, (size_t)b->nb * BLOCK_BYTES);
+    akvi_wbuf w = {buf, 0};
+    akvi_w_u64(&w, b->nb);
+    akvi_w_u32(&w, b->k);
+    akvi_w_u64(&w, f->n_keys);
+    akvi_w_bytes(&w, b->bits, (size_t)b->nb * BLOCK_BYTES);
     *len = w.len;
     return AKV_OK;
 }
@@ -392,18 +392,18 @@ static int blocked_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter
 {
     if (ver != 1 && ver != 2)
         return AKV_ENOTSUP;
-    akv_rbuf r = {buf, len, 0, false};
-    uint64_t nb = akv_r_u64(&r);
-    uint32_t k = akv_r_u32(&r);
-    uint64_t n = akv_r_u64(&r);
+    akvi_rbuf r = {buf, len, 0, false};
+    uint64_t nb = akvi_r_u64(&r);
+    uint32_t k = akvi_r_u32(&r);
+    uint64_t n = akvi_r_u64(&r);
     /* nb * 64 wraps for nb >= 2^58: bound nb by division first. */
-    if (r.err || nb < 1 || k < 1 || k > MAX_K || nb > akv_r_left(&r) / BLOCK_BYTES ||
-        nb * BLOCK_BYTES != akv_r_left(&r))
+    if (r.err || nb < 1 || k < 1 || k > MAX_K || nb > akvi_r_left(&r) / BLOCK_BYTES ||
+        nb * BLOCK_BYTES != akvi_r_left(&r))
         return AKV_ECORRUPT;
     blocked *b = blocked_alloc(nb, k, true);
     if (!b)
         return AKV_ENOMEM;
-    akv_r_bytes(&r, b->bits, (size_t)nb * BLOCK_BYTES);
+    akvi_r_bytes(&r, b->bits, (size_t)nb * BLOCK_BYTES);
     b->base.n_keys = n;
     b->mixed = ver >= 2;
     *out = &b->base;
@@ -424,7 +424,7 @@ static int blocked_describe(const akv_filter *f, char *buf, size_t cap)
                     BLOCK_BITS, b->k);
 }
 
-const akv_filter_kind akv_kind_blocked = {
+const akv_filter_kind akvi_kind_blocked = {
     .name = "blocked",
     .id = 2,
     .payload_version = 2,

@@ -18,7 +18,7 @@ typedef struct bloom {
     uint8_t *bits;
 } bloom;
 
-extern const akv_filter_kind akv_kind_bloom;
+extern const akv_filter_kind akvi_kind_bloom;
 
 static inline uint64_t probe(const bloom *b, akv_hash h, uint32_t i)
 {
@@ -30,12 +30,12 @@ static bloom *bloom_alloc(uint64_t m, uint32_t k)
     bloom *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
-    b->bits = calloc(1, akv_bits_bytes(m));
+    b->bits = calloc(1, akvi_bits_bytes(m));
     if (!b->bits) {
         free(b);
         return NULL;
     }
-    b->base.kind = &akv_kind_bloom;
+    b->base.kind = &akvi_kind_bloom;
     b->m = m;
     b->k = k;
     return b;
@@ -65,7 +65,7 @@ static int bloom_add(akv_filter *f, akv_hash h)
 {
     bloom *b = (bloom *)f;
     for (uint32_t i = 0; i < b->k; i++)
-        akv_bit_set(b->bits, probe(b, h, i));
+        akvi_bit_set(b->bits, probe(b, h, i));
     f->n_keys++;
     return AKV_OK;
 }
@@ -80,7 +80,7 @@ static bool bloom_may_contain(const akv_filter *f, akv_hash h)
 {
     const bloom *b = (const bloom *)f;
     for (uint32_t i = 0; i < b->k; i++)
-        if (!akv_bit_get(b->bits, probe(b, h, i)))
+        if (!akvi_bit_get(b->bits, probe(b, h, i)))
             return false;
     return true;
 }
@@ -100,7 +100,7 @@ static unsigned bloom_words_touched(const akv_filter *f, akv_hash h)
 {
     const bloom *b = (const bloom *)f;
     unsigned i = 0;
-    while (i < b->k && akv_bit_get(b->bits, probe(b, h, i)))
+    while (i < b->k && akvi_bit_get(b->bits, probe(b, h, i)))
         i++;
     return i < b->k ? i + 1 : i;
 }
@@ -121,11 +121,11 @@ static double bloom_fpr_theory(const akv_filter *f)
 static int bloom_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     const bloom *b = (const bloom *)f;
-    akv_wbuf w = {buf, 0};
-    akv_w_u64(&w, b->m);
-    akv_w_u32(&w, b->k);
-    akv_w_u64(&w, f->n_keys);
-    akv_w_bytes(&w, b->bits, (size_t)((b->m + 7) / 8));
+    akvi_wbuf w = {buf, 0};
+    akvi_w_u64(&w, b->m);
+    akvi_w_u32(&w, b->k);
+    akvi_w_u64(&w, f->n_keys);
+    akvi_w_bytes(&w, b->bits, (size_t)((b->m + 7) / 8));
     *len = w.len;
     return AKV_OK;
 }
@@ -133,17 +133,17 @@ static int bloom_save(const akv_filter *f, uint8_t *buf, size_t *len)
 static int bloom_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
     (void)ver;
-    akv_rbuf r = {buf, len, 0, false};
-    uint64_t m = akv_r_u64(&r);
-    uint32_t k = akv_r_u32(&r);
-    uint64_t n = akv_r_u64(&r);
+    akvi_rbuf r = {buf, len, 0, false};
+    uint64_t m = akvi_r_u64(&r);
+    uint32_t k = akvi_r_u32(&r);
+    uint64_t n = akvi_r_u64(&r);
     /* (m + 7) / 8 would wrap to 0 for m near 2^64 and match an empty tail. */
-    if (r.err || m < 1 || k < 1 || k > 64 || akv_bytes_of_bits(m) != akv_r_left(&r))
+    if (r.err || m < 1 || k < 1 || k > 64 || akvi_bytes_of_bits(m) != akvi_r_left(&r))
         return AKV_ECORRUPT;
     bloom *b = bloom_alloc(m, k);
     if (!b)
         return AKV_ENOMEM;
-    akv_r_bytes(&r, b->bits, (size_t)((m + 7) / 8));
+    akvi_r_bytes(&r, b->bits, (size_t)((m + 7) / 8));
     b->base.n_keys = n;
     *out = &b->base;
     return AKV_OK;
@@ -162,7 +162,7 @@ static int bloom_describe(const akv_filter *f, char *buf, size_t cap)
     return snprintf(buf, cap, "\"m\":%llu,\"k\":%u", (unsigned long long)b->m, b->k);
 }
 
-const akv_filter_kind akv_kind_bloom = {
+const akv_filter_kind akvi_kind_bloom = {
     .name = "bloom",
     .id = 1,
     .payload_version = 1,

@@ -25,7 +25,7 @@ typedef struct cbf {
     uint8_t *c; /* nibbles: counter j in byte j/2, low nibble when j is even */
 } cbf;
 
-extern const akv_filter_kind akv_kind_cbf;
+extern const akv_filter_kind akvi_kind_cbf;
 
 static inline uint64_t probe(const cbf *b, akv_hash h, uint32_t i)
 {
@@ -55,7 +55,7 @@ static cbf *cbf_alloc(uint64_t m, uint32_t k)
         free(b);
         return NULL;
     }
-    b->base.kind = &akv_kind_cbf;
+    b->base.kind = &akvi_kind_cbf;
     b->m = m;
     b->k = k;
     return b;
@@ -146,9 +146,9 @@ static double cbf_fpr_theory(const akv_filter *f)
     return pow(1.0 - zero, b->k);
 }
 
-int akv_cbf_nonzero(const akv_filter *f, uint64_t *nonzero)
+int akvi_cbf_nonzero(const akv_filter *f, uint64_t *nonzero)
 {
-    if (!f || f->kind != &akv_kind_cbf)
+    if (!f || f->kind != &akvi_kind_cbf)
         return AKV_EINVAL;
     const cbf *b = (const cbf *)f;
     uint64_t n = 0;
@@ -161,12 +161,12 @@ int akv_cbf_nonzero(const akv_filter *f, uint64_t *nonzero)
 static int cbf_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     const cbf *b = (const cbf *)f;
-    akv_wbuf w = {buf, 0};
-    akv_w_u64(&w, b->m);
-    akv_w_u32(&w, b->k);
-    akv_w_u64(&w, f->n_keys);
-    akv_w_u64(&w, b->saturations);
-    akv_w_bytes(&w, b->c, (size_t)cbf_bytes(b->m));
+    akvi_wbuf w = {buf, 0};
+    akvi_w_u64(&w, b->m);
+    akvi_w_u32(&w, b->k);
+    akvi_w_u64(&w, f->n_keys);
+    akvi_w_u64(&w, b->saturations);
+    akvi_w_bytes(&w, b->c, (size_t)cbf_bytes(b->m));
     *len = w.len;
     return AKV_OK;
 }
@@ -174,17 +174,17 @@ static int cbf_save(const akv_filter *f, uint8_t *buf, size_t *len)
 static int cbf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
     (void)ver;
-    akv_rbuf r = {buf, len, 0, false};
-    uint64_t m = akv_r_u64(&r);
-    uint32_t k = akv_r_u32(&r);
-    uint64_t n = akv_r_u64(&r), sat = akv_r_u64(&r);
+    akvi_rbuf r = {buf, len, 0, false};
+    uint64_t m = akvi_r_u64(&r);
+    uint32_t k = akvi_r_u32(&r);
+    uint64_t n = akvi_r_u64(&r), sat = akvi_r_u64(&r);
     /* m / 2 + (m & 1), not (m + 1) / 2: that wraps to 0 for m = 2^64 - 1. */
-    if (r.err || m < 64 || k < 1 || k > CBF_MAX_K || m / 2 + (m & 1) != akv_r_left(&r) || sat > m)
+    if (r.err || m < 64 || k < 1 || k > CBF_MAX_K || m / 2 + (m & 1) != akvi_r_left(&r) || sat > m)
         return AKV_ECORRUPT;
     cbf *b = cbf_alloc(m, k);
     if (!b)
         return AKV_ENOMEM;
-    akv_r_bytes(&r, b->c, (size_t)cbf_bytes(m));
+    akvi_r_bytes(&r, b->c, (size_t)cbf_bytes(m));
     if ((m & 1) && (b->c[m >> 1] >> 4)) { /* padding nibble must be zero */
         free(b->c);
         free(b);
@@ -210,7 +210,7 @@ static int cbf_describe(const akv_filter *f, char *buf, size_t cap)
                     (unsigned long long)b->saturations);
 }
 
-const akv_filter_kind akv_kind_cbf = {
+const akv_filter_kind akvi_kind_cbf = {
     .name = "cbf",
     .id = 31,
     .payload_version = 1,

@@ -44,12 +44,12 @@
 
 typedef struct habf {
     akv_filter base;
-    akv_hfam fam;
+    akvi_hfam fam;
     uint64_t m;     /* Bloom bits */
     uint32_t k;     /* functions per key */
     uint32_t nfunc; /* |H| = 2^(α−1) − 1 */
     uint8_t h0[AKV_HE_MAX_K];
-    akv_he he;
+    akvi_he he;
     uint8_t *bf; /* NULL until finish */
     /* build input */
     akv_hash *keys;
@@ -64,7 +64,7 @@ typedef struct habf {
     double fp_cost_before, fp_cost_after, total_cost;
 } habf;
 
-extern const akv_filter_kind akv_kind_habf, akv_kind_fhabf;
+extern const akv_filter_kind akvi_kind_habf, akvi_kind_fhabf;
 
 static unsigned habf_alpha(bool fast)
 {
@@ -81,8 +81,8 @@ static int habf_create(const akv_filter_params *p, const akv_negative *neg, size
     habf *f = calloc(1, sizeof *f);
     if (!f)
         return AKV_ENOMEM;
-    f->base.kind = fast ? &akv_kind_fhabf : &akv_kind_habf;
-    f->fam = (akv_hfam){p->seed, fast};
+    f->base.kind = fast ? &akvi_kind_fhabf : &akvi_kind_habf;
+    f->fam = (akvi_hfam){p->seed, fast};
     f->nfunc = nfunc;
     f->k = p->num_hashes;
     f->bpk = p->bits_per_key;
@@ -145,7 +145,7 @@ static int habf_add(akv_filter *base, akv_hash h)
 static inline bool bf_test(const habf *f, akv_hash h, const uint8_t *phi)
 {
     for (uint32_t i = 0; i < f->k; i++)
-        if (!akv_bit_get(f->bf, akv_hfam_bit(f->fam, h, phi[i], f->m)))
+        if (!akvi_bit_get(f->bf, akvi_hfam_bit(f->fam, h, phi[i], f->m)))
             return false;
     return true;
 }
@@ -158,7 +158,7 @@ static bool habf_may_contain(const akv_filter *base, akv_hash h)
     if (bf_test(f, h, f->h0))
         return true;
     uint8_t phi[AKV_HE_MAX_K];
-    if (!f->he.omega || !akv_he_query(&f->he, f->fam, h, f->k, phi))
+    if (!f->he.omega || !akvi_he_query(&f->he, f->fam, h, f->k, phi))
         return false;
     return bf_test(f, h, phi);
 }
@@ -184,7 +184,7 @@ static void v_insert(build *b, uint64_t u, uint32_t e)
     if (b->keyid[u] == NIL)
         b->keyid[u] = e;
     else
-        akv_bit_set(b->shared, u);
+        akvi_bit_set(b->shared, u);
 }
 
 static bool neg_is_fp(const build *b, uint32_t e)
@@ -230,7 +230,7 @@ static int sort_cq(build *b)
         return AKV_ENOMEM;
     for (size_t i = 0; i < b->cqn; i++)
         t[i] = (costed_id){b->f->neg[b->cq[i]].cost, b->cq[i]};
-    akv_sort(t, b->cqn, sizeof *t, cmp_cost_desc);
+    akvi_sort(t, b->cqn, sizeof *t, cmp_cost_desc);
     for (size_t i = 0; i < b->cqn; i++)
         b->cq[i] = t[i].id;
     free(t);
@@ -300,7 +300,7 @@ typedef struct move {
 static int commit(build *b, const move *mv)
 {
     habf *f = b->f;
-    akv_he_write(&f->he, f->fam, f->keys[mv->pk], mv->seq, b->k);
+    akvi_he_write(&f->he, f->fam, f->keys[mv->pk], mv->seq, b->k);
     memcpy(&b->phi[(size_t)mv->pk * b->k], mv->seq, b->k);
     b->keyid[mv->u] = NIL;
     f->adjusted++;
@@ -308,7 +308,7 @@ static int commit(build *b, const move *mv)
         for (uint32_t x = b->boff[mv->u]; x < b->boff[mv->u + 1]; x++)
             b->ing[b->bent[x]] = 1;
     if (b->keyid[mv->u2] != NIL) {
-        akv_bit_set(b->shared, mv->u2);
+        akvi_bit_set(b->shared, mv->u2);
         return AKV_OK;
     }
     b->keyid[mv->u2] = mv->pk;
@@ -338,27 +338,27 @@ static int fix_collision(build *b, uint32_t ck, bool *fixed)
     *fixed = false;
     for (uint32_t j = 0; j < b->k; j++) {
         mv.u = b->npos[(size_t)ck * b->k + j];
-        if (akv_bit_get(b->shared, mv.u))
+        if (akvi_bit_get(b->shared, mv.u))
             continue;
         mv.pk = b->keyid[mv.u];
         akv_hash hk = f->keys[mv.pk];
         uint8_t phi[AKV_HE_MAX_K];
         memcpy(phi, &b->phi[(size_t)mv.pk * b->k], b->k);
         uint32_t slot = 0;
-        while (slot < b->k && akv_hfam_bit(f->fam, hk, phi[slot], f->m) != mv.u)
+        while (slot < b->k && akvi_hfam_bit(f->fam, hk, phi[slot], f->m) != mv.u)
             slot++;
         if (slot == b->k)
             continue; /* cannot happen: the owner maps to its bit */
         for (uint8_t c = 1; c <= f->nfunc; c++) {
             if (memchr(phi, c, b->k))
                 continue;
-            mv.u2 = akv_hfam_bit(f->fam, hk, c, f->m);
+            mv.u2 = akvi_hfam_bit(f->fam, hk, c, f->m);
             if (mv.u2 == mv.u)
                 continue;
             uint8_t cand[AKV_HE_MAX_K];
             memcpy(cand, phi, b->k);
             cand[slot] = c;
-            if (!akv_he_find_seq(&f->he, f->fam, hk, cand, b->k, mv.seq))
+            if (!akvi_he_find_seq(&f->he, f->fam, hk, cand, b->k, mv.seq))
                 continue;
             double cost = 0;
             if (b->keyid[mv.u2] == NIL) {
@@ -372,7 +372,7 @@ static int fix_collision(build *b, uint32_t ck, bool *fixed)
             /* Cheapest first; among equals the chain that reuses the most
              * written cells, which keeps the expressor sparse (the paper's
              * tie-break; docs/filters.md, "How they are built"). */
-            mv.overlap = f->fam.fast ? 0 : akv_he_overlap(&f->he, f->fam, hk, mv.seq, b->k);
+            mv.overlap = f->fam.fast ? 0 : akvi_he_overlap(&f->he, f->fam, hk, mv.seq, b->k);
             if (cost < best_cost || (cost == best_cost && mv.overlap > best.overlap)) {
                 best = mv;
                 best_cost = cost;
@@ -418,7 +418,7 @@ static int build_init(build *b)
     habf *f = b->f;
     uint64_t m = f->m;
     b->keyid = malloc(m * sizeof *b->keyid);
-    b->shared = calloc(1, akv_bits_bytes(m));
+    b->shared = calloc(1, akvi_bits_bytes(m));
     b->phi = malloc((size_t)b->n * b->k + 1);
     b->npos = malloc(((size_t)b->nn * b->k + 1) * sizeof *b->npos);
     b->ing = calloc((size_t)b->nn + 1, 1);
@@ -430,15 +430,15 @@ static int build_init(build *b)
     for (uint32_t e = 0; e < b->n; e++) {
         if (e + BUILD_PREFETCH < b->n)
             for (uint32_t j = 0; j < b->k; j++)
-                __builtin_prefetch(&b->keyid[akv_hfam_bit(f->fam, f->keys[e + BUILD_PREFETCH], f->h0[j], m)],
+                __builtin_prefetch(&b->keyid[akvi_hfam_bit(f->fam, f->keys[e + BUILD_PREFETCH], f->h0[j], m)],
                                    1);
         memcpy(&b->phi[(size_t)e * b->k], f->h0, b->k);
         for (uint32_t j = 0; j < b->k; j++)
-            v_insert(b, akv_hfam_bit(f->fam, f->keys[e], f->h0[j], m), e);
+            v_insert(b, akvi_hfam_bit(f->fam, f->keys[e], f->h0[j], m), e);
     }
     for (uint32_t e = 0; e < b->nn; e++)
         for (uint32_t j = 0; j < b->k; j++)
-            b->npos[(size_t)e * b->k + j] = akv_hfam_bit(f->fam, f->neg[e].h, f->h0[j], m);
+            b->npos[(size_t)e * b->k + j] = akvi_hfam_bit(f->fam, f->neg[e].h, f->h0[j], m);
     if (!f->fam.fast && build_gamma(b, m) != AKV_OK)
         return AKV_ENOMEM;
     for (uint32_t e = 0; e < b->nn; e++) {
@@ -476,7 +476,7 @@ static int tpjo(habf *f)
         f->fp_cost_after = fp_cost(&b);
         for (uint64_t u = 0; u < f->m; u++)
             if (b.keyid[u] != NIL)
-                akv_bit_set(f->bf, u);
+                akvi_bit_set(f->bf, u);
     }
     build_free(&b);
     return rc;
@@ -520,8 +520,8 @@ static int habf_finish(akv_filter *base)
     f->m = mb < 64 ? 64 : (uint64_t)mb;
     for (uint32_t i = 0; i < f->k; i++)
         f->h0[i] = (uint8_t)(i + 1);
-    f->bf = calloc(1, akv_bits_bytes(f->m));
-    if (!f->bf || akv_he_init(&f->he, omega, f->he.alpha) != AKV_OK) {
+    f->bf = calloc(1, akvi_bits_bytes(f->m));
+    if (!f->bf || akvi_he_init(&f->he, omega, f->he.alpha) != AKV_OK) {
         free(f->bf); /* unbuilt: keep answering "maybe" */
         f->bf = NULL;
         return AKV_ENOMEM;
@@ -535,7 +535,7 @@ static int habf_finish(akv_filter *base)
     else
         for (size_t i = 0; i < f->nkeys; i++)
             for (uint32_t j = 0; j < f->k; j++)
-                akv_bit_set(f->bf, akv_hfam_bit(f->fam, f->keys[i], f->h0[j], f->m));
+                akvi_bit_set(f->bf, akvi_hfam_bit(f->fam, f->keys[i], f->h0[j], f->m));
     free(f->keys);
     free(f->neg);
     f->keys = NULL;
@@ -555,7 +555,7 @@ static int habf_finish(akv_filter *base)
 static size_t habf_memory(const akv_filter *base)
 {
     const habf *f = (const habf *)base;
-    return (size_t)((f->m + 7) / 8 + akv_he_bytes(&f->he));
+    return (size_t)((f->m + 7) / 8 + akvi_he_bytes(&f->he));
 }
 
 static double habf_fpr_theory(const akv_filter *base)
@@ -591,24 +591,24 @@ static int habf_save(const akv_filter *base, uint8_t *buf, size_t *len)
     const habf *f = (const habf *)base;
     if (!f->bf)
         return AKV_EINVAL; /* only a built filter has a payload */
-    akv_wbuf w = {buf, 0};
-    akv_w_u8(&w, f->fam.fast);
-    akv_w_u8(&w, (uint8_t)f->k);
-    akv_w_u8(&w, (uint8_t)f->he.alpha);
-    akv_w_u8(&w, (uint8_t)f->nfunc);
-    akv_w_bytes(&w, f->h0, f->k);
-    akv_w_u64(&w, f->fam.seed);
-    akv_w_u64(&w, f->m);
-    akv_w_u64(&w, f->he.omega);
-    akv_w_u64(&w, base->n_keys);
-    akv_w_u64(&w, f->negatives);
-    akv_w_u64(&w, f->queued);
-    akv_w_u64(&w, f->adjusted);
-    akv_w_f64(&w, f->fp_cost_before);
-    akv_w_f64(&w, f->fp_cost_after);
-    akv_w_f64(&w, f->total_cost);
-    akv_w_bytes(&w, f->bf, (size_t)((f->m + 7) / 8));
-    akv_w_bytes(&w, f->he.bits, (size_t)akv_he_bytes(&f->he));
+    akvi_wbuf w = {buf, 0};
+    akvi_w_u8(&w, f->fam.fast);
+    akvi_w_u8(&w, (uint8_t)f->k);
+    akvi_w_u8(&w, (uint8_t)f->he.alpha);
+    akvi_w_u8(&w, (uint8_t)f->nfunc);
+    akvi_w_bytes(&w, f->h0, f->k);
+    akvi_w_u64(&w, f->fam.seed);
+    akvi_w_u64(&w, f->m);
+    akvi_w_u64(&w, f->he.omega);
+    akvi_w_u64(&w, base->n_keys);
+    akvi_w_u64(&w, f->negatives);
+    akvi_w_u64(&w, f->queued);
+    akvi_w_u64(&w, f->adjusted);
+    akvi_w_f64(&w, f->fp_cost_before);
+    akvi_w_f64(&w, f->fp_cost_after);
+    akvi_w_f64(&w, f->total_cost);
+    akvi_w_bytes(&w, f->bf, (size_t)((f->m + 7) / 8));
+    akvi_w_bytes(&w, f->he.bits, (size_t)akvi_he_bytes(&f->he));
     *len = w.len;
     return AKV_OK;
 }
@@ -631,12 +631,12 @@ static bool h0_valid(const uint8_t *h0, unsigned k, unsigned nfunc)
     return true;
 }
 
-static bool he_valid(const akv_he *he)
+static bool he_valid(const akvi_he *he)
 {
     if (!tail_clean(he->bits, he->omega * he->alpha))
         return false;
     for (uint64_t c = 0; c < he->omega; c++)
-        if (akv_he_get(he, c) == 1) /* an endbit without an index is never written */
+        if (akvi_he_get(he, c) == 1) /* an endbit without an index is never written */
             return false;
     return true;
 }
@@ -649,28 +649,28 @@ static bool stats_valid(double a, double b, double t)
 static int habf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out, bool fast)
 {
     (void)ver;
-    akv_rbuf r = {buf, len, 0, false};
-    uint8_t ffast = akv_r_u8(&r), k = akv_r_u8(&r), alpha = akv_r_u8(&r), nfunc = akv_r_u8(&r);
+    akvi_rbuf r = {buf, len, 0, false};
+    uint8_t ffast = akvi_r_u8(&r), k = akvi_r_u8(&r), alpha = akvi_r_u8(&r), nfunc = akvi_r_u8(&r);
     uint8_t h0[AKV_HE_MAX_K] = {0};
     if (r.err || ffast != fast || alpha != habf_alpha(fast) || nfunc != (1u << (alpha - 1)) - 1 || k < 1 ||
-        k > AKV_HE_MAX_K || k > nfunc || !akv_r_bytes(&r, h0, k) || !h0_valid(h0, k, nfunc))
+        k > AKV_HE_MAX_K || k > nfunc || !akvi_r_bytes(&r, h0, k) || !h0_valid(h0, k, nfunc))
         return AKV_ECORRUPT;
-    uint64_t seed = akv_r_u64(&r), m = akv_r_u64(&r), omega = akv_r_u64(&r), n = akv_r_u64(&r);
-    uint64_t negs = akv_r_u64(&r), queued = akv_r_u64(&r), adjusted = akv_r_u64(&r);
-    double before = akv_r_f64(&r), after = akv_r_f64(&r), total = akv_r_f64(&r);
+    uint64_t seed = akvi_r_u64(&r), m = akvi_r_u64(&r), omega = akvi_r_u64(&r), n = akvi_r_u64(&r);
+    uint64_t negs = akvi_r_u64(&r), queued = akvi_r_u64(&r), adjusted = akvi_r_u64(&r);
+    double before = akvi_r_f64(&r), after = akvi_r_f64(&r), total = akvi_r_f64(&r);
     /* Both arrays are the tail: bound m and omega by it (by division, which
      * cannot wrap) before any size is computed from them. */
-    uint64_t left = akv_r_left(&r);
+    uint64_t left = akvi_r_left(&r);
     if (r.err || m < 64 || m / 8 > left || omega / 8 > left || (omega && omega < 2u * k + 2) ||
-        akv_bytes_of_bits(m) + akv_bytes_of_bits(akv_size_mul_add(omega, alpha, 0)) != left ||
+        akvi_bytes_of_bits(m) + akvi_bytes_of_bits(akvi_size_mul_add(omega, alpha, 0)) != left ||
         queued > negs || adjusted > 8 * negs + queued || !stats_valid(before, after, total))
         return AKV_ECORRUPT;
     habf *f = calloc(1, sizeof *f);
     if (!f)
         return AKV_ENOMEM;
-    f->base.kind = fast ? &akv_kind_fhabf : &akv_kind_habf;
+    f->base.kind = fast ? &akvi_kind_fhabf : &akvi_kind_habf;
     f->base.n_keys = n;
-    f->fam = (akv_hfam){seed, fast};
+    f->fam = (akvi_hfam){seed, fast};
     f->m = m;
     f->k = k;
     f->nfunc = nfunc;
@@ -681,16 +681,16 @@ static int habf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **
     f->fp_cost_before = before;
     f->fp_cost_after = after;
     f->total_cost = total;
-    f->bf = calloc(1, akv_bits_bytes(m));
-    if (!f->bf || akv_he_init(&f->he, omega, alpha) != AKV_OK) {
+    f->bf = calloc(1, akvi_bits_bytes(m));
+    if (!f->bf || akvi_he_init(&f->he, omega, alpha) != AKV_OK) {
         free(f->bf);
         free(f);
         return AKV_ENOMEM;
     }
-    akv_r_bytes(&r, f->bf, (size_t)((m + 7) / 8));
-    akv_r_bytes(&r, f->he.bits, (size_t)akv_he_bytes(&f->he));
-    if (!akv_r_done(&r) || !tail_clean(f->bf, m) || !he_valid(&f->he)) {
-        akv_he_free(&f->he);
+    akvi_r_bytes(&r, f->bf, (size_t)((m + 7) / 8));
+    akvi_r_bytes(&r, f->he.bits, (size_t)akvi_he_bytes(&f->he));
+    if (!akvi_r_done(&r) || !tail_clean(f->bf, m) || !he_valid(&f->he)) {
+        akvi_he_free(&f->he);
         free(f->bf);
         free(f);
         return AKV_ECORRUPT;
@@ -712,14 +712,14 @@ static int habf_load_fast(const uint8_t *buf, size_t len, uint16_t ver, akv_filt
 static void habf_destroy(akv_filter *base)
 {
     habf *f = (habf *)base;
-    akv_he_free(&f->he);
+    akvi_he_free(&f->he);
     free(f->bf);
     free(f->keys);
     free(f->neg);
     free(f);
 }
 
-const akv_filter_kind akv_kind_habf = {
+const akv_filter_kind akvi_kind_habf = {
     .name = "habf",
     .id = 20,
     .payload_version = 1,
@@ -738,7 +738,7 @@ const akv_filter_kind akv_kind_habf = {
     .fpr_theory = habf_fpr_theory,
 };
 
-const akv_filter_kind akv_kind_fhabf = {
+const akv_filter_kind akvi_kind_fhabf = {
     .name = "fhabf",
     .id = 21,
     .payload_version = 1,

@@ -8,31 +8,31 @@
 
 #include "adaptkv/filter.h"
 
-int akv_he_init(akv_he *he, uint64_t omega, unsigned alpha)
+int akvi_he_init(akvi_he *he, uint64_t omega, unsigned alpha)
 {
     he->omega = omega;
     he->alpha = alpha;
-    he->bits = calloc(1, akv_bits_bytes(omega * alpha));
+    he->bits = calloc(1, akvi_bits_bytes(omega * alpha));
     return he->bits ? AKV_OK : AKV_ENOMEM;
 }
 
-void akv_he_free(akv_he *he)
+void akvi_he_free(akvi_he *he)
 {
     free(he->bits);
     he->bits = NULL;
 }
 
 /* Cells only gain bits (empty → value, endbit 0 → 1), so OR-ing is a write. */
-static void he_or(akv_he *he, uint64_t c, unsigned v)
+static void he_or(akvi_he *he, uint64_t c, unsigned v)
 {
     uint64_t b = c * he->alpha;
     for (unsigned t = 0; t < he->alpha; t++)
         if (v >> t & 1)
-            akv_bit_set(he->bits, b + t);
+            akvi_bit_set(he->bits, b + t);
 }
 
 typedef struct seq_search {
-    const akv_he *he;
+    const akvi_he *he;
     const uint8_t *phi;
     const uint64_t *cell; /* cell of phi[j] */
     unsigned k;
@@ -43,7 +43,7 @@ typedef struct seq_search {
  * written cell forces its own index; an empty one lets us try each. */
 static bool seq_dfs(const seq_search *s, unsigned d, uint64_t c, unsigned used)
 {
-    unsigned v = akv_he_get(s->he, c);
+    unsigned v = akvi_he_get(s->he, c);
     for (unsigned j = 0; j < s->k; j++) {
         if (used >> j & 1 || (v >= 2 && (v >> 1) != s->phi[j]))
             continue;
@@ -54,14 +54,14 @@ static bool seq_dfs(const seq_search *s, unsigned d, uint64_t c, unsigned used)
     return false;
 }
 
-bool akv_he_find_seq(const akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *phi, unsigned k, uint8_t *seq)
+bool akvi_he_find_seq(const akvi_he *he, akvi_hfam fam, akv_hash h, const uint8_t *phi, unsigned k, uint8_t *seq)
 {
     if (he->omega == 0 || k == 0 || k > AKV_HE_MAX_K)
         return false;
     uint64_t cell[AKV_HE_MAX_K + 1];
-    uint64_t c0 = akv_hfam_cell(fam, h, 0, he->omega);
+    uint64_t c0 = akvi_hfam_cell(fam, h, 0, he->omega);
     for (unsigned j = 0; j < k; j++) {
-        cell[j] = akv_hfam_cell(fam, h, phi[j], he->omega);
+        cell[j] = akvi_hfam_cell(fam, h, phi[j], he->omega);
         if (cell[j] == c0)
             return false;
         for (unsigned i = 0; i < j; i++)
@@ -72,23 +72,23 @@ bool akv_he_find_seq(const akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *
     return seq_dfs(&s, 0, c0, 0);
 }
 
-void akv_he_write(akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *seq, unsigned k)
+void akvi_he_write(akvi_he *he, akvi_hfam fam, akv_hash h, const uint8_t *seq, unsigned k)
 {
-    uint64_t c = akv_hfam_cell(fam, h, 0, he->omega);
+    uint64_t c = akvi_hfam_cell(fam, h, 0, he->omega);
     for (unsigned j = 0; j + 1 < k; j++) {
         he_or(he, c, (unsigned)seq[j] << 1);
-        c = akv_hfam_cell(fam, h, seq[j], he->omega);
+        c = akvi_hfam_cell(fam, h, seq[j], he->omega);
     }
     he_or(he, c, ((unsigned)seq[k - 1] << 1) | 1u);
 }
 
-unsigned akv_he_overlap(const akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *seq, unsigned k)
+unsigned akvi_he_overlap(const akvi_he *he, akvi_hfam fam, akv_hash h, const uint8_t *seq, unsigned k)
 {
-    uint64_t c = akv_hfam_cell(fam, h, 0, he->omega);
+    uint64_t c = akvi_hfam_cell(fam, h, 0, he->omega);
     unsigned n = 0;
     for (unsigned j = 0; j < k; j++) {
-        n += akv_he_get(he, c) >= 2;
-        c = akv_hfam_cell(fam, h, seq[j], he->omega);
+        n += akvi_he_get(he, c) >= 2;
+        c = akvi_hfam_cell(fam, h, seq[j], he->omega);
     }
     return n;
 }

@@ -29,13 +29,13 @@
 
 #define AKV_HE_MAX_K 8 /* functions per key the expressor can chain */
 
-typedef struct akv_hfam {
+typedef struct akvi_hfam {
     uint64_t seed; /* per-filter salt */
     bool fast;     /* f-HABF double hashing instead of per-index mixing */
-} akv_hfam;
+} akvi_hfam;
 
 /* 64-bit value of function i for key h (i = 0 is the expressor entry f). */
-static inline uint64_t akv_hfam_value(akv_hfam fam, akv_hash h, unsigned i)
+static inline uint64_t akvi_hfam_value(akvi_hfam fam, akv_hash h, unsigned i)
 {
     uint64_t a = h.hi ^ fam.seed;
     if (fam.fast)
@@ -43,67 +43,67 @@ static inline uint64_t akv_hfam_value(akv_hfam fam, akv_hash h, unsigned i)
     return akv_hash_nth((akv_hash){a, h.lo}, i);
 }
 
-static inline uint64_t akv_hfam_bit(akv_hfam fam, akv_hash h, unsigned i, uint64_t m)
+static inline uint64_t akvi_hfam_bit(akvi_hfam fam, akv_hash h, unsigned i, uint64_t m)
 {
-    return akv_reduce(akv_hfam_value(fam, h, i), m);
+    return akv_reduce(akvi_hfam_value(fam, h, i), m);
 }
 
-static inline uint64_t akv_hfam_cell(akv_hfam fam, akv_hash h, unsigned i, uint64_t omega)
+static inline uint64_t akvi_hfam_cell(akvi_hfam fam, akv_hash h, unsigned i, uint64_t omega)
 {
-    uint64_t v = akv_hfam_value(fam, h, i);
+    uint64_t v = akvi_hfam_value(fam, h, i);
     return akv_reduce((v << 32) | (v >> 32), omega);
 }
 
-typedef struct akv_he {
+typedef struct akvi_he {
     uint64_t omega; /* cells; 0 = no expressor */
     unsigned alpha; /* bits per cell: 1 endbit + (α−1) index bits */
-    uint8_t *bits;  /* akv_bits_bytes(ω·α) bytes */
-} akv_he;
+    uint8_t *bits;  /* akvi_bits_bytes(ω·α) bytes */
+} akvi_he;
 
 /* Allocate an empty expressor (omega may be 0). AKV_OK or AKV_ENOMEM. */
-int akv_he_init(akv_he *he, uint64_t omega, unsigned alpha);
-void akv_he_free(akv_he *he);
-static inline uint64_t akv_he_bytes(const akv_he *he)
+int akvi_he_init(akvi_he *he, uint64_t omega, unsigned alpha);
+void akvi_he_free(akvi_he *he);
+static inline uint64_t akvi_he_bytes(const akvi_he *he)
 {
     return (he->omega * he->alpha + 7) / 8;
 }
 
-static inline unsigned akv_he_get(const akv_he *he, uint64_t c)
+static inline unsigned akvi_he_get(const akvi_he *he, uint64_t c)
 {
-    return (unsigned)(akv_win64(he->bits, c * he->alpha) & ((1u << he->alpha) - 1));
+    return (unsigned)(akvi_win64(he->bits, c * he->alpha) & ((1u << he->alpha) - 1));
 }
 
 /* Find an order s of the k functions in phi whose chain fits the current
  * cells (HE_FIND_SEQ, exhaustive over orders by backtracking). Fails when
  * the k+1 candidate cells are not distinct (the chain could overwrite
  * itself). Returns true and fills seq[0..k) on success. */
-bool akv_he_find_seq(const akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *phi, unsigned k,
+bool akvi_he_find_seq(const akvi_he *he, akvi_hfam fam, akv_hash h, const uint8_t *phi, unsigned k,
                      uint8_t *seq);
 
 /* Cells of the chain of seq that are already written (and so need no new
  * cell): the paper's overlap tie-break. */
-unsigned akv_he_overlap(const akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *seq, unsigned k);
+unsigned akvi_he_overlap(const akvi_he *he, akvi_hfam fam, akv_hash h, const uint8_t *seq, unsigned k);
 
-/* Store a sequence found by akv_he_find_seq (HE_WRITE). */
-void akv_he_write(akv_he *he, akv_hfam fam, akv_hash h, const uint8_t *seq, unsigned k);
+/* Store a sequence found by akvi_he_find_seq (HE_WRITE). */
+void akvi_he_write(akvi_he *he, akvi_hfam fam, akv_hash h, const uint8_t *seq, unsigned k);
 
 /* Walk the chain of h (HE_QUERY): true and out[0..k) when a complete chain
  * ending on an endbit is found, false when the key has no stored chain.
  * Stored chains are k distinct functions, so a walk that repeats one is an
  * expressor false positive and is rejected here (fewer round-2 probes and
  * fewer false positives; never a false negative). */
-static inline bool akv_he_query(const akv_he *he, akv_hfam fam, akv_hash h, unsigned k, uint8_t *out)
+static inline bool akvi_he_query(const akvi_he *he, akvi_hfam fam, akv_hash h, unsigned k, uint8_t *out)
 {
-    uint64_t c = akv_hfam_cell(fam, h, 0, he->omega);
+    uint64_t c = akvi_hfam_cell(fam, h, 0, he->omega);
     for (unsigned i = 0; i < k; i++) {
-        unsigned v = akv_he_get(he, c);
+        unsigned v = akvi_he_get(he, c);
         if (v < 2 || (i + 1 == k && !(v & 1)))
             return false;
         out[i] = (uint8_t)(v >> 1);
         for (unsigned j = 0; j < i; j++)
             if (out[j] == out[i])
                 return false; /* a stored chain never repeats a function */
-        c = akv_hfam_cell(fam, h, out[i], he->omega);
+        c = akvi_hfam_cell(fam, h, out[i], he->omega);
     }
     return true;
 }

@@ -4,17 +4,17 @@
  */
 #include "adaptkv/filter.h"
 
-extern const akv_filter_kind akv_kind_bloom;
-extern const akv_filter_kind akv_kind_qf, akv_kind_aqf;
-extern const akv_filter_kind akv_kind_habf, akv_kind_fhabf, akv_kind_sscf, akv_kind_cbf;
-extern const akv_filter_kind akv_kind_blocked, akv_kind_rbf, akv_kind_vsbbf, akv_kind_shbf;
-extern const akv_filter_kind akv_kind_ablocked;
+extern const akv_filter_kind akvi_kind_bloom;
+extern const akv_filter_kind akvi_kind_qf, akvi_kind_aqf;
+extern const akv_filter_kind akvi_kind_habf, akvi_kind_fhabf, akvi_kind_sscf, akvi_kind_cbf;
+extern const akv_filter_kind akvi_kind_blocked, akvi_kind_rbf, akvi_kind_vsbbf, akvi_kind_shbf;
+extern const akv_filter_kind akvi_kind_ablocked;
 
-const akv_filter_kind *const akv_builtin_kinds[] = {
-    &akv_kind_bloom,
-    &akv_kind_qf, &akv_kind_aqf,
-    &akv_kind_habf, &akv_kind_fhabf, &akv_kind_sscf, &akv_kind_cbf,
-    &akv_kind_blocked, &akv_kind_rbf, &akv_kind_vsbbf, &akv_kind_shbf,
-    &akv_kind_ablocked,
+const akv_filter_kind *const akvi_builtin_kinds[] = {
+    &akvi_kind_bloom,
+    &akvi_kind_qf, &akvi_kind_aqf,
+    &akvi_kind_habf, &akvi_kind_fhabf, &akvi_kind_sscf, &akvi_kind_cbf,
+    &akvi_kind_blocked, &akvi_kind_rbf, &akvi_kind_vsbbf, &akvi_kind_shbf,
+    &akvi_kind_ablocked,
     NULL,
 };

@@ -12,20 +12,20 @@
 #include "filters/qf_core.h"
 
 typedef struct qfk {
-    akv_qf_head h;
-    akv_qf_build b;
+    akvi_qf_head h;
+    akvi_qf_build b;
     double lf;
     bool sealed;
 } qfk;
 
-extern const akv_filter_kind akv_kind_qf;
+extern const akv_filter_kind akvi_kind_qf;
 
-akv_filter *akv_qf_kind_wrap(akv_qf *core, double lf)
+akv_filter *akvi_qf_kind_wrap(akvi_qf *core, double lf)
 {
     qfk *k = calloc(1, sizeof *k);
     if (!k)
         return NULL;
-    k->h.base.kind = &akv_kind_qf;
+    k->h.base.kind = &akvi_kind_qf;
     k->h.base.n_keys = core->nitems;
     k->h.qf = *core;
     k->lf = lf;
@@ -40,14 +40,14 @@ static int qfk_create(const akv_filter_params *p, const akv_negative *neg, size_
     double lf = p->load_factor > 0 && p->load_factor <= 1 ? p->load_factor : 0.9;
     uint64_t ns;
     uint32_t r;
-    akv_qf_geometry(p, p->expected_keys, false, &ns, &r);
-    akv_qf core;
-    int rc = akv_qf_init_n(&core, ns, r, p->prefix_bits, false);
+    akvi_qf_geometry(p, p->expected_keys, false, &ns, &r);
+    akvi_qf core;
+    int rc = akvi_qf_init_n(&core, ns, r, p->prefix_bits, false);
     if (rc != AKV_OK)
         return rc;
-    akv_filter *f = akv_qf_kind_wrap(&core, lf);
+    akv_filter *f = akvi_qf_kind_wrap(&core, lf);
     if (!f) {
-        akv_qf_free(&core);
+        akvi_qf_free(&core);
         return AKV_ENOMEM;
     }
     ((qfk *)f)->sealed = false;
@@ -60,7 +60,7 @@ static int qfk_add(akv_filter *f, akv_hash h)
     qfk *k = (qfk *)f;
     if (k->sealed)
         return AKV_EINVAL;
-    return akv_qf_build_push(&k->b, h);
+    return akvi_qf_build_push(&k->b, h);
 }
 
 static int qfk_finish(akv_filter *f)
@@ -68,9 +68,9 @@ static int qfk_finish(akv_filter *f)
     qfk *k = (qfk *)f;
     if (k->sealed)
         return AKV_OK;
-    int rc = akv_qf_build_finish(&k->h.qf, &k->b, k->lf);
+    int rc = akvi_qf_build_finish(&k->h.qf, &k->b, k->lf);
     free(k->b.v);
-    k->b = (akv_qf_build){0};
+    k->b = (akvi_qf_build){0};
     k->sealed = true;
     f->n_keys = k->h.qf.nitems;
     return rc;
@@ -78,28 +78,28 @@ static int qfk_finish(akv_filter *f)
 
 static bool qfk_may_contain(const akv_filter *f, akv_hash h)
 {
-    return akv_qf_lookup(&((const qfk *)f)->h.qf, h) != 0;
+    return akvi_qf_lookup(&((const qfk *)f)->h.qf, h) != 0;
 }
 
 static size_t qfk_memory(const akv_filter *f)
 {
-    return akv_qf_memory(&((const qfk *)f)->h.qf);
+    return akvi_qf_memory(&((const qfk *)f)->h.qf);
 }
 
 static int qfk_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
-    return akv_qf_save(&((const qfk *)f)->h.qf, buf, len);
+    return akvi_qf_save(&((const qfk *)f)->h.qf, buf, len);
 }
 
 static int qfk_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
-    akv_qf core;
-    int rc = akv_qf_load(&core, buf, len, false, ver);
+    akvi_qf core;
+    int rc = akvi_qf_load(&core, buf, len, false, ver);
     if (rc != AKV_OK)
         return rc;
-    akv_filter *f = akv_qf_kind_wrap(&core, 0.9);
+    akv_filter *f = akvi_qf_kind_wrap(&core, 0.9);
     if (!f) {
-        akv_qf_free(&core);
+        akvi_qf_free(&core);
         return AKV_ENOMEM;
     }
     *out = f;
@@ -109,7 +109,7 @@ static int qfk_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **o
 static void qfk_destroy(akv_filter *f)
 {
     qfk *k = (qfk *)f;
-    akv_qf_free(&k->h.qf);
+    akvi_qf_free(&k->h.qf);
     free(k->b.v);
     free(k);
 }
@@ -119,7 +119,7 @@ static int qfk_insert(akv_filter *f, akv_hash h)
     qfk *k = (qfk *)f;
     int rc = k->sealed ? AKV_OK : qfk_finish(f);
     if (rc == AKV_OK)
-        rc = akv_qf_insert(&k->h.qf, h);
+        rc = akvi_qf_insert(&k->h.qf, h);
     f->n_keys = k->h.qf.nitems;
     return rc;
 }
@@ -129,19 +129,19 @@ static int qfk_remove(akv_filter *f, akv_hash h)
     qfk *k = (qfk *)f;
     int rc = k->sealed ? AKV_OK : qfk_finish(f);
     if (rc == AKV_OK)
-        rc = akv_qf_remove(&k->h.qf, h);
+        rc = akvi_qf_remove(&k->h.qf, h);
     f->n_keys = k->h.qf.nitems;
     return rc;
 }
 
 static unsigned qfk_words(const akv_filter *f, akv_hash h)
 {
-    return akv_qf_words_touched(&((const qfk *)f)->h.qf, h);
+    return akvi_qf_words_touched(&((const qfk *)f)->h.qf, h);
 }
 
 static int qfk_describe(const akv_filter *f, char *buf, size_t cap)
 {
-    const akv_qf *q = &((const qfk *)f)->h.qf;
+    const akvi_qf *q = &((const qfk *)f)->h.qf;
     return snprintf(buf, cap, "\"q\":%u,\"r\":%u,\"slots\":%llu,\"used\":%llu,\"load\":%.4f", q->q, q->r,
                     (unsigned long long)q->nslots, (unsigned long long)q->used,
                     (double)q->used / (double)q->nslots);
@@ -149,16 +149,16 @@ static int qfk_describe(const akv_filter *f, char *buf, size_t cap)
 
 static void qfk_stats(const akv_filter *f, akv_filter_stats *out)
 {
-    const akv_qf *q = &((const qfk *)f)->h.qf;
+    const akvi_qf *q = &((const qfk *)f)->h.qf;
     out->capacity = q->insert_limit;
 }
 
 static double qfk_fpr(const akv_filter *f)
 {
-    return akv_qf_fpr(&((const qfk *)f)->h.qf);
+    return akvi_qf_fpr(&((const qfk *)f)->h.qf);
 }
 
-const akv_filter_kind akv_kind_qf = {
+const akv_filter_kind akvi_kind_qf = {
     .name = "qf",
     .id = 10,
     .payload_version = 2,

@@ -59,7 +59,7 @@
 
 /* ---- allocation --------------------------------------------------------- */
 
-uint32_t akv_qf_q_for(uint64_t n, double lf)
+uint32_t akvi_qf_q_for(uint64_t n, double lf)
 {
     if (!(lf > 0 && lf <= 1))
         lf = 0.9;
@@ -70,7 +70,7 @@ uint32_t akv_qf_q_for(uint64_t n, double lf)
     return q;
 }
 
-uint64_t akv_qf_slots_for(uint64_t n, double lf)
+uint64_t akvi_qf_slots_for(uint64_t n, double lf)
 {
     if (!(lf > 0 && lf <= 1))
         lf = 0.9;
@@ -82,7 +82,7 @@ uint64_t akv_qf_slots_for(uint64_t n, double lf)
  * 64 + 4·sqrt(N) slots (the authors' code uses 10·sqrt(N); at 95 % fill the
  * spill past any point is a few dozen slots, and a filter that runs out of
  * tail reports AKV_EFULL, which its builder answers with a larger filter). */
-uint64_t akv_qf_blocks_for(uint64_t nslots)
+uint64_t akvi_qf_blocks_for(uint64_t nslots)
 {
     uint64_t x = nslots + 64 + (uint64_t)ceil(4.0 * sqrt((double)nslots));
     return (x + 63) / 64;
@@ -96,16 +96,16 @@ static uint32_t qbits_for(uint64_t nslots)
     return q;
 }
 
-uint64_t akv_qf_bytes_for(uint64_t nslots, uint32_t r, bool ext)
+uint64_t akvi_qf_bytes_for(uint64_t nslots, uint32_t r, bool ext)
 {
-    return akv_qf_blocks_for(nslots) * (8ULL * (ext ? 3 : 2) + 1 + 8ULL * r);
+    return akvi_qf_blocks_for(nslots) * (8ULL * (ext ? 3 : 2) + 1 + 8ULL * r);
 }
 
-static void qf_pick_build(akv_qf *f);
+static void qf_pick_build(akvi_qf *f);
 
 /* Allocate with an explicit block count (loaders of older payloads keep
  * their tail). */
-static int qf_alloc(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext, uint64_t nblocks)
+static int qf_alloc(akvi_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext, uint64_t nblocks)
 {
     memset(f, 0, sizeof *f);
     uint32_t q = qbits_for(nslots);
@@ -132,30 +132,30 @@ static int qf_alloc(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool
     return AKV_OK;
 }
 
-int akv_qf_init_n(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext)
+int akvi_qf_init_n(akvi_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext)
 {
     if (nslots < 64 || nslots > (1ULL << 40)) {
         memset(f, 0, sizeof *f);
         return AKV_EINVAL;
     }
-    return qf_alloc(f, nslots, r, pbits, ext, akv_qf_blocks_for(nslots));
+    return qf_alloc(f, nslots, r, pbits, ext, akvi_qf_blocks_for(nslots));
 }
 
-int akv_qf_init(akv_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext)
+int akvi_qf_init(akvi_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext)
 {
     if (q < 6 || q > 40) {
         memset(f, 0, sizeof *f);
         return AKV_EINVAL;
     }
-    return akv_qf_init_n(f, 1ULL << q, r, pbits, ext);
+    return akvi_qf_init_n(f, 1ULL << q, r, pbits, ext);
 }
 
-int akv_qf_init_like(akv_qf *f, const akv_qf *like)
+int akvi_qf_init_like(akvi_qf *f, const akvi_qf *like)
 {
     return qf_alloc(f, like->nslots, like->r, like->pbits, like->mwords == 3, like->nblocks);
 }
 
-void akv_qf_assign(akv_qf *dst, const akv_qf *src)
+void akvi_qf_assign(akvi_qf *dst, const akvi_qf *src)
 {
     /* Word by word with the stores queries race against (qf_int.h): a
      * query that overlaps sees a torn table and retries (aqf.c). */
@@ -174,7 +174,7 @@ void akv_qf_assign(akv_qf *dst, const akv_qf *src)
     dst->bl_ok = false;
 }
 
-void akv_qf_free(akv_qf *f)
+void akvi_qf_free(akvi_qf *f)
 {
     free(f->t);
     free(f->scratch);
@@ -182,7 +182,7 @@ void akv_qf_free(akv_qf *f)
     f->scratch = NULL;
 }
 
-size_t akv_qf_memory(const akv_qf *f)
+size_t akvi_qf_memory(const akvi_qf *f)
 {
     return (size_t)(f->nblocks * f->bbytes);
 }
@@ -233,7 +233,7 @@ static bool qf_hw(void)
     return v == 2;
 }
 
-void akv_qf_force_portable(bool on)
+void akvi_qf_force_portable(bool on)
 {
     __atomic_store_n(&qf_mode, on ? 1 : 0, __ATOMIC_RELAXED);
 }
@@ -243,7 +243,7 @@ static bool qf_hw(void)
     return false;
 }
 
-void akv_qf_force_portable(bool on)
+void akvi_qf_force_portable(bool on)
 {
     (void)on;
 }
@@ -255,7 +255,7 @@ void akv_qf_force_portable(bool on)
 #define run_start   run_start_g
 #define first_empty first_empty_g
 
-static void qf_pick_build(akv_qf *f)
+static void qf_pick_build(akvi_qf *f)
 {
 #ifdef QF_HAVE_HW
     if (qf_hw()) {
@@ -268,14 +268,14 @@ static void qf_pick_build(akv_qf *f)
     f->insert_fast_fn = insert_fast_g;
 }
 
-bool akv_qf_hw_select(void)
+bool akvi_qf_hw_select(void)
 {
     return qf_hw();
 }
 
-unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h)
+unsigned akvi_qf_words_touched(const akvi_qf *f, akv_hash h)
 {
-    akv_u128 x = akv_qf_stream(f, h);
+    akvi_u128 x = akvi_qf_stream(f, h);
     uint64_t quo = quo_of(f, x);
     if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
         return 1;
@@ -292,20 +292,20 @@ unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h)
 /* ---- run decoding -------------------------------------------------------- */
 
 /* The record whose remainder is at slot i, as a fingerprint; *end = its last slot. */
-static akv_qf_fp read_record(const akv_qf *f, uint64_t home, uint64_t i, uint64_t *end)
+static akvi_qf_fp read_record(const akvi_qf *f, uint64_t home, uint64_t i, uint64_t *end)
 {
     uint64_t e = (uint64_t)rec_end(f, i);
-    akv_qf_fp fp;
+    akvi_qf_fp fp;
     fp.k = (uint32_t)(e - i);
-    fp.s = ((akv_u128)home << (128 - f->q)) | ((akv_u128)slot_get(f, i) << (128 - f->q - f->r));
+    fp.s = ((akvi_u128)home << (128 - f->q)) | ((akvi_u128)slot_get(f, i) << (128 - f->q - f->r));
     for (uint32_t j = 1; j <= fp.k && j <= f->max_ext; j++)
-        fp.s |= (akv_u128)slot_get(f, i + j) << (128 - fp_len(f, j));
+        fp.s |= (akvi_u128)slot_get(f, i + j) << (128 - fp_len(f, j));
     *end = e;
     return fp;
 }
 
 /* Decode the run of `home` (which must be occupied) starting at slot s. */
-static int decode_run_at(const akv_qf *f, uint64_t home, uint64_t s, uint64_t *len, fpvec *out)
+static int decode_run_at(const akvi_qf *f, uint64_t home, uint64_t s, uint64_t *len, fpvec *out)
 {
     uint64_t i = s, e = s;
     for (;;) {
@@ -323,7 +323,7 @@ static int decode_run_at(const akv_qf *f, uint64_t home, uint64_t s, uint64_t *l
 }
 
 /* Start and length (0 when empty) of the run of `home`, and its records. */
-int akv_qfi_load_run(const akv_qf *f, uint64_t home, uint64_t *s, uint64_t *len, fpvec *out)
+int akvi_qfi_load_run(const akvi_qf *f, uint64_t home, uint64_t *s, uint64_t *len, fpvec *out)
 {
     int64_t st0 = run_start(f, home);
     if (st0 < 0)
@@ -337,14 +337,14 @@ int akv_qfi_load_run(const akv_qf *f, uint64_t home, uint64_t *s, uint64_t *len,
 
 /* ---- writing runs -------------------------------------------------------- */
 
-static void slot_move(akv_qf *f, uint64_t from, uint64_t to)
+static void slot_move(akvi_qf *f, uint64_t from, uint64_t to)
 {
     slot_set(f, to, slot_get(f, from));
     bit_put(f, W_REND, to, bit_get(f, W_REND, from));
     bit_put(f, W_EXT, to, bit_get(f, W_EXT, from));
 }
 
-static void slot_clear(akv_qf *f, uint64_t i)
+static void slot_clear(akvi_qf *f, uint64_t i)
 {
     slot_set(f, i, 0);
     bit_put(f, W_REND, i, false);
@@ -355,7 +355,7 @@ static void slot_clear(akv_qf *f, uint64_t i)
  * each of the next delta empty slots move right (one slot's insertion shift,
  * done for all delta at once), and the offset of every block the shift
  * enters grows by one per shift. */
-static int make_room(akv_qf *f, uint64_t home, uint64_t pos, uint64_t delta)
+static int make_room(akvi_qf *f, uint64_t home, uint64_t pos, uint64_t delta)
 {
     uint64_t small[8], *es = delta <= 8 ? small : malloc(delta * sizeof *es);
     if (!es)
@@ -385,7 +385,7 @@ static int make_room(akv_qf *f, uint64_t home, uint64_t pos, uint64_t delta)
 }
 
 /* Write the records of a run from slot s on; the last carries the run end. */
-static void write_records(akv_qf *f, uint64_t s, const akv_qf_fp *fps, size_t n)
+static void write_records(akvi_qf *f, uint64_t s, const akvi_qf_fp *fps, size_t n)
 {
     uint64_t i = s;
     for (size_t t = 0; t < n; t++) {
@@ -401,7 +401,7 @@ static void write_records(akv_qf *f, uint64_t s, const akv_qf_fp *fps, size_t n)
     }
 }
 
-static uint64_t slots_of(const akv_qf_fp *fps, size_t n)
+static uint64_t slots_of(const akvi_qf_fp *fps, size_t n)
 {
     uint64_t t = 0;
     for (size_t i = 0; i < n; i++)
@@ -415,7 +415,7 @@ typedef struct tail_run {
 
 /* Split raw slots into runs: a run ends after the record whose remainder
  * has the run-end bit; its home is the next occupied quotient. */
-static size_t split_runs(const akv_qf *f, uint64_t home, const uint8_t *fl, uint64_t n, tail_run *runs)
+static size_t split_runs(const akvi_qf *f, uint64_t home, const uint8_t *fl, uint64_t n, tail_run *runs)
 {
     size_t nr = 0;
     uint64_t h = home;
@@ -440,7 +440,7 @@ static size_t split_runs(const akv_qf *f, uint64_t home, const uint8_t *fl, uint
 /* Offsets of the blocks starting in (home, e]: the end of the last run with
  * an earlier home. Runs before `home` end at run_s - 1 when the modified run
  * was pushed off its home, else before home. */
-static void fix_offsets(akv_qf *f, uint64_t home, int64_t own_end, uint64_t run_s, uint64_t e,
+static void fix_offsets(akvi_qf *f, uint64_t home, int64_t own_end, uint64_t run_s, uint64_t e,
                         const tail_run *runs, const uint64_t *ends, size_t nr)
 {
     int64_t before = own_end >= 0 ? own_end : (run_s > home ? (int64_t)run_s - 1 : -1);
@@ -458,7 +458,7 @@ static void fix_offsets(akv_qf *f, uint64_t home, int64_t own_end, uint64_t run_
  * its cluster (raw slots [from, e)) back to canonical places — each run at
  * max(home, end of previous run + 1), the layout inserts keep — clear what
  * is left, and recompute the offsets in between. */
-static int compact_tail(akv_qf *f, uint64_t home, uint64_t run_s, int64_t own_end, uint64_t from, uint64_t e)
+static int compact_tail(akvi_qf *f, uint64_t home, uint64_t run_s, int64_t own_end, uint64_t from, uint64_t e)
 {
     uint64_t n = e - from;
     uint64_t *val = malloc((n + 1) * sizeof *val), *ends = malloc((n + 1) * sizeof *ends);
@@ -495,7 +495,7 @@ static int compact_tail(akv_qf *f, uint64_t home, uint64_t run_s, int64_t own_en
 
 /* Replace the run of `home` (at slot s, old_len slots, 0 if absent) with
  * the records fps[0..n). Everything else keeps its canonical place. */
-int akv_qfi_replace_run(akv_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akv_qf_fp *fps,
+int akvi_qfi_replace_run(akvi_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akvi_qf_fp *fps,
                         size_t n)
 {
     uint64_t new_len = slots_of(fps, n);
@@ -524,7 +524,7 @@ int akv_qfi_replace_run(akv_qf *f, uint64_t home, uint64_t s, uint64_t old_len, 
 
 /* ---- insert / remove ----------------------------------------------------- */
 
-uint64_t akv_qfi_ext_total(const akv_qf_fp *fps, size_t n)
+uint64_t akvi_qfi_ext_total(const akvi_qf_fp *fps, size_t n)
 {
     uint64_t t = 0;
     for (size_t i = 0; i < n; i++)
@@ -532,19 +532,19 @@ uint64_t akv_qfi_ext_total(const akv_qf_fp *fps, size_t n)
     return t;
 }
 
-static void note_prefix(akv_qf *f, akv_hash h)
+static void note_prefix(akvi_qf *f, akv_hash h)
 {
     if (f->nitems == 0 && f->pbits)
         f->prefix = h.hi & ~(~0ULL >> f->pbits);
 }
 
 /* Where x goes in the run and with which fingerprint (Lemma 2). */
-static size_t place_new(const akv_qf *f, const fpvec *run, akv_u128 x, akv_qf_fp *nf)
+static size_t place_new(const akvi_qf *f, const fpvec *run, akvi_u128 x, akvi_qf_fp *nf)
 {
     size_t before = 0;
     uint32_t k = 0;
     for (size_t i = 0; i < run->n; i++) {
-        akv_qf_fp fp = run->v[i];
+        akvi_qf_fp fp = run->v[i];
         if (fp_prefix_of(f, fp, x)) {
             *nf = fp;
             return i;
@@ -558,9 +558,9 @@ static size_t place_new(const akv_qf *f, const fpvec *run, akv_u128 x, akv_qf_fp
     return before;
 }
 
-int akv_qf_insert(akv_qf *f, akv_hash h)
+int akvi_qf_insert(akvi_qf *f, akv_hash h)
 {
-    akv_u128 x = akv_qf_stream(f, h);
+    akvi_u128 x = akvi_qf_stream(f, h);
     int frc = f->insert_fast_fn(f, x);
     if (frc != QF_SLOW) {
         if (frc == AKV_OK) {
@@ -573,8 +573,8 @@ int akv_qf_insert(akv_qf *f, akv_hash h)
     uint64_t home = quo_of(f, x), s, len;
     fpvec run;
     fv_init(&run);
-    int rc = akv_qfi_load_run(f, home, &s, &len, &run);
-    akv_qf_fp nf;
+    int rc = akvi_qfi_load_run(f, home, &s, &len, &run);
+    akvi_qf_fp nf;
     size_t at = rc == AKV_OK ? place_new(f, &run, x, &nf) : 0;
     if (rc == AKV_OK && f->mwords == 2 && nf.k)
         rc = AKV_ECORRUPT; /* a plain QF never holds extended records */
@@ -583,7 +583,7 @@ int akv_qf_insert(akv_qf *f, akv_hash h)
     if (rc == AKV_OK)
         rc = fv_insert(&run, at, nf);
     if (rc == AKV_OK)
-        rc = akv_qfi_replace_run(f, home, s, len, run.v, run.n);
+        rc = akvi_qfi_replace_run(f, home, s, len, run.v, run.n);
     if (rc == AKV_OK) {
         note_prefix(f, h);
         f->nitems++;
@@ -593,13 +593,13 @@ int akv_qf_insert(akv_qf *f, akv_hash h)
     return rc;
 }
 
-int akv_qf_remove(akv_qf *f, akv_hash h)
+int akvi_qf_remove(akvi_qf *f, akv_hash h)
 {
-    akv_u128 x = akv_qf_stream(f, h);
+    akvi_u128 x = akvi_qf_stream(f, h);
     uint64_t home = quo_of(f, x), s, len;
     fpvec run;
     fv_init(&run);
-    int rc = akv_qfi_load_run(f, home, &s, &len, &run);
+    int rc = akvi_qfi_load_run(f, home, &s, &len, &run);
     size_t i = 0;
     while (rc == AKV_OK && i < run.n && !fp_prefix_of(f, run.v[i], x))
         i++;
@@ -609,7 +609,7 @@ int akv_qf_remove(akv_qf *f, akv_hash h)
         uint32_t k = run.v[i].k;
         memmove(run.v + i, run.v + i + 1, (run.n - i - 1) * sizeof *run.v);
         run.n--;
-        rc = akv_qfi_replace_run(f, home, s, len, run.v, run.n);
+        rc = akvi_qfi_replace_run(f, home, s, len, run.v, run.n);
         if (rc == AKV_OK) {
             f->nitems--;
             f->ext_slots -= k;
@@ -624,7 +624,7 @@ int akv_qf_remove(akv_qf *f, akv_hash h)
 /* Restore invariant N among records whose owners are known: the shorter of
  * any nested pair grows with its own owner's bits until the pair differs
  * or is identical. Lengths only grow, so this terminates. */
-void akv_qfi_fix_nesting(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n)
+void akvi_qfi_fix_nesting(const akvi_qf *f, akvi_qf_fp *fp, const akvi_u128 *own, size_t n)
 {
     for (bool changed = true; changed;) {
         changed = false;
@@ -643,9 +643,9 @@ void akv_qfi_fix_nesting(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, si
 }
 
 /* The minirun of x inside a decoded run: [*a, *b). */
-void akv_qfi_minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t *a, size_t *b)
+void akvi_qfi_minirun_range(const akvi_qf *f, const fpvec *run, akvi_u128 x, size_t *a, size_t *b)
 {
-    akv_u128 m = mid_of(f, x);
+    akvi_u128 m = mid_of(f, x);
     size_t i = 0;
     while (i < run->n && mid_of(f, run->v[i].s) < m)
         i++;
@@ -664,8 +664,8 @@ void akv_qfi_minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t
  * outside it, or at its ends with another stream, are dropped. The
  * reverse-map interface therefore needs no range operation. */
 typedef struct mid_scan {
-    const akv_qf *f;
-    akv_u128 mid;
+    const akvi_qf *f;
+    akvi_u128 mid;
     uint64_t lo, hi; /* h.hi range */
     owners *o;
 } mid_scan;
@@ -673,22 +673,22 @@ typedef struct mid_scan {
 static int mid_keep(void *arg, akv_hash h)
 {
     mid_scan *m = arg;
-    if (h.hi < m->lo || h.hi > m->hi || mid_of(m->f, akv_qf_stream(m->f, h)) != m->mid)
+    if (h.hi < m->lo || h.hi > m->hi || mid_of(m->f, akvi_qf_stream(m->f, h)) != m->mid)
         return 0;
     return owners_push(m->o, h);
 }
 
-static int scan_minirun(const akv_qf *f, akv_hash h, akv_revmap *rm, owners *o)
+static int scan_minirun(const akvi_qf *f, akv_hash h, akv_revmap *rm, owners *o)
 {
-    akv_u128 x = akv_qf_stream(f, h);
+    akvi_u128 x = akvi_qf_stream(f, h);
     if (f->pow2)
         return rm->scan(rm, h.hi, f->pbits + f->q + f->r, owners_push, o);
     /* x·N in [Q·2^128 + R·2^(128−r), Q·2^128 + (R+1)·2^(128−r)): divide the
      * bounds by N·2^64 for the top 64 bits of x, then put the shard prefix
      * back on top. */
     uint64_t quo = quo_of(f, x), rem = rem_of(f, x);
-    akv_u128 y0 = ((akv_u128)quo << 64) + ((akv_u128)rem << (64 - f->r));
-    akv_u128 y1 = y0 + ((akv_u128)1 << (64 - f->r)) - 1;
+    akvi_u128 y0 = ((akvi_u128)quo << 64) + ((akvi_u128)rem << (64 - f->r));
+    akvi_u128 y1 = y0 + ((akvi_u128)1 << (64 - f->r)) - 1;
     uint64_t x0 = (uint64_t)(y0 / f->nslots), x1 = (uint64_t)(y1 / f->nslots);
     uint64_t top = f->pbits ? h.hi & ~(~0ULL >> f->pbits) : 0;
     mid_scan m = {f, mid_of(f, x), top | (f->pbits ? x0 >> f->pbits : x0),
@@ -708,19 +708,19 @@ static int scan_minirun(const akv_qf *f, akv_hash h, akv_revmap *rm, owners *o)
 
 /* Owners of the minirun [a, b) from the reverse map, as streams; checks that
  * they are exactly as many as the records and each owns its record. */
-int akv_qfi_minirun_owners(const akv_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
-                           owners *o, akv_u128 **streams)
+int akvi_qfi_minirun_owners(const akvi_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
+                           owners *o, akvi_u128 **streams)
 {
     int rc = scan_minirun(f, h, rm, o);
     if (rc != AKV_OK)
         return rc < 0 ? rc : AKV_EIO;
     if (o->n != b - a)
         return AKV_ECORRUPT;
-    akv_u128 *sv = malloc((o->n + 1) * sizeof *sv);
+    akvi_u128 *sv = malloc((o->n + 1) * sizeof *sv);
     if (!sv)
         return AKV_ENOMEM;
     for (size_t i = 0; i < o->n; i++) {
-        sv[i] = akv_qf_stream(f, o->v[i]);
+        sv[i] = akvi_qf_stream(f, o->v[i]);
         if (!fp_prefix_of(f, run->v[a + i], sv[i])) {
             free(sv);
             return AKV_ECORRUPT;
@@ -739,7 +739,7 @@ static bool is_owner(const owners *o, akv_hash h)
 }
 
 /* Extend the matching group of [a, b) against query x (Lemma 4). */
-static bool extend_group(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n, akv_u128 x)
+static bool extend_group(const akvi_qf *f, akvi_qf_fp *fp, const akvi_u128 *own, size_t n, akvi_u128 x)
 {
     bool any = false;
     for (size_t i = 0; i < n; i++) {
@@ -753,41 +753,41 @@ static bool extend_group(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, si
             any = true;
         }
     }
-    akv_qfi_fix_nesting(f, fp, own, n);
+    akvi_qfi_fix_nesting(f, fp, own, n);
     return any;
 }
 
-int akv_qf_adapt(akv_qf *f, akv_hash h, akv_revmap *rm)
+int akvi_qf_adapt(akvi_qf *f, akv_hash h, akv_revmap *rm)
 {
     if (f->mwords == 2 || !rm)
         return AKV_ENOTSUP;
-    akv_u128 x = akv_qf_stream(f, h);
+    akvi_u128 x = akvi_qf_stream(f, h);
     uint64_t home = quo_of(f, x), s, len;
     fpvec run;
     fv_init(&run);
     owners o = {0};
-    akv_u128 *own = NULL;
+    akvi_u128 *own = NULL;
     size_t a = 0, b = 0;
-    int rc = akv_qfi_load_run(f, home, &s, &len, &run);
+    int rc = akvi_qfi_load_run(f, home, &s, &len, &run);
     if (rc == AKV_OK)
-        akv_qfi_minirun_range(f, &run, x, &a, &b);
+        akvi_qfi_minirun_range(f, &run, x, &a, &b);
     bool hit = false;
     for (size_t i = a; rc == AKV_OK && i < b; i++)
         hit |= fp_prefix_of(f, run.v[i], x);
     if (rc == AKV_OK && !hit)
         rc = AKV_NOTFOUND;
     if (rc == AKV_OK)
-        rc = akv_qfi_minirun_owners(f, h, &run, a, b, rm, &o, &own);
+        rc = akvi_qfi_minirun_owners(f, h, &run, a, b, rm, &o, &own);
     if (rc == AKV_OK && is_owner(&o, h))
         rc = AKV_NOTFOUND; /* a stored key, not a false positive */
-    uint64_t old_ext = akv_qfi_ext_total(run.v + a, b - a);
+    uint64_t old_ext = akvi_qfi_ext_total(run.v + a, b - a);
     if (rc == AKV_OK && !extend_group(f, run.v + a, own, b - a, x))
         rc = AKV_NOTFOUND;
-    uint64_t add = rc == AKV_OK ? akv_qfi_ext_total(run.v + a, b - a) - old_ext : 0;
+    uint64_t add = rc == AKV_OK ? akvi_qfi_ext_total(run.v + a, b - a) - old_ext : 0;
     if (rc == AKV_OK && f->used + add > f->adapt_limit)
         rc = AKV_EFULL;
     if (rc == AKV_OK)
-        rc = akv_qfi_replace_run(f, home, s, len, run.v, run.n);
+        rc = akvi_qfi_replace_run(f, home, s, len, run.v, run.n);
     if (rc == AKV_OK) {
         f->ext_slots += add;
         f->adaptations++;
@@ -802,7 +802,7 @@ int akv_qf_adapt(akv_qf *f, akv_hash h, akv_revmap *rm)
 
 /* Append one record after everything written so far (records must come in
  * ascending order). Offsets are set as slots land past their home block. */
-int akv_qfi_emit(akv_qf *f, uint64_t home, akv_qf_fp fp)
+int akvi_qfi_emit(akvi_qf *f, uint64_t home, akvi_qf_fp fp)
 {
     bool same = f->nitems > 0 && home == f->bl_home;
     uint64_t pos = same ? f->bl_cur : (home > f->bl_cur ? home : f->bl_cur);
@@ -812,7 +812,7 @@ int akv_qfi_emit(akv_qf *f, uint64_t home, akv_qf_fp fp)
         bit_put(f, W_REND, f->bl_last_rem, false);
     else
         bit_put(f, W_OCC, home, true);
-    akv_qf_fp one = fp;
+    akvi_qf_fp one = fp;
     write_records(f, pos, &one, 1);
     /* The offset of every block after the home's one that this run now
      * reaches is where the run ends (it may end blocks later: clustered
@@ -829,21 +829,21 @@ int akv_qfi_emit(akv_qf *f, uint64_t home, akv_qf_fp fp)
     return AKV_OK;
 }
 
-int akv_qf_bulk_add(akv_qf *f, akv_hash h)
+int akvi_qf_bulk_add(akvi_qf *f, akv_hash h)
 {
-    akv_u128 x = akv_qf_stream(f, h);
+    akvi_u128 x = akvi_qf_stream(f, h);
     if (!f->bl_ok || (f->nitems > 0 && x < f->bl_last))
         return AKV_EINVAL;
     if (f->used + 1 > f->insert_limit)
         return AKV_EFULL;
     note_prefix(f, h);
-    int rc = akv_qfi_emit(f, quo_of(f, x), make_fp(f, x, 0));
+    int rc = akvi_qfi_emit(f, quo_of(f, x), make_fp(f, x, 0));
     if (rc == AKV_OK)
         f->bl_last = x;
     return rc;
 }
 
-bool akv_qfi_next_home(const akv_qf *f, uint64_t *h)
+bool akvi_qfi_next_home(const akvi_qf *f, uint64_t *h)
 {
     uint64_t i = *h;
     while (i < f->xnslots) {
@@ -858,11 +858,11 @@ bool akv_qfi_next_home(const akv_qf *f, uint64_t *h)
 }
 
 /* Next run's records into out (cleared); false at the end. */
-int akv_qfi_read_next_run(reader *rd, uint64_t *home, fpvec *out)
+int akvi_qfi_read_next_run(reader *rd, uint64_t *home, fpvec *out)
 {
     out->n = 0;
     uint64_t h = rd->next;
-    if (!akv_qfi_next_home(rd->f, &h))
+    if (!akvi_qfi_next_home(rd->f, &h))
         return AKV_NOTFOUND;
     uint64_t s = h > rd->cur ? h : rd->cur, len = 0;
     int rc = decode_run_at(rd->f, h, s, &len, out);
@@ -872,14 +872,14 @@ int akv_qfi_read_next_run(reader *rd, uint64_t *home, fpvec *out)
     return rc;
 }
 
-int akv_qf_foreach(const akv_qf *f, akv_qf_visit_fn fn, void *arg)
+int akvi_qf_foreach(const akvi_qf *f, akvi_qf_visit_fn fn, void *arg)
 {
     reader rd = {f, 0, 0};
     fpvec run;
     fv_init(&run);
     uint64_t home;
     int rc;
-    while ((rc = akv_qfi_read_next_run(&rd, &home, &run)) == AKV_OK)
+    while ((rc = akvi_qfi_read_next_run(&rd, &home, &run)) == AKV_OK)
         for (size_t i = 0; i < run.n && rc == AKV_OK; i++)
             rc = fn(arg, home, run.v[i]);
     fv_free(&run);
@@ -888,7 +888,7 @@ int akv_qf_foreach(const akv_qf *f, akv_qf_visit_fn fn, void *arg)
 
 /* ---- validation, FPR, serialization -------------------------------------- */
 
-static bool slot_empty(const akv_qf *f, uint64_t i)
+static bool slot_empty(const akvi_qf *f, uint64_t i)
 {
     return slot_get(f, i) == 0 && !bit_get(f, W_REND, i) && !bit_get(f, W_EXT, i);
 }
@@ -899,14 +899,14 @@ typedef struct vstate {
 } vstate;
 
 /* Check one run starting at s; returns its last slot or QF_BAD. */
-static int64_t check_run(const akv_qf *f, uint64_t home, uint64_t s, vstate *vs)
+static int64_t check_run(const akvi_qf *f, uint64_t home, uint64_t s, vstate *vs)
 {
-    akv_qf_fp prev = {0, 0};
+    akvi_qf_fp prev = {0, 0};
     for (uint64_t i = s, n = 0;; n++) {
         if (i >= f->xnslots || bit_get(f, W_EXT, i))
             return QF_BAD;
         uint64_t e;
-        akv_qf_fp fp = read_record(f, home, i, &e);
+        akvi_qf_fp fp = read_record(f, home, i, &e);
         for (uint64_t j = i + 1; j <= e; j++)
             if (bit_get(f, W_REND, j))
                 return QF_BAD; /* counter slots are not part of this format */
@@ -928,14 +928,14 @@ static int64_t check_run(const akv_qf *f, uint64_t home, uint64_t s, vstate *vs)
     }
 }
 
-int akv_qf_validate(const akv_qf *f)
+int akvi_qf_validate(const akvi_qf *f)
 {
     vstate vs = {0, 0, 0, 0, calloc(f->nblocks, sizeof(uint64_t))};
     if (!vs.off)
         return AKV_ENOMEM;
     int rc = AKV_OK;
     uint64_t h = 0;
-    while (rc == AKV_OK && akv_qfi_next_home(f, &h)) {
+    while (rc == AKV_OK && akvi_qfi_next_home(f, &h)) {
         if (h >= f->nslots) {
             rc = AKV_ECORRUPT;
             break;
@@ -982,13 +982,13 @@ int akv_qf_validate(const akv_qf *f)
 }
 
 typedef struct fpr_acc {
-    const akv_qf *f;
+    const akvi_qf *f;
     double sum;
-    akv_qf_fp last;
+    akvi_qf_fp last;
     bool any;
 } fpr_acc;
 
-static int fpr_visit(void *arg, uint64_t home, akv_qf_fp fp)
+static int fpr_visit(void *arg, uint64_t home, akvi_qf_fp fp)
 {
     (void)home;
     fpr_acc *a = arg;
@@ -1000,28 +1000,28 @@ static int fpr_visit(void *arg, uint64_t home, akv_qf_fp fp)
     return AKV_OK;
 }
 
-double akv_qf_fpr(const akv_qf *f)
+double akvi_qf_fpr(const akvi_qf *f)
 {
     fpr_acc a = {f, 0, {0, 0}, false};
-    akv_qf_foreach(f, fpr_visit, &a);
+    akvi_qf_foreach(f, fpr_visit, &a);
     return a.sum;
 }
 
 /* Payload version 2 (docs/format.md): u64 nslots, u32 r, u32 pbits, u64
  * nblocks, u64 prefix, items, used, ext_slots, adaptations, then the table
  * bytes as they are in memory (little-endian words, packed blocks). */
-int akv_qf_save(const akv_qf *f, uint8_t *buf, size_t *len)
+int akvi_qf_save(const akvi_qf *f, uint8_t *buf, size_t *len)
 {
-    akv_wbuf w = {buf, 0};
-    akv_w_u64(&w, f->nslots);
-    akv_w_u32(&w, f->r);
-    akv_w_u32(&w, f->pbits);
-    akv_w_u64(&w, f->nblocks);
-    akv_w_u64(&w, f->prefix);
-    akv_w_u64(&w, f->nitems);
-    akv_w_u64(&w, f->used);
-    akv_w_u64(&w, f->ext_slots);
-    akv_w_u64(&w, f->adaptations);
+    akvi_wbuf w = {buf, 0};
+    akvi_w_u64(&w, f->nslots);
+    akvi_w_u32(&w, f->r);
+    akvi_w_u32(&w, f->pbits);
+    akvi_w_u64(&w, f->nblocks);
+    akvi_w_u64(&w, f->prefix);
+    akvi_w_u64(&w, f->nitems);
+    akvi_w_u64(&w, f->used);
+    akvi_w_u64(&w, f->ext_slots);
+    akvi_w_u64(&w, f->adaptations);
     size_t tb = (size_t)(f->nblocks * f->bbytes);
     if (buf) {
         for (size_t i = 0; i + 8 <= tb; i += 8)
@@ -1034,7 +1034,7 @@ int akv_qf_save(const akv_qf *f, uint8_t *buf, size_t *len)
     return AKV_OK;
 }
 
-static int finish_load(akv_qf *f, uint64_t prefix, uint64_t items, uint64_t used, uint64_t exts,
+static int finish_load(akvi_qf *f, uint64_t prefix, uint64_t items, uint64_t used, uint64_t exts,
                        uint64_t adapts)
 {
     f->prefix = prefix;
@@ -1043,9 +1043,9 @@ static int finish_load(akv_qf *f, uint64_t prefix, uint64_t items, uint64_t used
     f->ext_slots = exts;
     f->adaptations = adapts;
     f->bl_ok = false;
-    int rc = akv_qf_validate(f);
+    int rc = akvi_qf_validate(f);
     if (rc != AKV_OK) {
-        akv_qf_free(f);
+        akvi_qf_free(f);
         return rc == AKV_ENOMEM ? rc : AKV_ECORRUPT;
     }
     return AKV_OK;
@@ -1054,12 +1054,12 @@ static int finish_load(akv_qf *f, uint64_t prefix, uint64_t items, uint64_t used
 /* Version 1: u32 q, u32 r, u32 pbits, the five u64 counters, then 64-bit
  * words, per block occupieds, runends, [extensions,] a whole offset word
  * and r slot words, with 2^q home slots and a tail of 10·sqrt(2^q) + 64. */
-static int load_v1(akv_qf *f, const uint8_t *buf, size_t len, bool ext)
+static int load_v1(akvi_qf *f, const uint8_t *buf, size_t len, bool ext)
 {
-    akv_rbuf r = {buf, len, 0, false};
-    uint32_t q = akv_r_u32(&r), rb = akv_r_u32(&r), pb = akv_r_u32(&r);
-    uint64_t prefix = akv_r_u64(&r), items = akv_r_u64(&r), used = akv_r_u64(&r);
-    uint64_t exts = akv_r_u64(&r), adapts = akv_r_u64(&r);
+    akvi_rbuf r = {buf, len, 0, false};
+    uint32_t q = akvi_r_u32(&r), rb = akvi_r_u32(&r), pb = akvi_r_u32(&r);
+    uint64_t prefix = akvi_r_u64(&r), items = akvi_r_u64(&r), used = akvi_r_u64(&r);
+    uint64_t exts = akvi_r_u64(&r), adapts = akvi_r_u64(&r);
     if (r.err || q < 6 || q > 40 || rb < 1 || rb > 32 || pb > 32 || q + rb + pb > 64)
         return AKV_ECORRUPT;
     uint64_t ns = 1ULL << q, xn = (ns + (uint64_t)(10.0 * sqrt((double)ns)) + 64 + 63) & ~63ULL;
@@ -1071,27 +1071,27 @@ static int load_v1(akv_qf *f, const uint8_t *buf, size_t len, bool ext)
     for (uint64_t b = 0; b < nb; b++) {
         uint8_t *p = blkp(f, b);
         for (uint64_t j = 0; j < mw; j++)
-            st64(p + 8 * j, akv_r_u64(&r));
-        uint64_t off = akv_r_u64(&r);
+            st64(p + 8 * j, akvi_r_u64(&r));
+        uint64_t off = akvi_r_u64(&r);
         p[8 * mw] = (uint8_t)(off < QF_OFF_SAT ? off : QF_OFF_SAT);
         for (uint64_t j = 0; j < rb; j++)
-            st64(p + 8 * mw + 1 + 8 * j, akv_r_u64(&r));
+            st64(p + 8 * mw + 1 + 8 * j, akvi_r_u64(&r));
     }
     return finish_load(f, prefix, items, used, exts, adapts);
 }
 
-int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ver)
+int akvi_qf_load(akvi_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ver)
 {
     memset(f, 0, sizeof *f);
     if (ver == 1)
         return load_v1(f, buf, len, ext);
     if (ver != 2)
         return AKV_ENOTSUP;
-    akv_rbuf r = {buf, len, 0, false};
-    uint64_t ns = akv_r_u64(&r);
-    uint32_t rb = akv_r_u32(&r), pb = akv_r_u32(&r);
-    uint64_t nb = akv_r_u64(&r), prefix = akv_r_u64(&r), items = akv_r_u64(&r), used = akv_r_u64(&r);
-    uint64_t exts = akv_r_u64(&r), adapts = akv_r_u64(&r);
+    akvi_rbuf r = {buf, len, 0, false};
+    uint64_t ns = akvi_r_u64(&r);
+    uint32_t rb = akvi_r_u32(&r), pb = akvi_r_u32(&r);
+    uint64_t nb = akvi_r_u64(&r), prefix = akvi_r_u64(&r), items = akvi_r_u64(&r), used = akvi_r_u64(&r);
+    uint64_t exts = akvi_r_u64(&r), adapts = akvi_r_u64(&r);
     /* Every size is checked before it is used in arithmetic: nslots is
      * bounded first, the block count must be the one nslots implies, and
      * the table must be exactly the rest of the payload. */
@@ -1100,7 +1100,7 @@ int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ve
     /* The tail is 64 + 4·sqrt(N) slots; a filter converted from version 1
      * keeps that version's longer tail (64 + 10·sqrt(N)). */
     uint64_t tb, v1_blocks = (ns + (uint64_t)(10.0 * sqrt((double)ns)) + 64 + 63) / 64;
-    if (nb < akv_qf_blocks_for(ns) || nb > v1_blocks ||
+    if (nb < akvi_qf_blocks_for(ns) || nb > v1_blocks ||
         __builtin_mul_overflow(nb, 8ULL * (ext ? 3 : 2) + 1 + 8ULL * rb, &tb) || len - r.off != tb)
         return AKV_ECORRUPT;
     if (qf_alloc(f, ns, rb, pb, ext, nb) != AKV_OK)
@@ -1111,9 +1111,9 @@ int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ve
 
 /* ---- build helpers ------------------------------------------------------- */
 
-int akv_qf_build_push(akv_qf_build *b, akv_hash h)
+int akvi_qf_build_push(akvi_qf_build *b, akv_hash h)
 {
-    akv_hash *nv = akv_grow(b->v, &b->cap, b->n + 1, sizeof *nv, 1024);
+    akv_hash *nv = akvi_grow(b->v, &b->cap, b->n + 1, sizeof *nv, 1024);
     if (!nv)
         return AKV_ENOMEM;
     b->v = nv;
@@ -1123,7 +1123,7 @@ int akv_qf_build_push(akv_qf_build *b, akv_hash h)
 
 /* LSD radix sort on hi (4 passes of 16 bits), then an insertion pass that
  * orders the rare equal-hi neighbours by lo. */
-void akv_qf_sort(akv_hash *v, size_t n)
+void akvi_qf_sort(akv_hash *v, size_t n)
 {
     bool sorted = true;
     for (size_t i = 1; i < n && sorted; i++)
@@ -1173,19 +1173,19 @@ static uint64_t slots_in(double bytes, uint32_t r, bool ext)
     /* nslots + 64 + 4·sqrt(nslots) <= 64·blocks, then settle exactly */
     double s = 64.0 * (double)blocks - 64.0, root = sqrt(4.0 + s) - 2.0;
     uint64_t n = (uint64_t)(root * root);
-    while (n > 0 && akv_qf_blocks_for(n) > blocks)
+    while (n > 0 && akvi_qf_blocks_for(n) > blocks)
         n--;
-    while (akv_qf_blocks_for(n + 1) <= blocks)
+    while (akvi_qf_blocks_for(n + 1) <= blocks)
         n++;
     return n < 64 ? 0 : n;
 }
 
-void akv_qf_geometry(const akv_filter_params *p, uint64_t n, bool ext, uint64_t *nslots, uint32_t *r)
+void akvi_qf_geometry(const akv_filter_params *p, uint64_t n, bool ext, uint64_t *nslots, uint32_t *r)
 {
     double lf = p->load_factor > 0 && p->load_factor <= 1 ? p->load_factor : 0.9;
     double bpk = p->bits_per_key > 0 ? p->bits_per_key : 10;
     uint32_t pb = p->prefix_bits > 32 ? 32 : p->prefix_bits;
-    uint64_t ns = akv_qf_slots_for(n, lf);
+    uint64_t ns = akvi_qf_slots_for(n, lf);
     long rr = p->remainder_bits ? (long)p->remainder_bits : (long)floor(bpk * lf - (ext ? 3.125 : 2.125));
     if (!p->remainder_bits && n > 0) {
         double budget = bpk * (double)n / 8.0;
@@ -1207,25 +1207,25 @@ void akv_qf_geometry(const akv_filter_params *p, uint64_t n, bool ext, uint64_t 
     *nslots = ns;
 }
 
-int akv_qf_build_finish(akv_qf *f, akv_qf_build *b, double lf)
+int akvi_qf_build_finish(akvi_qf *f, akvi_qf_build *b, double lf)
 {
-    akv_qf_sort(b->v, b->n);
+    akvi_qf_sort(b->v, b->n);
     if (b->n > f->insert_limit) {
-        uint64_t ns = akv_qf_slots_for(b->n, lf);
+        uint64_t ns = akvi_qf_slots_for(b->n, lf);
         if ((double)b->n > 0.95 * (double)ns)
             ns = (uint64_t)((double)b->n / 0.95) + 2;
         uint32_t r = f->r, pb = f->pbits, q = qbits_for(ns);
         bool ext = f->mwords == 3;
-        akv_qf_free(f);
-        int rc = akv_qf_init_n(f, ns, r + q + pb > 64 ? 64 - q - pb : r, pb, ext);
+        akvi_qf_free(f);
+        int rc = akvi_qf_init_n(f, ns, r + q + pb > 64 ? 64 - q - pb : r, pb, ext);
         if (rc != AKV_OK)
             return rc;
     }
     int rc = AKV_OK;
     for (size_t i = 0; i < b->n && rc == AKV_OK; i++) {
-        rc = akv_qf_bulk_add(f, b->v[i]);
+        rc = akvi_qf_bulk_add(f, b->v[i]);
         if (rc == AKV_EINVAL) /* keys outside the shard prefix: stream order differs */
-            rc = akv_qf_insert(f, b->v[i]);
+            rc = akvi_qf_insert(f, b->v[i]);
     }
     f->bl_ok = false;
     return rc;

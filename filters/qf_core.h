@@ -40,7 +40,7 @@
  *
  * Thread safety: the table is read and written only through relaxed atomic
  * word accesses, so a reader racing a writer sees torn but not undefined
- * state; akv_qf_lookup() reports an inconsistent walk instead of trusting it,
+ * state; akvi_qf_lookup() reports an inconsistent walk instead of trusting it,
  * and the aqf kind wraps it in a sequence lock. The core itself holds no lock:
  * mutations must be serialised by the caller.
  */
@@ -53,9 +53,9 @@
 
 #include "adaptkv/filter.h"
 
-typedef unsigned __int128 akv_u128;
+typedef unsigned __int128 akvi_u128;
 
-typedef struct akv_qf {
+typedef struct akvi_qf {
     uint32_t q, r, pbits; /* q: bits of the quotient in the stream, ceil(log2 nslots) */
     uint32_t mwords;      /* metadata words per block: 2 (qf) or 3 (aqf: + extensions) */
     uint32_t bbytes;      /* bytes per block: 8 * mwords + 1 (offset) + 8 * r (slots) */
@@ -72,69 +72,69 @@ typedef struct akv_qf {
     /* streaming bulk writer: valid while every record lies before `bl_cur` */
     bool bl_ok;
     uint64_t bl_cur, bl_home, bl_last_rem;
-    akv_u128 bl_last;
+    akvi_u128 bl_last;
     /* writer scratch */
     void *scratch;
     size_t scratch_cap;
     /* the build of qf_nav.h this filter uses (portable or POPCNT/BMI2),
      * chosen when it is allocated */
-    int (*lookup_fn)(const struct akv_qf *f, akv_hash h);
-    int (*insert_fast_fn)(struct akv_qf *f, akv_u128 x);
-} akv_qf;
+    int (*lookup_fn)(const struct akvi_qf *f, akv_hash h);
+    int (*insert_fast_fn)(struct akvi_qf *f, akvi_u128 x);
+} akvi_qf;
 
 /* One fingerprint: its stream bits (left-aligned, zero past the end) and
  * its extension count k; its length in bits is q + r + k*r. */
-typedef struct akv_qf_fp {
-    akv_u128 s;
+typedef struct akvi_qf_fp {
+    akvi_u128 s;
     uint32_t k;
-} akv_qf_fp;
+} akvi_qf_fp;
 
 /* Allocate an empty filter with `nslots` home slots (64 <= nslots <= 2^40)
  * and r-bit remainders. `ext` selects the AQF layout (extension bits). */
-int akv_qf_init_n(akv_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext);
+int akvi_qf_init_n(akvi_qf *f, uint64_t nslots, uint32_t r, uint32_t pbits, bool ext);
 /* The same with 2^q home slots. */
-int akv_qf_init(akv_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext);
+int akvi_qf_init(akvi_qf *f, uint32_t q, uint32_t r, uint32_t pbits, bool ext);
 /* Slots of the overflow tail past nslots (no wrap-around), and the blocks
  * of a table of nslots home slots. */
-uint64_t akv_qf_blocks_for(uint64_t nslots);
+uint64_t akvi_qf_blocks_for(uint64_t nslots);
 /* Bytes of the table for nslots home slots, r-bit remainders, qf or aqf
- * layout (what akv_qf_memory reports once allocated). */
-uint64_t akv_qf_bytes_for(uint64_t nslots, uint32_t r, bool ext);
+ * layout (what akvi_qf_memory reports once allocated). */
+uint64_t akvi_qf_bytes_for(uint64_t nslots, uint32_t r, bool ext);
 /* Geometry for n keys under the parameters: with remainder_bits, r is that
  * and nslots = n / load_factor; otherwise the budget bits_per_key·n buys
  * the table, and r is the largest remainder for which the n keys fill at
  * most load_factor + 0.035 of the slots the budget then buys (the rest
  * of the budget, to the byte, is slots). */
-void akv_qf_geometry(const akv_filter_params *p, uint64_t n, bool ext, uint64_t *nslots, uint32_t *r);
-void akv_qf_free(akv_qf *f);
+void akvi_qf_geometry(const akv_filter_params *p, uint64_t n, bool ext, uint64_t *nslots, uint32_t *r);
+void akvi_qf_free(akvi_qf *f);
 /* An empty table of like's geometry (slots, blocks, r, prefix bits, layout). */
-int akv_qf_init_like(akv_qf *f, const akv_qf *like);
-/* Overwrite dst's records with src's (same geometry: akv_qf_init_like).
+int akvi_qf_init_like(akvi_qf *f, const akvi_qf *like);
+/* Overwrite dst's records with src's (same geometry: akvi_qf_init_like).
  * The caller holds dst's writer section; queries may run meanwhile. */
-void akv_qf_assign(akv_qf *dst, const akv_qf *src);
+void akvi_qf_assign(akvi_qf *dst, const akvi_qf *src);
 /* Choose q for n keys at fill `lf` (0 = 0.9), at least 64 slots. */
-uint32_t akv_qf_q_for(uint64_t n, double lf);
+uint32_t akvi_qf_q_for(uint64_t n, double lf);
 /* Home slots for n keys at fill lf (0 = 0.9): ceil(n / lf), at least 64. */
-uint64_t akv_qf_slots_for(uint64_t n, double lf);
+uint64_t akvi_qf_slots_for(uint64_t n, double lf);
 
-size_t akv_qf_memory(const akv_qf *f);
+size_t akvi_qf_memory(const akvi_qf *f);
 
-static inline akv_u128 akv_qf_stream(const akv_qf *f, akv_hash h)
+static inline akvi_u128 akvi_qf_stream(const akvi_qf *f, akv_hash h)
 {
-    akv_u128 x = (((akv_u128)h.hi << 64) | h.lo) << f->pbits;
+    akvi_u128 x = (((akvi_u128)h.hi << 64) | h.lo) << f->pbits;
     if (f->pow2)
         return x;
     /* x·N = quotient · 2^128 + fraction */
-    akv_u128 lo = (akv_u128)(uint64_t)x * f->nslots, hi = (x >> 64) * f->nslots;
-    akv_u128 mid = (akv_u128)(uint64_t)hi + (uint64_t)(lo >> 64);
+    akvi_u128 lo = (akvi_u128)(uint64_t)x * f->nslots, hi = (x >> 64) * f->nslots;
+    akvi_u128 mid = (akvi_u128)(uint64_t)hi + (uint64_t)(lo >> 64);
     uint64_t quo = (uint64_t)(hi >> 64) + (uint64_t)(mid >> 64);
-    akv_u128 frac = (mid << 64) | (uint64_t)lo;
-    return ((akv_u128)quo << (128 - f->q)) | (frac >> f->q);
+    akvi_u128 frac = (mid << 64) | (uint64_t)lo;
+    return ((akvi_u128)quo << (128 - f->q)) | (frac >> f->q);
 }
 
 /* Quotient and remainder of h with 64-bit arithmetic only (the query path;
- * equal to quo/rem of akv_qf_stream, since q + r + pbits <= 64). */
-static inline void akv_qf_qr(const akv_qf *f, akv_hash h, uint64_t *quo, uint64_t *rem)
+ * equal to quo/rem of akvi_qf_stream, since q + r + pbits <= 64). */
+static inline void akvi_qf_qr(const akvi_qf *f, akv_hash h, uint64_t *quo, uint64_t *rem)
 {
     uint64_t xh = f->pbits ? (h.hi << f->pbits) | (h.lo >> (64 - f->pbits)) : h.hi;
     if (f->pow2) {
@@ -143,82 +143,82 @@ static inline void akv_qf_qr(const akv_qf *f, akv_hash h, uint64_t *quo, uint64_
         return;
     }
     uint64_t xl = h.lo << f->pbits;
-    akv_u128 hi = (akv_u128)xh * f->nslots, mid = (uint64_t)hi + (((akv_u128)xl * f->nslots) >> 64);
+    akvi_u128 hi = (akvi_u128)xh * f->nslots, mid = (uint64_t)hi + (((akvi_u128)xl * f->nslots) >> 64);
     *quo = (uint64_t)(hi >> 64) + (uint64_t)(mid >> 64);
     *rem = (uint64_t)mid >> (64 - f->r);
 }
 
 /* 1 maybe, 0 no, -1 the walk saw an inconsistent (concurrently modified)
  * table. Safe to call while another thread mutates. */
-static inline int akv_qf_lookup(const akv_qf *f, akv_hash h)
+static inline int akvi_qf_lookup(const akvi_qf *f, akv_hash h)
 {
     return f->lookup_fn(f, h);
 }
 /* True when lookups and inserts use the POPCNT/BMI2 build (x86-64 CPUs
  * that have both; decided once at run time). */
-bool akv_qf_hw_select(void);
+bool akvi_qf_hw_select(void);
 /* Tests: filters allocated from now on use the portable build even where
  * the hardware one could run. */
-void akv_qf_force_portable(bool on);
+void akvi_qf_force_portable(bool on);
 /* Memory words a lookup touches (instrumentation). */
-unsigned akv_qf_words_touched(const akv_qf *f, akv_hash h);
+unsigned akvi_qf_words_touched(const akvi_qf *f, akv_hash h);
 
 /* Insert/remove one key (hash). Remove takes any record of the group of
  * identical fingerprints matching h; by invariant N that is always the
  * key's own (see qf_core.c). AKV_EFULL when the table is full, AKV_NOTFOUND
  * when nothing matches h. */
-int akv_qf_insert(akv_qf *f, akv_hash h);
-int akv_qf_remove(akv_qf *f, akv_hash h);
+int akvi_qf_insert(akvi_qf *f, akv_hash h);
+int akvi_qf_remove(akvi_qf *f, akv_hash h);
 
 /* Fix the false positive h using the reverse map: every fingerprint of the
  * minirun that matches h is extended with its owner's bits until it no
  * longer matches. AKV_NOTFOUND if h matches nothing or is a stored key,
  * AKV_ECORRUPT if the reverse map disagrees with the filter (the filter is
  * then left unchanged), AKV_EFULL if there is no room. */
-int akv_qf_adapt(akv_qf *f, akv_hash h, akv_revmap *rm);
+int akvi_qf_adapt(akvi_qf *f, akv_hash h, akv_revmap *rm);
 
 
 /* Streaming bulk load of hashes in ascending (hi, lo) order into an empty
  * filter: one sequential pass, no shifting. AKV_EINVAL when h is out of
- * order or the filter was modified otherwise (use akv_qf_insert then). */
-int akv_qf_bulk_add(akv_qf *f, akv_hash h);
+ * order or the filter was modified otherwise (use akvi_qf_insert then). */
+int akvi_qf_bulk_add(akvi_qf *f, akv_hash h);
 
 
 
 /* Full structural check (canonical layout, offsets, counters, sorted runs,
  * invariant N between neighbours). AKV_OK or AKV_ECORRUPT. */
-int akv_qf_validate(const akv_qf *f);
+int akvi_qf_validate(const akvi_qf *f);
 
 /* Exact FPR for a uniformly random absent hash: Σ 2^-len over distinct
  * fingerprints (their match sets are disjoint under invariant N). */
-double akv_qf_fpr(const akv_qf *f);
+double akvi_qf_fpr(const akvi_qf *f);
 
 /* Serialization of the table (header + table bytes; payload version 2). */
-int akv_qf_save(const akv_qf *f, uint8_t *buf, size_t *len);
+int akvi_qf_save(const akvi_qf *f, uint8_t *buf, size_t *len);
 /* Loads payload versions 1 (word layout, 2^q slots) and 2 (current). Every
  * size is bounded before use: a damaged payload gives AKV_ECORRUPT. */
-int akv_qf_load(akv_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ver);
+int akvi_qf_load(akvi_qf *f, const uint8_t *buf, size_t len, bool ext, uint16_t ver);
 
 /* Build helpers shared by the kinds: keys are buffered by add() and
  * bulk-loaded by finish() in one sorted pass. */
-typedef struct akv_qf_build {
+typedef struct akvi_qf_build {
     akv_hash *v;
     size_t n, cap;
-} akv_qf_build;
-int akv_qf_build_push(akv_qf_build *b, akv_hash h);
+} akvi_qf_build;
+int akvi_qf_build_push(akvi_qf_build *b, akv_hash h);
 /* Sort b (ascending (hi, lo)), regrow f if the keys exceed its capacity,
  * bulk-load them. b stays sorted; the caller frees b->v. */
-int akv_qf_build_finish(akv_qf *f, akv_qf_build *b, double lf);
-void akv_qf_sort(akv_hash *v, size_t n);
+int akvi_qf_build_finish(akvi_qf *f, akvi_qf_build *b, double lf);
+void akvi_qf_sort(akv_hash *v, size_t n);
 
 /* Every kind built on the core starts with this head. */
-typedef struct akv_qf_head {
+typedef struct akvi_qf_head {
     akv_filter base;
-    akv_qf qf;
-} akv_qf_head;
+    akvi_qf qf;
+} akvi_qf_head;
 
 /* Iterate records in slot (= hash) order. */
-typedef int (*akv_qf_visit_fn)(void *arg, uint64_t home, akv_qf_fp fp);
-int akv_qf_foreach(const akv_qf *f, akv_qf_visit_fn fn, void *arg);
+typedef int (*akvi_qf_visit_fn)(void *arg, uint64_t home, akvi_qf_fp fp);
+int akvi_qf_foreach(const akvi_qf *f, akvi_qf_visit_fn fn, void *arg);
 
 #endif

@@ -94,35 +94,35 @@ static inline void st8(uint8_t *p, uint8_t v)
 }
 #endif
 
-static inline uint8_t *blkp(const akv_qf *f, uint64_t b)
+static inline uint8_t *blkp(const akvi_qf *f, uint64_t b)
 {
     return f->t + b * f->bbytes;
 }
-static inline uint64_t occw(const akv_qf *f, uint64_t b)
+static inline uint64_t occw(const akvi_qf *f, uint64_t b)
 {
     return ld64(blkp(f, b) + 8 * W_OCC);
 }
-static inline uint64_t rendw(const akv_qf *f, uint64_t b)
+static inline uint64_t rendw(const akvi_qf *f, uint64_t b)
 {
     return ld64(blkp(f, b) + 8 * W_REND);
 }
-static inline uint64_t extw(const akv_qf *f, uint64_t b)
+static inline uint64_t extw(const akvi_qf *f, uint64_t b)
 {
     return f->mwords == 3 ? ld64(blkp(f, b) + 8 * W_EXT) : 0;
 }
 /* The stored offset byte: the true offset, or QF_OFF_SAT when it is at
  * least that (qf_core.c's block_offset computes it then). */
 #define QF_OFF_SAT 255u
-static inline uint64_t offb(const akv_qf *f, uint64_t b)
+static inline uint64_t offb(const akvi_qf *f, uint64_t b)
 {
     return ld8(blkp(f, b) + 8 * f->mwords);
 }
-static inline void set_off(akv_qf *f, uint64_t b, uint64_t v)
+static inline void set_off(akvi_qf *f, uint64_t b, uint64_t v)
 {
     st8(blkp(f, b) + 8 * f->mwords, (uint8_t)(v < QF_OFF_SAT ? v : QF_OFF_SAT));
 }
 /* One more slot of earlier runs at the start of block b. */
-static inline void inc_off(akv_qf *f, uint64_t b)
+static inline void inc_off(akvi_qf *f, uint64_t b)
 {
     uint64_t o = offb(f, b);
     if (o < QF_OFF_SAT)
@@ -134,14 +134,14 @@ static inline uint64_t rmask(uint32_t r)
     return (1ULL << r) - 1;
 }
 
-static inline bool bit_get(const akv_qf *f, int which, uint64_t i)
+static inline bool bit_get(const akvi_qf *f, int which, uint64_t i)
 {
     if (which == W_EXT && f->mwords == 2)
         return false;
     return (ld64(blkp(f, i >> 6) + 8 * which) >> (i & 63)) & 1;
 }
 
-static inline void bit_put(akv_qf *f, int which, uint64_t i, bool v)
+static inline void bit_put(akvi_qf *f, int which, uint64_t i, bool v)
 {
     if (which == W_EXT && f->mwords == 2)
         return;
@@ -150,18 +150,18 @@ static inline void bit_put(akv_qf *f, int which, uint64_t i, bool v)
     st64(p, v ? x | m : x & ~m);
 }
 
-static inline const uint8_t *slot_base(const akv_qf *f, uint64_t b)
+static inline const uint8_t *slot_base(const akvi_qf *f, uint64_t b)
 {
     return blkp(f, b) + 8 * f->mwords + 1;
 }
 
-static inline uint64_t slot_get(const akv_qf *f, uint64_t i)
+static inline uint64_t slot_get(const akvi_qf *f, uint64_t i)
 {
     uint64_t bit = (i & 63) * f->r;
     return (ld64(slot_base(f, i >> 6) + (bit >> 3)) >> (bit & 7)) & rmask(f->r);
 }
 
-static inline void slot_set(akv_qf *f, uint64_t i, uint64_t v)
+static inline void slot_set(akvi_qf *f, uint64_t i, uint64_t v)
 {
     uint64_t bit = (i & 63) * f->r;
     uint8_t *p = (uint8_t *)slot_base(f, i >> 6) + (bit >> 3);
@@ -171,48 +171,48 @@ static inline void slot_set(akv_qf *f, uint64_t i, uint64_t v)
 
 /* ---- 128-bit fingerprint helpers --------------------------------------- */
 
-static inline akv_u128 mask128(unsigned len)
+static inline akvi_u128 mask128(unsigned len)
 {
-    return len == 0 ? 0 : ~(akv_u128)0 << (128 - len);
+    return len == 0 ? 0 : ~(akvi_u128)0 << (128 - len);
 }
-static inline unsigned fp_len(const akv_qf *f, uint32_t k)
+static inline unsigned fp_len(const akvi_qf *f, uint32_t k)
 {
     return f->q + f->r + k * f->r;
 }
-static inline bool fp_prefix_of(const akv_qf *f, akv_qf_fp fp, akv_u128 x)
+static inline bool fp_prefix_of(const akvi_qf *f, akvi_qf_fp fp, akvi_u128 x)
 {
     return ((fp.s ^ x) & mask128(fp_len(f, fp.k))) == 0;
 }
-static inline akv_qf_fp make_fp(const akv_qf *f, akv_u128 x, uint32_t k)
+static inline akvi_qf_fp make_fp(const akvi_qf *f, akvi_u128 x, uint32_t k)
 {
-    return (akv_qf_fp){x & mask128(fp_len(f, k)), k};
+    return (akvi_qf_fp){x & mask128(fp_len(f, k)), k};
 }
-static inline unsigned lcp128(akv_u128 a, akv_u128 b)
+static inline unsigned lcp128(akvi_u128 a, akvi_u128 b)
 {
-    akv_u128 d = a ^ b;
+    akvi_u128 d = a ^ b;
     uint64_t hi = (uint64_t)(d >> 64), lo = (uint64_t)d;
     if (hi)
         return (unsigned)__builtin_clzll(hi);
     return lo ? 64 + (unsigned)__builtin_clzll(lo) : 128;
 }
 /* Fewest extension chunks whose fingerprint is longer than `lcp` bits. */
-static inline uint32_t chunks_for(const akv_qf *f, unsigned lcp)
+static inline uint32_t chunks_for(const akvi_qf *f, unsigned lcp)
 {
     return lcp < f->q + f->r ? 0 : (lcp - f->q - f->r) / f->r + 1;
 }
-static inline uint64_t quo_of(const akv_qf *f, akv_u128 x)
+static inline uint64_t quo_of(const akvi_qf *f, akvi_u128 x)
 {
     return (uint64_t)(x >> (128 - f->q));
 }
-static inline uint64_t rem_of(const akv_qf *f, akv_u128 x)
+static inline uint64_t rem_of(const akvi_qf *f, akvi_u128 x)
 {
     return (uint64_t)(x >> (128 - f->q - f->r)) & rmask(f->r);
 }
-static inline uint64_t chunk_of(const akv_qf *f, akv_u128 x, uint32_t j)
+static inline uint64_t chunk_of(const akvi_qf *f, akvi_u128 x, uint32_t j)
 {
     return (uint64_t)(x >> (128 - fp_len(f, j))) & rmask(f->r);
 }
-static inline akv_u128 mid_of(const akv_qf *f, akv_u128 x)
+static inline akvi_u128 mid_of(const akvi_qf *f, akvi_u128 x)
 {
     return x & mask128(f->q + f->r);
 }
@@ -223,9 +223,9 @@ static inline bool hash_lt(akv_hash a, akv_hash b)
 }
 
 typedef struct fpvec {
-    akv_qf_fp *v;
+    akvi_qf_fp *v;
     size_t n, cap;
-    akv_qf_fp small[16];
+    akvi_qf_fp small[16];
 } fpvec;
 
 static inline void fv_init(fpvec *v)
@@ -239,11 +239,11 @@ static inline void fv_free(fpvec *v)
     if (v->v != v->small)
         free(v->v);
 }
-static inline int fv_push(fpvec *v, akv_qf_fp fp)
+static inline int fv_push(fpvec *v, akvi_qf_fp fp)
 {
     if (v->n == v->cap) {
         size_t nc = v->cap * 2;
-        akv_qf_fp *nv = malloc(nc * sizeof *nv);
+        akvi_qf_fp *nv = malloc(nc * sizeof *nv);
         if (!nv)
             return AKV_ENOMEM;
         memcpy(nv, v->v, v->n * sizeof *nv);
@@ -254,7 +254,7 @@ static inline int fv_push(fpvec *v, akv_qf_fp fp)
     v->v[v->n++] = fp;
     return AKV_OK;
 }
-static inline int fv_insert(fpvec *v, size_t at, akv_qf_fp fp)
+static inline int fv_insert(fpvec *v, size_t at, akvi_qf_fp fp)
 {
     int rc = fv_push(v, fp);
     if (rc == AKV_OK) {
@@ -286,30 +286,30 @@ static inline int owners_push(void *arg, akv_hash h)
 
 /* Sequential reader over runs (canonical layout: run at max(home, cur)). */
 typedef struct reader {
-    const akv_qf *f;
+    const akvi_qf *f;
     uint64_t next, cur;
 } reader;
 
 /* ---- core primitives used by qf_rewrite.c -------------------------------- */
 
 /* Start and length (0 when empty) of the run of `home`, and its records. */
-int akv_qfi_load_run(const akv_qf *f, uint64_t home, uint64_t *s, uint64_t *len, fpvec *out);
+int akvi_qfi_load_run(const akvi_qf *f, uint64_t home, uint64_t *s, uint64_t *len, fpvec *out);
 /* Replace the run of `home` (at slot s, old_len slots) with fps[0..n). */
-int akv_qfi_replace_run(akv_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akv_qf_fp *fps,
+int akvi_qfi_replace_run(akvi_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akvi_qf_fp *fps,
                         size_t n);
 /* Restore invariant N among records whose owners (streams) are known. */
-void akv_qfi_fix_nesting(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n);
+void akvi_qfi_fix_nesting(const akvi_qf *f, akvi_qf_fp *fp, const akvi_u128 *own, size_t n);
 /* The minirun of x inside a decoded run: [*a, *b). */
-void akv_qfi_minirun_range(const akv_qf *f, const fpvec *run, akv_u128 x, size_t *a, size_t *b);
+void akvi_qfi_minirun_range(const akvi_qf *f, const fpvec *run, akvi_u128 x, size_t *a, size_t *b);
 /* Owners of the minirun [a, b) of h from the reverse map, as streams. */
-int akv_qfi_minirun_owners(const akv_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
-                           owners *o, akv_u128 **streams);
-uint64_t akv_qfi_ext_total(const akv_qf_fp *fps, size_t n);
+int akvi_qfi_minirun_owners(const akvi_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
+                           owners *o, akvi_u128 **streams);
+uint64_t akvi_qfi_ext_total(const akvi_qf_fp *fps, size_t n);
 /* Append one record after everything written so far (ascending order). */
-int akv_qfi_emit(akv_qf *f, uint64_t home, akv_qf_fp fp);
+int akvi_qfi_emit(akvi_qf *f, uint64_t home, akvi_qf_fp fp);
 /* Next occupied home at or after *h. */
-bool akv_qfi_next_home(const akv_qf *f, uint64_t *h);
+bool akvi_qfi_next_home(const akvi_qf *f, uint64_t *h);
 /* Next run's records into out (cleared); AKV_NOTFOUND at the end. */
-int akv_qfi_read_next_run(reader *rd, uint64_t *home, fpvec *out);
+int akvi_qfi_read_next_run(reader *rd, uint64_t *home, fpvec *out);
 
 #endif

@@ -52,7 +52,7 @@ static inline uint64_t QF_FN(select64)(uint64_t w, uint64_t k)
  * three lines). A lookup or insert then reads the block's occupieds, offset,
  * runends and slots one after another, each load waiting on the one before;
  * with the lines already on their way their misses overlap instead. */
-static inline void QF_FN(prefetch_block)(const akv_qf *f, uint64_t b, int write)
+static inline void QF_FN(prefetch_block)(const akvi_qf *f, uint64_t b, int write)
 {
     const uint8_t *p = blkp(f, b);
     if (write) {
@@ -67,7 +67,7 @@ static inline void QF_FN(prefetch_block)(const akv_qf *f, uint64_t b, int write)
 }
 
 /* Last slot of the record whose remainder is at e (skips extension slots). */
-static __attribute__((noinline)) int64_t QF_FN(rec_end)(const akv_qf *f, uint64_t e)
+static __attribute__((noinline)) int64_t QF_FN(rec_end)(const akvi_qf *f, uint64_t e)
 {
     if (f->mwords == 2)
         return (int64_t)e;
@@ -86,7 +86,7 @@ static __attribute__((noinline)) int64_t QF_FN(rec_end)(const akv_qf *f, uint64_
 }
 
 /* End of the rank-th run end at or after pos (rank >= 1). */
-static inline __attribute__((always_inline)) int64_t QF_FN(select_end)(const akv_qf *f, uint64_t pos,
+static inline __attribute__((always_inline)) int64_t QF_FN(select_end)(const akvi_qf *f, uint64_t pos,
                                                                        uint64_t rank)
 {
     uint64_t b = pos >> 6, sh = pos & 63;
@@ -108,7 +108,7 @@ static inline __attribute__((always_inline)) int64_t QF_FN(select_end)(const akv
 
 /* Last slot used by the runs whose home is <= i (below i when none reach
  * i), given the offset of i's block. */
-static inline __attribute__((always_inline)) int64_t QF_FN(last_used_off)(const akv_qf *f, uint64_t i,
+static inline __attribute__((always_inline)) int64_t QF_FN(last_used_off)(const akvi_qf *f, uint64_t i,
                                                                           uint64_t off)
 {
     uint64_t b = i >> 6, bi = i & 63;
@@ -123,7 +123,7 @@ static inline __attribute__((always_inline)) int64_t QF_FN(last_used_off)(const 
 
 /* The offset of a block whose byte is saturated: recomputed forward from
  * the nearest earlier block whose byte is exact (block 0's always is). */
-static __attribute__((noinline)) int64_t QF_FN(block_off_sat)(const akv_qf *f, uint64_t b)
+static __attribute__((noinline)) int64_t QF_FN(block_off_sat)(const akvi_qf *f, uint64_t b)
 {
     uint64_t a = b;
     while (a > 0 && offb(f, a) >= QF_OFF_SAT)
@@ -142,7 +142,7 @@ static __attribute__((noinline)) int64_t QF_FN(block_off_sat)(const akv_qf *f, u
 }
 
 /* The offset of block b. */
-static inline __attribute__((always_inline)) int64_t QF_FN(block_off)(const akv_qf *f, uint64_t b)
+static inline __attribute__((always_inline)) int64_t QF_FN(block_off)(const akvi_qf *f, uint64_t b)
 {
     uint64_t o = offb(f, b);
     if (__builtin_expect(o < QF_OFF_SAT, 1))
@@ -152,7 +152,7 @@ static inline __attribute__((always_inline)) int64_t QF_FN(block_off)(const akv_
 
 /* Last slot used by the runs whose home is <= i (below i when none reach
  * i). Uses the block offset, so no cluster walk. */
-static inline int64_t QF_FN(last_used)(const akv_qf *f, uint64_t i)
+static inline int64_t QF_FN(last_used)(const akvi_qf *f, uint64_t i)
 {
     int64_t off = QF_FN(block_off)(f, i >> 6);
     return off < 0 ? QF_BAD : QF_FN(last_used_off)(f, i, (uint64_t)off);
@@ -161,7 +161,7 @@ static inline int64_t QF_FN(last_used)(const akv_qf *f, uint64_t i)
 /* First slot of the run of `home` (where it would start when empty).
  * Always inlined into lookup and insert, whose one call per operation it
  * is; the slow paths reach it through run_start. */
-static inline __attribute__((always_inline)) int64_t QF_FN(run_start_in)(const akv_qf *f, uint64_t home)
+static inline __attribute__((always_inline)) int64_t QF_FN(run_start_in)(const akvi_qf *f, uint64_t home)
 {
     if (home == 0)
         return 0;
@@ -172,7 +172,7 @@ static inline __attribute__((always_inline)) int64_t QF_FN(run_start_in)(const a
     return e + 1 > (int64_t)home ? e + 1 : (int64_t)home;
 }
 
-static inline int64_t QF_FN(run_start)(const akv_qf *f, uint64_t home)
+static inline int64_t QF_FN(run_start)(const akvi_qf *f, uint64_t home)
 {
     return QF_FN(run_start_in)(f, home);
 }
@@ -186,7 +186,7 @@ static inline int64_t QF_FN(run_start)(const akv_qf *f, uint64_t home)
  * past i. Each of those runs needs a slot at or after i, so slots
  * [i, i + t) are used; t = 0 means slot i is free (every run with a home
  * <= i ended before it). */
-static int64_t QF_FN(first_empty)(const akv_qf *f, uint64_t i)
+static int64_t QF_FN(first_empty)(const akvi_qf *f, uint64_t i)
 {
     while (i < f->xnslots) {
         uint64_t b = i >> 6, j = i & 63;
@@ -218,9 +218,9 @@ static int64_t QF_FN(first_empty)(const akv_qf *f, uint64_t i)
 
 /* ---- query --------------------------------------------------------------- */
 
-static __attribute__((noinline)) bool QF_FN(ext_match)(const akv_qf *f, uint64_t i, uint64_t k, akv_hash h)
+static __attribute__((noinline)) bool QF_FN(ext_match)(const akvi_qf *f, uint64_t i, uint64_t k, akv_hash h)
 {
-    akv_u128 x = akv_qf_stream(f, h);
+    akvi_u128 x = akvi_qf_stream(f, h);
     for (uint32_t j = 1; j <= k; j++)
         if (slot_get(f, i + j) != chunk_of(f, x, j))
             return false;
@@ -229,7 +229,7 @@ static __attribute__((noinline)) bool QF_FN(ext_match)(const akv_qf *f, uint64_t
 
 /* The walk of an occupied home's run (kept out of lookup so that the
  * common "home not occupied" answer needs no stack frame). */
-static __attribute__((noinline)) int QF_FN(lookup_run)(const akv_qf *f, akv_hash h, uint64_t quo,
+static __attribute__((noinline)) int QF_FN(lookup_run)(const akvi_qf *f, akv_hash h, uint64_t quo,
                                                        uint64_t rem)
 {
     int64_t s = QF_FN(run_start_in)(f, quo);
@@ -271,10 +271,10 @@ static __attribute__((noinline)) int QF_FN(lookup_run)(const akv_qf *f, akv_hash
     }
 }
 
-static int QF_FN(lookup)(const akv_qf *f, akv_hash h)
+static int QF_FN(lookup)(const akvi_qf *f, akv_hash h)
 {
     uint64_t quo, rem;
-    akv_qf_qr(f, h, &quo, &rem);
+    akvi_qf_qr(f, h, &quo, &rem);
     QF_FN(prefetch_block)(f, quo >> 6, 0);
     if (!((occw(f, quo >> 6) >> (quo & 63)) & 1))
         return 0;
@@ -300,7 +300,7 @@ static inline void QF_FN(shift_bits_up)(uint8_t *base, uint64_t lo, uint64_t hi,
 
 /* Bits `mask` of block b's word `which` take their lower neighbours; with
  * carry, bit 0 takes bit 63 of the block before. */
-static inline __attribute__((always_inline)) void QF_FN(shift_word_up)(akv_qf *f, uint64_t b, int which,
+static inline __attribute__((always_inline)) void QF_FN(shift_word_up)(akvi_qf *f, uint64_t b, int which,
                                                                       uint64_t mask, bool carry)
 {
     uint8_t *wp = blkp(f, b) + 8 * which;
@@ -313,7 +313,7 @@ static inline __attribute__((always_inline)) void QF_FN(shift_word_up)(akv_qf *f
 /* Open one blank slot at p: slots [p, e) move up by one (values, runend
  * and extension bits), word by word; e is the first empty slot at or after
  * p. Offsets of the blocks after home's up to e's grow by one. */
-static void QF_FN(open_slot)(akv_qf *f, uint64_t home, uint64_t p, uint64_t e)
+static void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p, uint64_t e)
 {
     uint64_t pb = p >> 6, r = f->r;
     for (uint64_t b = e >> 6; e > p; b--) {
@@ -347,7 +347,7 @@ static void QF_FN(open_slot)(akv_qf *f, uint64_t home, uint64_t p, uint64_t e)
  * common case, done in place. Returns QF_SLOW when the caller must take
  * the general path (the key's minirun holds extended records), else an
  * AKV_* code. */
-static int QF_FN(insert_fast)(akv_qf *f, akv_u128 x)
+static int QF_FN(insert_fast)(akvi_qf *f, akvi_u128 x)
 {
     uint64_t home = quo_of(f, x), rem = rem_of(f, x);
     QF_FN(prefetch_block)(f, home >> 6, 1);

@@ -16,7 +16,7 @@
 
 /* Shortest extension counts that keep record i apart from every other owner
  * and from the deleted key, never longer than it was. */
-static void shorten_minirun(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own, size_t n, akv_u128 gone)
+static void shorten_minirun(const akvi_qf *f, akvi_qf_fp *fp, const akvi_u128 *own, size_t n, akvi_u128 gone)
 {
     for (size_t i = 0; i < n; i++) {
         uint32_t need = chunks_for(f, lcp128(own[i], gone));
@@ -28,32 +28,32 @@ static void shorten_minirun(const akv_qf *f, akv_qf_fp *fp, const akv_u128 *own,
         if (need < fp[i].k)
             fp[i] = make_fp(f, own[i], need);
     }
-    akv_qfi_fix_nesting(f, fp, own, n);
+    akvi_qfi_fix_nesting(f, fp, own, n);
 }
 
-int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten)
+int akvi_qf_remove_exact(akvi_qf *f, akv_hash h, akv_revmap *rm, bool shorten)
 {
     if (!rm)
         return AKV_EINVAL;
-    akv_u128 x = akv_qf_stream(f, h);
+    akvi_u128 x = akvi_qf_stream(f, h);
     uint64_t home = quo_of(f, x), s, len;
     fpvec run;
     fv_init(&run);
     owners o = {0};
-    akv_u128 *own = NULL;
+    akvi_u128 *own = NULL;
     size_t a = 0, b = 0, t = 0;
-    int rc = akv_qfi_load_run(f, home, &s, &len, &run);
+    int rc = akvi_qfi_load_run(f, home, &s, &len, &run);
     if (rc == AKV_OK)
-        akv_qfi_minirun_range(f, &run, x, &a, &b);
+        akvi_qfi_minirun_range(f, &run, x, &a, &b);
     if (rc == AKV_OK && a == b)
         rc = AKV_NOTFOUND;
     if (rc == AKV_OK)
-        rc = akv_qfi_minirun_owners(f, h, &run, a, b, rm, &o, &own);
+        rc = akvi_qfi_minirun_owners(f, h, &run, a, b, rm, &o, &own);
     while (rc == AKV_OK && t < o.n && (o.v[t].hi != h.hi || o.v[t].lo != h.lo))
         t++;
     if (rc == AKV_OK && t == o.n)
         rc = AKV_NOTFOUND;
-    uint64_t old_ext = rc == AKV_OK ? akv_qfi_ext_total(run.v + a, b - a) : 0;
+    uint64_t old_ext = rc == AKV_OK ? akvi_qfi_ext_total(run.v + a, b - a) : 0;
     if (rc == AKV_OK) {
         memmove(run.v + a + t, run.v + a + t + 1, (run.n - a - t - 1) * sizeof *run.v);
         memmove(own + t, own + t + 1, (o.n - t - 1) * sizeof *own);
@@ -61,10 +61,10 @@ int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten)
         b--;
         if (shorten)
             shorten_minirun(f, run.v + a, own, b - a, x);
-        rc = akv_qfi_replace_run(f, home, s, len, run.v, run.n);
+        rc = akvi_qfi_replace_run(f, home, s, len, run.v, run.n);
     }
     if (rc == AKV_OK) {
-        f->ext_slots -= old_ext - akv_qfi_ext_total(run.v + a, b - a);
+        f->ext_slots -= old_ext - akvi_qfi_ext_total(run.v + a, b - a);
         f->nitems--;
     }
     free(own);
@@ -75,7 +75,7 @@ int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten)
 
 static int cmp_fp(const void *pa, const void *pb)
 {
-    const akv_qf_fp *a = pa, *b = pb;
+    const akvi_qf_fp *a = pa, *b = pb;
     if (a->s != b->s)
         return a->s < b->s ? -1 : 1;
     return (a->k > b->k) - (a->k < b->k);
@@ -84,7 +84,7 @@ static int cmp_fp(const void *pa, const void *pb)
 /* Re-split fingerprints for out's (q, r) keeping their bits (never more
  * than they have), then cut every record back to the shortest fingerprint
  * of its minirun that is its prefix: this restores N without owners. */
-static void canon_no_owners(const akv_qf *out, akv_qf_fp *v, size_t n, const akv_qf *in)
+static void canon_no_owners(const akvi_qf *out, akvi_qf_fp *v, size_t n, const akvi_qf *in)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned bits = fp_len(in, v[i].k);
@@ -92,20 +92,20 @@ static void canon_no_owners(const akv_qf *out, akv_qf_fp *v, size_t n, const akv
         v[i] = make_fp(out, v[i].s, k < out->max_ext ? k : out->max_ext);
     }
     for (size_t i = 0; i < n; i++) {
-        akv_qf_fp best = v[i];
+        akvi_qf_fp best = v[i];
         for (size_t j = 0; j < n; j++)
             if (v[j].k < best.k && fp_prefix_of(out, v[j], v[i].s))
                 best = v[j];
         v[i] = best;
     }
-    akv_sort(v, n, sizeof *v, cmp_fp);
+    akvi_sort(v, n, sizeof *v, cmp_fp);
 }
 
-static int emit_all(akv_qf *out, const akv_qf_fp *v, size_t n)
+static int emit_all(akvi_qf *out, const akvi_qf_fp *v, size_t n)
 {
     int rc = AKV_OK;
     for (size_t i = 0; i < n && rc == AKV_OK; i++)
-        rc = akv_qfi_emit(out, quo_of(out, v[i].s), v[i]);
+        rc = akvi_qfi_emit(out, quo_of(out, v[i].s), v[i]);
     return rc;
 }
 
@@ -117,14 +117,14 @@ static int merge_sorted(fpvec *all, const fpvec *x, const fpvec *y, bool *ext)
     all->n = 0;
     while (rc == AKV_OK && (i < nx || j < ny)) {
         bool tx = j >= ny || (i < nx && cmp_fp(&x->v[i], &y->v[j]) <= 0);
-        akv_qf_fp fp = tx ? x->v[i++] : y->v[j++];
+        akvi_qf_fp fp = tx ? x->v[i++] : y->v[j++];
         *ext |= fp.k > 0;
         rc = fv_push(all, fp);
     }
     return rc;
 }
 
-int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out)
+int akvi_qf_merge(const akvi_qf *a, const akvi_qf *b, akvi_qf *out)
 {
     if (a->q != b->q || a->r != b->r || a->pbits != b->pbits || out->pbits != a->pbits || out->nitems ||
         a->nslots != b->nslots || out->q < a->q || out->q + out->r != a->q + a->r ||
@@ -134,7 +134,7 @@ int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out)
     fpvec va, vb, all;
     fv_init(&va), fv_init(&vb), fv_init(&all);
     uint64_t ha = 0, hb = 0;
-    int rca = akv_qfi_read_next_run(&ra, &ha, &va), rcb = akv_qfi_read_next_run(&rb, &hb, &vb), rc = AKV_OK;
+    int rca = akvi_qfi_read_next_run(&ra, &ha, &va), rcb = akvi_qfi_read_next_run(&rb, &hb, &vb), rc = AKV_OK;
     while (rc == AKV_OK && (rca == AKV_OK || rcb == AKV_OK)) {
         /* One home of the inputs at a time; its records go out in order. */
         uint64_t h = rca != AKV_OK ? hb : rcb != AKV_OK ? ha : (ha < hb ? ha : hb);
@@ -142,9 +142,9 @@ int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out)
         rc = merge_sorted(&all, rca == AKV_OK && ha == h ? &va : NULL, rcb == AKV_OK && hb == h ? &vb : NULL,
                           &ext);
         if (rca == AKV_OK && ha == h)
-            rca = akv_qfi_read_next_run(&ra, &ha, &va);
+            rca = akvi_qfi_read_next_run(&ra, &ha, &va);
         if (rcb == AKV_OK && hb == h)
-            rcb = akv_qfi_read_next_run(&rb, &hb, &vb);
+            rcb = akvi_qfi_read_next_run(&rb, &hb, &vb);
         /* Bare records are already canonical (identical or incomparable):
          * only runs holding extensions need the cut-back pass. */
         if (rc == AKV_OK && ext)
@@ -166,15 +166,15 @@ int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out)
 /* ---- rebuild with owners (resize, exact merge) --------------------------- */
 
 typedef struct collect {
-    akv_qf_fp *v;
+    akvi_qf_fp *v;
     size_t n, cap;
 } collect;
 
-static int collect_fp(void *arg, uint64_t home, akv_qf_fp fp)
+static int collect_fp(void *arg, uint64_t home, akvi_qf_fp fp)
 {
     (void)home;
     collect *c = arg;
-    akv_qf_fp *nv = akv_grow(c->v, &c->cap, c->n + 1, sizeof *nv, 1024);
+    akvi_qf_fp *nv = akvi_grow(c->v, &c->cap, c->n + 1, sizeof *nv, 1024);
     if (!nv)
         return AKV_ENOMEM;
     c->v = nv;
@@ -183,7 +183,7 @@ static int collect_fp(void *arg, uint64_t home, akv_qf_fp fp)
 }
 
 /* Every key of the reverse map (one sorted pass over the shard). */
-static int all_owners(const akv_qf *f, akv_revmap *rm, owners *o)
+static int all_owners(const akvi_qf *f, akv_revmap *rm, owners *o)
 {
     if (f->pbits)
         return rm->scan(rm, f->prefix, f->pbits, owners_push, o);
@@ -195,7 +195,7 @@ static int all_owners(const akv_qf *f, akv_revmap *rm, owners *o)
  * had, so no adaptation is lost in either direction; a bare one stays bare:
  * growing gives it more bits for free, shrinking drops some — that is what
  * a smaller filter means (one extension slot per key would defeat it). */
-static akv_qf_fp regrow(const akv_qf *out, const akv_qf *in, akv_qf_fp old, akv_u128 own)
+static akvi_qf_fp regrow(const akvi_qf *out, const akvi_qf *in, akvi_qf_fp old, akvi_u128 own)
 {
     unsigned bits = fp_len(in, old.k), base = out->q + out->r;
     uint32_t k = old.k == 0 || bits <= base ? 0 : (bits - base + out->r - 1) / out->r;
@@ -203,9 +203,9 @@ static akv_qf_fp regrow(const akv_qf *out, const akv_qf *in, akv_qf_fp old, akv_
 }
 
 /* Emit one new minirun after restoring N with its owners. */
-static int flush_group(akv_qf *out, akv_qf_fp *fp, akv_u128 *own, size_t n)
+static int flush_group(akvi_qf *out, akvi_qf_fp *fp, akvi_u128 *own, size_t n)
 {
-    akv_qfi_fix_nesting(out, fp, own, n);
+    akvi_qfi_fix_nesting(out, fp, own, n);
     return emit_all(out, fp, n);
 }
 
@@ -215,25 +215,25 @@ typedef struct src {
     owners o;
 } src;
 
-static int load_src(const akv_qf *in, akv_revmap *rm, const akv_qf *out, src *sr)
+static int load_src(const akvi_qf *in, akv_revmap *rm, const akvi_qf *out, src *sr)
 {
-    int rc = akv_qf_foreach(in, collect_fp, &sr->c);
+    int rc = akvi_qf_foreach(in, collect_fp, &sr->c);
     if (rc == AKV_OK)
         rc = all_owners(in, rm, &sr->o);
     if (rc == AKV_OK && sr->o.n != sr->c.n)
         rc = AKV_ECORRUPT;
     for (size_t i = 0; rc == AKV_OK && i < sr->c.n; i++) {
-        akv_u128 x = akv_qf_stream(in, sr->o.v[i]);
+        akvi_u128 x = akvi_qf_stream(in, sr->o.v[i]);
         if (!fp_prefix_of(in, sr->c.v[i], x))
             rc = AKV_ECORRUPT;
         else
-            sr->c.v[i] = regrow(out, in, sr->c.v[i], akv_qf_stream(out, sr->o.v[i]));
+            sr->c.v[i] = regrow(out, in, sr->c.v[i], akvi_qf_stream(out, sr->o.v[i]));
     }
     return rc;
 }
 
 /* Interleave the inputs by owner hash into (fp, owner stream) arrays. */
-static int interleave(const akv_qf *out, src *sv, int nin, akv_qf_fp *fp, akv_u128 *own)
+static int interleave(const akvi_qf *out, src *sv, int nin, akvi_qf_fp *fp, akvi_u128 *own)
 {
     size_t i = 0, j = 0, t = 0, ni = sv[0].c.n, nj = nin > 1 ? sv[1].c.n : 0;
     while (i < ni || j < nj) {
@@ -241,12 +241,12 @@ static int interleave(const akv_qf *out, src *sv, int nin, akv_qf_fp *fp, akv_u1
         src *s = take_a ? &sv[0] : &sv[1];
         size_t k = take_a ? i++ : j++;
         fp[t] = s->c.v[k];
-        own[t++] = akv_qf_stream(out, s->o.v[k]);
+        own[t++] = akvi_qf_stream(out, s->o.v[k]);
     }
     return AKV_OK;
 }
 
-int akv_qf_rebuild2(const akv_qf *const *in, akv_revmap *const *rm, int nin, akv_qf *out)
+int akvi_qf_rebuild2(const akvi_qf *const *in, akv_revmap *const *rm, int nin, akvi_qf *out)
 {
     for (int k = 0; k < nin; k++)
         if (!rm[k] || out->pbits != in[k]->pbits || out->mwords < in[k]->mwords)
@@ -258,8 +258,8 @@ int akv_qf_rebuild2(const akv_qf *const *in, akv_revmap *const *rm, int nin, akv
     for (int k = 0; k < nin && rc == AKV_OK; k++)
         rc = load_src(in[k], rm[k], out, &sv[k]);
     size_t n = sv[0].c.n + (nin > 1 ? sv[1].c.n : 0);
-    akv_qf_fp *fp = malloc((n + 1) * sizeof *fp);
-    akv_u128 *own = malloc((n + 1) * sizeof *own);
+    akvi_qf_fp *fp = malloc((n + 1) * sizeof *fp);
+    akvi_u128 *own = malloc((n + 1) * sizeof *own);
     if (rc == AKV_OK && (!fp || !own))
         rc = AKV_ENOMEM;
     if (rc == AKV_OK)
@@ -282,7 +282,7 @@ int akv_qf_rebuild2(const akv_qf *const *in, akv_revmap *const *rm, int nin, akv
     return rc;
 }
 
-int akv_qf_rebuild(const akv_qf *in, akv_revmap *rm, akv_qf *out)
+int akvi_qf_rebuild(const akvi_qf *in, akv_revmap *rm, akvi_qf *out)
 {
-    return akv_qf_rebuild2(&in, &rm, 1, out);
+    return akvi_qf_rebuild2(&in, &rm, 1, out);
 }

@@ -15,7 +15,7 @@
  * and from h. Shortening forgets adaptations to queries that are not stored
  * keys: it trades monotonicity for space (docs/filters.md, "Rank order, the
  * shadowing hazard, ..."). */
-int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten);
+int akvi_qf_remove_exact(akvi_qf *f, akv_hash h, akv_revmap *rm, bool shorten);
 
 /* Merge a and b (same slot count N) into an empty `out` of N·2^d slots,
  * d = out->q - a->q, in one pass. out->q >= a->q (= b->q),
@@ -23,15 +23,15 @@ int akv_qf_remove_exact(akv_qf *f, akv_hash h, akv_revmap *rm, bool shorten);
  * re-split (the reverse map is unchanged). Where the union breaks invariant
  * N, a fingerprint is cut back to the shortest fingerprint of its minirun
  * that is its prefix (never a false negative; it can forget adaptations). */
-int akv_qf_merge(const akv_qf *a, const akv_qf *b, akv_qf *out);
+int akvi_qf_merge(const akvi_qf *a, const akvi_qf *b, akvi_qf *out);
 
 /* Rebuild `in` into an empty `out` of another size using every key of the
  * reverse map (one sorted pass; must hold exactly the filter's keys). Each
  * fingerprint keeps at least the bits it had (never forgets an adaptation);
  * out->r may differ. */
-int akv_qf_rebuild(const akv_qf *in, akv_revmap *rm, akv_qf *out);
+int akvi_qf_rebuild(const akvi_qf *in, akv_revmap *rm, akvi_qf *out);
 /* The same over one or two inputs (exact merge): records interleave by
  * owner hash. */
-int akv_qf_rebuild2(const akv_qf *const *in, akv_revmap *const *rm, int nin, akv_qf *out);
+int akvi_qf_rebuild2(const akvi_qf *const *in, akv_revmap *const *rm, int nin, akvi_qf *out);
 
 #endif

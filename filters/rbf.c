@@ -37,7 +37,7 @@ typedef struct rbf {
     uint8_t *bits;
 } rbf;
 
-extern const akv_filter_kind akv_kind_rbf;
+extern const akv_filter_kind akvi_kind_rbf;
 
 static inline uint64_t probe(const rbf *r, akv_hash h, uint32_t i)
 {
@@ -54,12 +54,12 @@ static rbf *rbf_alloc(uint64_t m, uint32_t k_int, uint64_t act_thr)
     rbf *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
-    r->bits = calloc(1, akv_bits_bytes(m));
+    r->bits = calloc(1, akvi_bits_bytes(m));
     if (!r->bits) {
         free(r);
         return NULL;
     }
-    r->base.kind = &akv_kind_rbf;
+    r->base.kind = &akvi_kind_rbf;
     r->m = m;
     r->k_int = k_int;
     r->act_thr = act_thr;
@@ -79,11 +79,11 @@ static int rbf_create(const akv_filter_params *p, const akv_negative *neg, size_
     uint32_t k_int;
     uint64_t thr;
     if (p->flags & AKV_RBF_MILLI_K)
-        akv_rbf_kmilli(p->num_hashes, &k_int, &thr);
+        akvi_rbf_kmilli(p->num_hashes, &k_int, &thr);
     else if (p->num_hashes)
         k_int = p->num_hashes, thr = 0;
     else
-        akv_rbf_kstar(m, n, &k_int, &thr);
+        akvi_rbf_kstar(m, n, &k_int, &thr);
     if ((k_int == 0 && thr == 0) || k_int > AKV_RBF_MAX_K || (k_int == AKV_RBF_MAX_K && thr))
         return AKV_EINVAL;
     rbf *r = rbf_alloc(m, k_int, thr);
@@ -97,9 +97,9 @@ static int rbf_add(akv_filter *f, akv_hash h)
 {
     rbf *r = (rbf *)f;
     for (uint32_t i = 0; i < r->k_int; i++)
-        akv_bit_set(r->bits, probe(r, h, i));
+        akvi_bit_set(r->bits, probe(r, h, i));
     if (activated(r, h)) {
-        akv_bit_set(r->bits, probe(r, h, r->k_int));
+        akvi_bit_set(r->bits, probe(r, h, r->k_int));
         r->n_act++;
     }
     f->n_keys++;
@@ -118,9 +118,9 @@ static bool rbf_may_contain(const akv_filter *f, akv_hash h)
 {
     const rbf *r = (const rbf *)f;
     for (uint32_t i = 0; i < r->k_int; i++)
-        if (!akv_bit_get(r->bits, probe(r, h, i)))
+        if (!akvi_bit_get(r->bits, probe(r, h, i)))
             return false;
-    return !activated(r, h) || akv_bit_get(r->bits, probe(r, h, r->k_int));
+    return !activated(r, h) || akvi_bit_get(r->bits, probe(r, h, r->k_int));
 }
 
 static unsigned rbf_words_touched(const akv_filter *f, akv_hash h)
@@ -129,7 +129,7 @@ static unsigned rbf_words_touched(const akv_filter *f, akv_hash h)
     unsigned w = 0;
     for (uint32_t i = 0; i < r->k_int; i++) {
         w++;
-        if (!akv_bit_get(r->bits, probe(r, h, i)))
+        if (!akvi_bit_get(r->bits, probe(r, h, i)))
             return w;
     }
     return w + (activated(r, h) ? 1u : 0u);
@@ -148,20 +148,20 @@ static double rbf_fpr_theory(const akv_filter *f)
     const rbf *r = (const rbf *)f;
     double probes = (double)f->n_keys * r->k_int + (double)r->n_act;
     double p0 = exp(probes * log1p(-1.0 / (double)r->m));
-    return pow(1.0 - p0, r->k_int) * (1.0 - akv_rbf_frac(r->act_thr) * p0);
+    return pow(1.0 - p0, r->k_int) * (1.0 - akvi_rbf_frac(r->act_thr) * p0);
 }
 
 /* Payload: u64 m, u32 k_int, u64 act_thr, u64 keys, u64 activated keys, bits. */
 static int rbf_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     const rbf *r = (const rbf *)f;
-    akv_wbuf w = {buf, 0};
-    akv_w_u64(&w, r->m);
-    akv_w_u32(&w, r->k_int);
-    akv_w_u64(&w, r->act_thr);
-    akv_w_u64(&w, f->n_keys);
-    akv_w_u64(&w, r->n_act);
-    akv_w_bytes(&w, r->bits, (size_t)((r->m + 7) / 8));
+    akvi_wbuf w = {buf, 0};
+    akvi_w_u64(&w, r->m);
+    akvi_w_u32(&w, r->k_int);
+    akvi_w_u64(&w, r->act_thr);
+    akvi_w_u64(&w, f->n_keys);
+    akvi_w_u64(&w, r->n_act);
+    akvi_w_bytes(&w, r->bits, (size_t)((r->m + 7) / 8));
     *len = w.len;
     return AKV_OK;
 }
@@ -169,13 +169,13 @@ static int rbf_save(const akv_filter *f, uint8_t *buf, size_t *len)
 static int rbf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
     (void)ver;
-    akv_rbuf rd = {buf, len, 0, false};
-    uint64_t m = akv_r_u64(&rd);
-    uint32_t k_int = akv_r_u32(&rd);
-    uint64_t thr = akv_r_u64(&rd);
-    uint64_t n = akv_r_u64(&rd);
-    uint64_t n_act = akv_r_u64(&rd);
-    if (rd.err || m < 1 || akv_bytes_of_bits(m) != akv_r_left(&rd))
+    akvi_rbuf rd = {buf, len, 0, false};
+    uint64_t m = akvi_r_u64(&rd);
+    uint32_t k_int = akvi_r_u32(&rd);
+    uint64_t thr = akvi_r_u64(&rd);
+    uint64_t n = akvi_r_u64(&rd);
+    uint64_t n_act = akvi_r_u64(&rd);
+    if (rd.err || m < 1 || akvi_bytes_of_bits(m) != akvi_r_left(&rd))
         return AKV_ECORRUPT;
     if ((k_int == 0 && thr == 0) || k_int > AKV_RBF_MAX_K || (k_int == AKV_RBF_MAX_K && thr) || n_act > n ||
         (thr == 0 && n_act))
@@ -183,7 +183,7 @@ static int rbf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **o
     rbf *r = rbf_alloc(m, k_int, thr);
     if (!r)
         return AKV_ENOMEM;
-    akv_r_bytes(&rd, r->bits, (size_t)((m + 7) / 8));
+    akvi_r_bytes(&rd, r->bits, (size_t)((m + 7) / 8));
     r->base.n_keys = n;
     r->n_act = n_act;
     *out = &r->base;
@@ -201,11 +201,11 @@ static int rbf_describe(const akv_filter *f, char *buf, size_t cap)
 {
     const rbf *r = (const rbf *)f;
     return snprintf(buf, cap, "\"m\":%llu,\"k\":%.6f,\"k_int\":%u,\"act_thr\":%llu,\"activated\":%llu",
-                    (unsigned long long)r->m, r->k_int + akv_rbf_frac(r->act_thr), r->k_int,
+                    (unsigned long long)r->m, r->k_int + akvi_rbf_frac(r->act_thr), r->k_int,
                     (unsigned long long)r->act_thr, (unsigned long long)r->n_act);
 }
 
-const akv_filter_kind akv_kind_rbf = {
+const akv_filter_kind akvi_kind_rbf = {
     .name = "rbf",
     .id = 3,
     .payload_version = 1,

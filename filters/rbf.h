@@ -30,7 +30,7 @@
 #define AKV_RBF_MILLI_K (1u << 0)
 
 /* k = (m/n)·ln 2 in 64.64 fixed point, split into (k_int, act_thr). */
-static inline void akv_rbf_kstar(uint64_t m, uint64_t n, uint32_t *k_int, uint64_t *act_thr)
+static inline void akvi_rbf_kstar(uint64_t m, uint64_t n, uint32_t *k_int, uint64_t *act_thr)
 {
     unsigned __int128 K = ((unsigned __int128)m * AKV_LN2_Q64) / (n ? n : 1);
     if ((K >> 64) >= AKV_RBF_MAX_K) {
@@ -43,14 +43,14 @@ static inline void akv_rbf_kstar(uint64_t m, uint64_t n, uint32_t *k_int, uint64
 }
 
 /* k = milli/1000 exactly, split the same way. */
-static inline void akv_rbf_kmilli(uint32_t milli, uint32_t *k_int, uint64_t *act_thr)
+static inline void akvi_rbf_kmilli(uint32_t milli, uint32_t *k_int, uint64_t *act_thr)
 {
     *k_int = milli / 1000;
     *act_thr = (uint64_t)(((unsigned __int128)(milli % 1000) << 64) / 1000);
 }
 
 /* The activation fraction act_thr / 2^64 as a double (for formulas only). */
-static inline double akv_rbf_frac(uint64_t act_thr)
+static inline double akvi_rbf_frac(uint64_t act_thr)
 {
     return (double)act_thr * 0x1p-64;
 }

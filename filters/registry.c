@@ -27,7 +27,7 @@ static size_t g_nkinds;
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_builtin_once = PTHREAD_ONCE_INIT;
 
-extern const akv_filter_kind *const akv_builtin_kinds[]; /* kinds.c, NULL-terminated */
+extern const akv_filter_kind *const akvi_builtin_kinds[]; /* kinds.c, NULL-terminated */
 
 static int register_locked(const akv_filter_kind *k)
 {
@@ -42,8 +42,8 @@ static int register_locked(const akv_filter_kind *k)
 
 static void register_builtins(void)
 {
-    for (size_t i = 0; akv_builtin_kinds[i]; i++)
-        register_locked(akv_builtin_kinds[i]);
+    for (size_t i = 0; akvi_builtin_kinds[i]; i++)
+        register_locked(akvi_builtin_kinds[i]);
 }
 
 static void ensure_builtins(void) { pthread_once(&g_builtin_once, register_builtins); }
@@ -203,13 +203,13 @@ int akv_filter_serialize(const akv_filter *f, uint8_t **buf, size_t *len)
     uint8_t *out = malloc(total);
     if (!out)
         return AKV_ENOMEM;
-    akv_wbuf w = {out, 0};
-    akv_w_bytes(&w, AKV_FILTER_MAGIC, 4);
-    akv_w_u16(&w, AKV_FILTER_FORMAT_VERSION);
-    akv_w_u16(&w, f->kind->id);
-    akv_w_u16(&w, f->kind->payload_version);
-    akv_w_u16(&w, 0);
-    akv_w_u64(&w, plen);
+    akvi_wbuf w = {out, 0};
+    akvi_w_bytes(&w, AKV_FILTER_MAGIC, 4);
+    akvi_w_u16(&w, AKV_FILTER_FORMAT_VERSION);
+    akvi_w_u16(&w, f->kind->id);
+    akvi_w_u16(&w, f->kind->payload_version);
+    akvi_w_u16(&w, 0);
+    akvi_w_u64(&w, plen);
     size_t got = plen;
     rc = f->kind->save(f, out + w.len, &got);
     if (rc != AKV_OK || got != plen) {
@@ -217,7 +217,7 @@ int akv_filter_serialize(const akv_filter *f, uint8_t **buf, size_t *len)
         return rc != AKV_OK ? rc : AKV_EINVAL;
     }
     w.len += plen;
-    akv_w_u64(&w, XXH64(out, w.len, 0));
+    akvi_w_u64(&w, XXH64(out, w.len, 0));
     *buf = out;
     *len = total;
     return AKV_OK;
@@ -230,17 +230,17 @@ int akv_filter_deserialize(const uint8_t *buf, size_t len, akv_filter **out)
     *out = NULL;
     if (len < AKV_FILTER_HEADER_BYTES + AKV_FILTER_TRAILER_BYTES)
         return AKV_ECORRUPT;
-    akv_rbuf r = {buf, len, 0, false};
-    const uint8_t *magic = akv_r_take(&r, 4);
-    uint16_t fmt = akv_r_u16(&r), id = akv_r_u16(&r), pver = akv_r_u16(&r);
-    (void)akv_r_u16(&r);
-    uint64_t plen = akv_r_u64(&r);
+    akvi_rbuf r = {buf, len, 0, false};
+    const uint8_t *magic = akvi_r_take(&r, 4);
+    uint16_t fmt = akvi_r_u16(&r), id = akvi_r_u16(&r), pver = akvi_r_u16(&r);
+    (void)akvi_r_u16(&r);
+    uint64_t plen = akvi_r_u64(&r);
     if (memcmp(magic, AKV_FILTER_MAGIC, 4) != 0)
         return AKV_ECORRUPT;
     if (plen != len - AKV_FILTER_HEADER_BYTES - AKV_FILTER_TRAILER_BYTES)
         return AKV_ECORRUPT;
-    akv_rbuf t = {buf + len - 8, 8, 0, false};
-    if (akv_r_u64(&t) != XXH64(buf, len - 8, 0))
+    akvi_rbuf t = {buf + len - 8, 8, 0, false};
+    if (akvi_r_u64(&t) != XXH64(buf, len - 8, 0))
         return AKV_ECORRUPT;
     if (fmt != AKV_FILTER_FORMAT_VERSION)
         return AKV_ENOTSUP;

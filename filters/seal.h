@@ -13,11 +13,11 @@
 #include "util/codec.h"
 
 /* `put` writes the payload of `obj`; it is called twice (size, then fill). */
-int akv_seal(const char magic[4], const void *obj, void (*put)(const void *obj, akv_wbuf *w), uint8_t **buf,
+int akvi_seal(const char magic[4], const void *obj, void (*put)(const void *obj, akvi_wbuf *w), uint8_t **buf,
              size_t *len);
 
 /* Checks magic, version, length and checksum; on success *payload reads the
  * payload. AKV_ECORRUPT otherwise. */
-int akv_unseal(const char magic[4], const uint8_t *buf, size_t len, akv_rbuf *payload);
+int akvi_unseal(const char magic[4], const uint8_t *buf, size_t len, akvi_rbuf *payload);
 
 #endif

@@ -9,7 +9,7 @@
  * groups, taken from hash bits the positions do not use (key_mask), and
  * distinct: o_j is drawn from the j-th of t equal sub-ranges of [1, w̄-1],
  * each L = ⌊(w̄-1)/t⌋ wide (o_j ∈ [(j-1)·L + 1, j·L]). With w̄ = 57 every
- * group lies in one 64-bit window (bits.h akv_win64), so a query reads at
+ * group lies in one 64-bit window (bits.h akvi_win64), so a query reads at
  * most k/(t+1) words instead of k: one load and one mask compare per group.
  * The array holds m + w̄ - 1 bits (offsets never wrap) plus load padding.
  *
@@ -48,7 +48,7 @@ typedef struct shbf {
     uint8_t *bits;
 } shbf;
 
-extern const akv_filter_kind akv_kind_shbf;
+extern const akv_filter_kind akvi_kind_shbf;
 
 /* The offsets come from the low 32 bits of h.lo, read as a fraction in
  * [0, 1) whose successive base-L digits are the t offsets' places in their
@@ -125,12 +125,12 @@ static shbf *shbf_alloc(uint64_t m, uint32_t k, uint32_t wbar, uint32_t t)
     shbf *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->bits = calloc(1, akv_bits_bytes(m + wbar - 1));
+    s->bits = calloc(1, akvi_bits_bytes(m + wbar - 1));
     if (!s->bits) {
         free(s);
         return NULL;
     }
-    s->base.kind = &akv_kind_shbf;
+    s->base.kind = &akvi_kind_shbf;
     s->m = m;
     s->k = k;
     s->wbar = wbar;
@@ -177,12 +177,12 @@ static int shbf_add(akv_filter *f, akv_hash h)
     uint64_t x = h.hi, step = h.lo | 1;
     for (uint32_t i = 0; i < s->groups; i++, x += step) {
         uint64_t p = akv_reduce(x, s->m);
-        akv_bit_set(s->bits, p);
+        akvi_bit_set(s->bits, p);
         for (uint32_t j = 0; j < s->t; j++)
-            akv_bit_set(s->bits, p + off[j]);
+            akvi_bit_set(s->bits, p + off[j]);
     }
     if (s->single)
-        akv_bit_set(s->bits, akv_reduce(x, s->m));
+        akvi_bit_set(s->bits, akv_reduce(x, s->m));
     f->n_keys++;
     return AKV_OK;
 }
@@ -200,12 +200,12 @@ static unsigned shbf_probe(const shbf *s, akv_hash h, bool *hit)
     uint64_t mask = key_mask(s, h, NULL), x = h.hi, step = h.lo | 1;
     unsigned i;
     for (i = 0; i < s->groups; i++, x += step) {
-        if ((akv_win64(s->bits, akv_reduce(x, s->m)) & mask) != mask) {
+        if ((akvi_win64(s->bits, akv_reduce(x, s->m)) & mask) != mask) {
             *hit = false;
             return i + 1;
         }
     }
-    *hit = !s->single || akv_bit_get(s->bits, akv_reduce(x, s->m));
+    *hit = !s->single || akvi_bit_get(s->bits, akv_reduce(x, s->m));
     return i + s->single;
 }
 
@@ -214,9 +214,9 @@ static bool shbf_may_contain(const akv_filter *f, akv_hash h)
     const shbf *s = (const shbf *)f;
     uint64_t mask = key_mask(s, h, NULL), x = h.hi, step = h.lo | 1;
     for (uint32_t i = 0; i < s->groups; i++, x += step)
-        if ((akv_win64(s->bits, akv_reduce(x, s->m)) & mask) != mask)
+        if ((akvi_win64(s->bits, akv_reduce(x, s->m)) & mask) != mask)
             return false;
-    return !s->single || akv_bit_get(s->bits, akv_reduce(x, s->m));
+    return !s->single || akvi_bit_get(s->bits, akv_reduce(x, s->m));
 }
 
 static unsigned shbf_words_touched(const akv_filter *f, akv_hash h)
@@ -250,33 +250,33 @@ static double shbf_fpr_theory(const akv_filter *f)
 static int shbf_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     const shbf *s = (const shbf *)f;
-    akv_wbuf w = {buf, 0};
-    akv_w_u64(&w, s->m);
-    akv_w_u32(&w, s->k);
-    akv_w_u32(&w, s->wbar);
-    akv_w_u32(&w, s->t);
-    akv_w_u64(&w, f->n_keys);
-    akv_w_bytes(&w, s->bits, (size_t)((s->m + s->wbar - 1 + 7) / 8));
+    akvi_wbuf w = {buf, 0};
+    akvi_w_u64(&w, s->m);
+    akvi_w_u32(&w, s->k);
+    akvi_w_u32(&w, s->wbar);
+    akvi_w_u32(&w, s->t);
+    akvi_w_u64(&w, f->n_keys);
+    akvi_w_bytes(&w, s->bits, (size_t)((s->m + s->wbar - 1 + 7) / 8));
     *len = w.len;
     return AKV_OK;
 }
 
 static int shbf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
-    akv_rbuf r = {buf, len, 0, false};
-    uint64_t m = akv_r_u64(&r);
-    uint32_t k = akv_r_u32(&r);
-    uint32_t wbar = akv_r_u32(&r);
-    uint32_t t = ver >= 2 ? akv_r_u32(&r) : 1;
-    uint64_t n = akv_r_u64(&r);
+    akvi_rbuf r = {buf, len, 0, false};
+    uint64_t m = akvi_r_u64(&r);
+    uint32_t k = akvi_r_u32(&r);
+    uint32_t wbar = akvi_r_u32(&r);
+    uint32_t t = ver >= 2 ? akvi_r_u32(&r) : 1;
+    uint64_t n = akvi_r_u64(&r);
     /* wbar ≤ 57 keeps a whole group inside one 64-bit window. */
     if (r.err || ver < 1 || m < 1 || m > (1ULL << 62) || !shape_ok(k, wbar, t) ||
-        akv_bytes_of_bits(m + wbar - 1) != akv_r_left(&r))
+        akvi_bytes_of_bits(m + wbar - 1) != akvi_r_left(&r))
         return AKV_ECORRUPT;
     shbf *s = shbf_alloc(m, k, wbar, t);
     if (!s)
         return AKV_ENOMEM;
-    akv_r_bytes(&r, s->bits, (size_t)((m + wbar - 1 + 7) / 8));
+    akvi_r_bytes(&r, s->bits, (size_t)((m + wbar - 1 + 7) / 8));
     s->base.n_keys = n;
     *out = &s->base;
     return AKV_OK;
@@ -296,7 +296,7 @@ static int shbf_describe(const akv_filter *f, char *buf, size_t cap)
                     s->wbar, s->t);
 }
 
-const akv_filter_kind akv_kind_shbf = {
+const akv_filter_kind akvi_kind_shbf = {
     .name = "shbf",
     .id = 5,
     .payload_version = 2,

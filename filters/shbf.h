@@ -18,7 +18,7 @@
  * Positions follow the project's convention: one 128-bit hash per key,
  * probe i at (h.hi + i·(h.lo|1)) reduced to [0, m), offsets from
  * independent mixes of the hash. Arrays are LSB-first with window padding
- * (bits.h), so every probe is one akv_win64 load.
+ * (bits.h), so every probe is one akvi_win64 load.
  */
 #ifndef AKV_SHBF_H
 #define AKV_SHBF_H
@@ -53,12 +53,12 @@
 
 /* ---- ShBF_A: association ---------------------------------------------- */
 
-typedef struct akv_shbfa akv_shbfa;
+typedef struct akvi_shbfa akvi_shbfa;
 
-/* Answers of akv_shbfa_query. 1–3 are clear answers; 4–6 partial; 7 none.
+/* Answers of akvi_shbfa_query. 1–3 are clear answers; 4–6 partial; 7 none.
  * For a key in S1 ∪ S2 no answer is ever wrong. For any other key,
  * NEITHER is certain and every other answer is a false positive. */
-typedef enum akv_shbfa_answer {
+typedef enum akvi_shbfa_answer {
     AKV_SHBFA_NEITHER = 0,     /* in neither set (certain) */
     AKV_SHBFA_S1_ONLY = 1,     /* S1 − S2 */
     AKV_SHBFA_BOTH = 2,        /* S1 ∩ S2 */
@@ -67,15 +67,15 @@ typedef enum akv_shbfa_answer {
     AKV_SHBFA_S2_MAYBE_S1 = 5, /* in S2, unsure about S1 */
     AKV_SHBFA_EXACTLY_ONE = 6, /* in exactly one of them */
     AKV_SHBFA_UNKNOWN = 7,     /* in S1 ∪ S2, no more information */
-} akv_shbfa_answer;
+} akvi_shbfa_answer;
 
-typedef struct akv_shbf_info {
+typedef struct akvi_shbf_info {
     uint64_t m;    /* hashed range in bits (the array is m + span - 1 bits) */
     uint32_t k;    /* probes (windows) per key */
     uint32_t span; /* ShBF_A: w̄ = 57; ShBF_X: c, the maximum count */
     uint64_t n;    /* distinct keys stored */
     size_t bytes;  /* the bit array (what queries read) */
-} akv_shbf_info;
+} akvi_shbf_info;
 
 /*
  * Build from S1 (n1 hashes) and S2 (n2 hashes); duplicates are allowed.
@@ -83,53 +83,53 @@ typedef struct akv_shbf_info {
  * bits_per_key is 0, the paper's optimum m = |S1 ∪ S2|·k/ln 2. k = 0 means
  * round(bits_per_key · ln 2). AKV_EINVAL if both are 0 or k > 64.
  */
-int akv_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2, uint32_t k,
-                    double bits_per_key, akv_shbfa **out);
+int akvi_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2, uint32_t k,
+                    double bits_per_key, akvi_shbfa **out);
 /* `words` (optional) receives the number of 64-bit windows read. */
-akv_shbfa_answer akv_shbfa_query(const akv_shbfa *f, akv_hash h, unsigned *words);
-void akv_shbfa_info(const akv_shbfa *f, akv_shbf_info *out);
+akvi_shbfa_answer akvi_shbfa_query(const akvi_shbfa *f, akv_hash h, unsigned *words);
+void akvi_shbfa_info(const akvi_shbfa *f, akvi_shbf_info *out);
 /* Serialized form: "AKSA", u16 version, u16 0, u64 payload length, payload
  * (u64 m, u32 k, u64 n, bits), u64 xxh64 of all preceding bytes. The buffer
  * is malloc'd (caller frees). Load returns AKV_ECORRUPT on any damage. */
-int akv_shbfa_serialize(const akv_shbfa *f, uint8_t **buf, size_t *len);
-int akv_shbfa_deserialize(const uint8_t *buf, size_t len, akv_shbfa **out);
-void akv_shbfa_destroy(akv_shbfa *f);
+int akvi_shbfa_serialize(const akvi_shbfa *f, uint8_t **buf, size_t *len);
+int akvi_shbfa_deserialize(const uint8_t *buf, size_t len, akvi_shbfa **out);
+void akvi_shbfa_destroy(akvi_shbfa *f);
 
 /* ---- ShBF_X: multiplicity --------------------------------------------- */
 
-typedef struct akv_shbfx akv_shbfx;
+typedef struct akvi_shbfx akvi_shbfx;
 
-typedef struct akv_shbfx_item {
+typedef struct akvi_shbfx_item {
     akv_hash h;
     uint32_t count; /* ≥ 1; repeated hashes add up */
-} akv_shbfx_item;
+} akvi_shbfx_item;
 
-typedef struct akv_shbfx_params {
+typedef struct akvi_shbfx_params {
     uint32_t k;          /* probes per key (required, 1..64) */
     double bits_per_key; /* m = bits_per_key · distinct keys; 0: the optimum n·k/ln 2 */
     uint32_t c;          /* maximum count, 1..57 (one window per probe); 0: 57 */
     bool updatable;      /* keep the exact count table and counters for insert/remove */
-} akv_shbfx_params;
+} akvi_shbfx_params;
 
 /* AKV_EINVAL for a count of 0 or a total above c. */
-int akv_shbfx_build(const akv_shbfx_item *items, size_t n, const akv_shbfx_params *p, akv_shbfx **out);
+int akvi_shbfx_build(const akvi_shbfx_item *items, size_t n, const akvi_shbfx_params *p, akvi_shbfx **out);
 /* Largest candidate count in 0..c: 0 means certainly absent; otherwise never
  * below the true count (a larger value is a false positive). */
-uint32_t akv_shbfx_query(const akv_shbfx *f, akv_hash h, unsigned *words);
+uint32_t akvi_shbfx_query(const akvi_shbfx *f, akv_hash h, unsigned *words);
 /* One more / one fewer occurrence of h (updatable filters only, else
  * AKV_ENOTSUP). insert: AKV_EFULL when h is already at c (unchanged).
  * remove: AKV_NOTFOUND when h is not stored. Exact: no false negatives. */
-int akv_shbfx_insert(akv_shbfx *f, akv_hash h);
-int akv_shbfx_remove(akv_shbfx *f, akv_hash h);
+int akvi_shbfx_insert(akvi_shbfx *f, akv_hash h);
+int akvi_shbfx_remove(akvi_shbfx *f, akv_hash h);
 /* Per-offset false-match probability f0 = (1 - e^(-kn/m))^k (the paper's eq. 17);
  * a non-member is reported 0 with probability (1 - f0)^c. */
-double akv_shbfx_f0(const akv_shbfx *f);
-void akv_shbfx_info(const akv_shbfx *f, akv_shbf_info *out);
+double akvi_shbfx_f0(const akvi_shbfx *f);
+void akvi_shbfx_info(const akvi_shbfx *f, akvi_shbf_info *out);
 /* Serialized form as for ShBF_A with magic "AKSX" and payload (u64 m, u32 k,
  * u32 c, u64 n, bits). Only the bits are kept: a loaded filter answers
  * queries but is not updatable (insert/remove return AKV_ENOTSUP). */
-int akv_shbfx_serialize(const akv_shbfx *f, uint8_t **buf, size_t *len);
-int akv_shbfx_deserialize(const uint8_t *buf, size_t len, akv_shbfx **out);
-void akv_shbfx_destroy(akv_shbfx *f);
+int akvi_shbfx_serialize(const akvi_shbfx *f, uint8_t **buf, size_t *len);
+int akvi_shbfx_deserialize(const uint8_t *buf, size_t len, akvi_shbfx **out);
+void akvi_shbfx_destroy(akvi_shbfx *f);
 
 #endif

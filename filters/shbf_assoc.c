@@ -26,7 +26,7 @@
 #define SALT_O1 0x41736f6331ULL
 #define SALT_O2 0x41736f6332ULL
 
-struct akv_shbfa {
+struct akvi_shbfa {
     uint64_t m, n;
     uint32_t k;
     uint8_t *bits; /* m + WBAR - 1 bits + padding */
@@ -42,7 +42,7 @@ static inline offsets key_offsets(akv_hash h)
     return (offsets){o1, o1 + akv_reduce(akv_mix64(h.lo ^ SALT_O2), HALF) + 1};
 }
 
-static inline uint64_t probe(const akv_shbfa *f, akv_hash h, uint32_t i)
+static inline uint64_t probe(const akvi_shbfa *f, akv_hash h, uint32_t i)
 {
     return akv_reduce(h.hi + (uint64_t)i * (h.lo | 1), f->m);
 }
@@ -68,7 +68,7 @@ static size_t sorted_unique(const akv_hash *v, size_t n, akv_hash **out)
         return SIZE_MAX;
     if (n)
         memcpy(c, v, n * sizeof *c);
-    akv_sort(c, n, sizeof *c, cmp_hash);
+    akvi_sort(c, n, sizeof *c, cmp_hash);
     size_t u = 0;
     for (size_t i = 0; i < n; i++)
         if (u == 0 || !hash_eq(c[u - 1], c[i]))
@@ -77,15 +77,15 @@ static size_t sorted_unique(const akv_hash *v, size_t n, akv_hash **out)
     return u;
 }
 
-static void set_key(akv_shbfa *f, akv_hash h, uint64_t o)
+static void set_key(akvi_shbfa *f, akv_hash h, uint64_t o)
 {
     for (uint32_t i = 0; i < f->k; i++)
-        akv_bit_set(f->bits, probe(f, h, i) + o);
+        akvi_bit_set(f->bits, probe(f, h, i) + o);
 }
 
 /* Merge-join the sorted sets: each key of the union is stored once, at the
  * offset of its category. */
-static void insert_all(akv_shbfa *f, const akv_hash *a, size_t na, const akv_hash *b, size_t nb)
+static void insert_all(akvi_shbfa *f, const akv_hash *a, size_t na, const akv_hash *b, size_t nb)
 {
     size_t i = 0, j = 0;
     while (i < na || j < nb) {
@@ -109,8 +109,8 @@ static uint64_t choose_m(uint64_t distinct, uint32_t k, double bits_per_key)
     return mb < 64 ? 64 : (uint64_t)mb;
 }
 
-int akv_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2, uint32_t k,
-                    double bits_per_key, akv_shbfa **out)
+int akvi_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2, uint32_t k,
+                    double bits_per_key, akvi_shbfa **out)
 {
     if (!out || (n1 && !s1) || (n2 && !s2) || !(bits_per_key >= 0) || bits_per_key > 1024 ||
         (k == 0 && bits_per_key == 0))
@@ -122,7 +122,7 @@ int akv_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2
         return AKV_EINVAL;
     akv_hash *a = NULL, *b = NULL;
     size_t na = sorted_unique(s1, n1, &a), nb = na == SIZE_MAX ? SIZE_MAX : sorted_unique(s2, n2, &b);
-    akv_shbfa *f = (na == SIZE_MAX || nb == SIZE_MAX) ? NULL : calloc(1, sizeof *f);
+    akvi_shbfa *f = (na == SIZE_MAX || nb == SIZE_MAX) ? NULL : calloc(1, sizeof *f);
     int rc = AKV_ENOMEM;
     if (f) {
         size_t both = 0;
@@ -135,7 +135,7 @@ int akv_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2
         f->n = na + nb - both;
         f->k = k;
         f->m = choose_m(f->n, k, bits_per_key);
-        f->bits = calloc(1, akv_bits_bytes(f->m + WBAR - 1));
+        f->bits = calloc(1, akvi_bits_bytes(f->m + WBAR - 1));
         if (f->bits) {
             insert_all(f, a, na, b, nb);
             *out = f;
@@ -143,38 +143,38 @@ int akv_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2
             rc = AKV_OK;
         }
     }
-    akv_shbfa_destroy(f);
+    akvi_shbfa_destroy(f);
     free(a);
     free(b);
     return rc;
 }
 
 /* Pattern of (bit 0, bit o1, bit o2) after k windows → answer. */
-static const akv_shbfa_answer k_answer[8] = {
+static const akvi_shbfa_answer k_answer[8] = {
     [0] = AKV_SHBFA_NEITHER,     [1] = AKV_SHBFA_S1_ONLY,     [2] = AKV_SHBFA_BOTH,
     [4] = AKV_SHBFA_S2_ONLY,     [3] = AKV_SHBFA_S1_MAYBE_S2, [6] = AKV_SHBFA_S2_MAYBE_S1,
     [5] = AKV_SHBFA_EXACTLY_ONE, [7] = AKV_SHBFA_UNKNOWN,
 };
 
-akv_shbfa_answer akv_shbfa_query(const akv_shbfa *f, akv_hash h, unsigned *words)
+akvi_shbfa_answer akvi_shbfa_query(const akvi_shbfa *f, akv_hash h, unsigned *words)
 {
     offsets o = key_offsets(h);
     uint64_t acc = 1 | (1ULL << o.o1) | (1ULL << o.o2);
     uint32_t i = 0;
     while (i < f->k && acc) /* stop once all three patterns are ruled out */
-        acc &= akv_win64(f->bits, probe(f, h, i++));
+        acc &= akvi_win64(f->bits, probe(f, h, i++));
     if (words)
         *words = i;
     unsigned pat = (unsigned)((acc & 1) | ((acc >> o.o1) & 1) << 1 | ((acc >> o.o2) & 1) << 2);
     return k_answer[pat];
 }
 
-void akv_shbfa_info(const akv_shbfa *f, akv_shbf_info *out)
+void akvi_shbfa_info(const akvi_shbfa *f, akvi_shbf_info *out)
 {
-    *out = (akv_shbf_info){f->m, f->k, WBAR, f->n, (size_t)((f->m + WBAR - 1 + 7) / 8)};
+    *out = (akvi_shbf_info){f->m, f->k, WBAR, f->n, (size_t)((f->m + WBAR - 1 + 7) / 8)};
 }
 
-void akv_shbfa_destroy(akv_shbfa *f)
+void akvi_shbfa_destroy(akvi_shbfa *f)
 {
     if (!f)
         return;
@@ -184,45 +184,45 @@ void akv_shbfa_destroy(akv_shbfa *f)
 
 /* ---- serialization --------------------------------------------------------- */
 
-static void put_assoc(const void *p, akv_wbuf *w)
+static void put_assoc(const void *p, akvi_wbuf *w)
 {
-    const akv_shbfa *f = p;
-    akv_w_u64(w, f->m);
-    akv_w_u32(w, f->k);
-    akv_w_u64(w, f->n);
-    akv_w_bytes(w, f->bits, (size_t)((f->m + WBAR - 1 + 7) / 8));
+    const akvi_shbfa *f = p;
+    akvi_w_u64(w, f->m);
+    akvi_w_u32(w, f->k);
+    akvi_w_u64(w, f->n);
+    akvi_w_bytes(w, f->bits, (size_t)((f->m + WBAR - 1 + 7) / 8));
 }
 
-int akv_shbfa_serialize(const akv_shbfa *f, uint8_t **buf, size_t *len)
+int akvi_shbfa_serialize(const akvi_shbfa *f, uint8_t **buf, size_t *len)
 {
     if (!f || !buf || !len)
         return AKV_EINVAL;
-    return akv_seal("AKSA", f, put_assoc, buf, len);
+    return akvi_seal("AKSA", f, put_assoc, buf, len);
 }
 
-int akv_shbfa_deserialize(const uint8_t *buf, size_t len, akv_shbfa **out)
+int akvi_shbfa_deserialize(const uint8_t *buf, size_t len, akvi_shbfa **out)
 {
     if (!out)
         return AKV_EINVAL;
     *out = NULL;
-    akv_rbuf r;
-    if (akv_unseal("AKSA", buf, len, &r) != AKV_OK)
+    akvi_rbuf r;
+    if (akvi_unseal("AKSA", buf, len, &r) != AKV_OK)
         return AKV_ECORRUPT;
-    uint64_t m = akv_r_u64(&r);
-    uint32_t k = akv_r_u32(&r);
-    uint64_t n = akv_r_u64(&r);
+    uint64_t m = akvi_r_u64(&r);
+    uint32_t k = akvi_r_u32(&r);
+    uint64_t n = akvi_r_u64(&r);
     if (r.err || m < 1 || m > (1ULL << 62) || k < 1 || k > MAX_K ||
-        akv_bytes_of_bits(m + WBAR - 1) != akv_r_left(&r))
+        akvi_bytes_of_bits(m + WBAR - 1) != akvi_r_left(&r))
         return AKV_ECORRUPT;
-    akv_shbfa *f = calloc(1, sizeof *f);
-    uint8_t *bits = calloc(1, akv_bits_bytes(m + WBAR - 1));
+    akvi_shbfa *f = calloc(1, sizeof *f);
+    uint8_t *bits = calloc(1, akvi_bits_bytes(m + WBAR - 1));
     if (!f || !bits) {
         free(f);
         free(bits);
         return AKV_ENOMEM;
     }
-    akv_r_bytes(&r, bits, (size_t)((m + WBAR - 1 + 7) / 8));
-    *f = (akv_shbfa){m, n, k, bits};
+    akvi_r_bytes(&r, bits, (size_t)((m + WBAR - 1 + 7) / 8));
+    *f = (akvi_shbfa){m, n, k, bits};
     *out = f;
     return AKV_OK;
 }

@@ -38,7 +38,7 @@ typedef struct ctable {
     size_t cap, used; /* cap is a power of two */
 } ctable;
 
-struct akv_shbfx {
+struct akvi_shbfx {
     uint64_t m, n; /* hashed range; distinct keys stored */
     uint32_t k, c;
     uint8_t *bits; /* m + c - 1 bits + padding */
@@ -140,29 +140,29 @@ static int ct_set(ctable *t, akv_hash h, uint32_t v)
 
 /* ---- bits and counters --------------------------------------------------- */
 
-static inline uint64_t probe(const akv_shbfx *f, akv_hash h, uint32_t i)
+static inline uint64_t probe(const akvi_shbfx *f, akv_hash h, uint32_t i)
 {
     return akv_reduce(h.hi + (uint64_t)i * (h.lo | 1), f->m);
 }
 
 /* Adds (d = +1) or removes (d = -1) the k bits of h at offset z - 1. */
-static void occurrence(akv_shbfx *f, akv_hash h, uint32_t z, int d)
+static void occurrence(akvi_shbfx *f, akv_hash h, uint32_t z, int d)
 {
     for (uint32_t i = 0; i < f->k; i++) {
         uint64_t pos = probe(f, h, i) + z - 1;
         if (!f->ctr) {
-            akv_bit_set(f->bits, pos);
+            akvi_bit_set(f->bits, pos);
         } else if (d > 0) {
             if (f->ctr[pos] < SAT)
                 f->ctr[pos]++;
-            akv_bit_set(f->bits, pos);
+            akvi_bit_set(f->bits, pos);
         } else if (f->ctr[pos] < SAT && --f->ctr[pos] == 0) {
-            akv_bit_clear(f->bits, pos);
+            akvi_bit_clear(f->bits, pos);
         }
     }
 }
 
-static int check_params(const akv_shbfx_params *p, uint32_t *c)
+static int check_params(const akvi_shbfx_params *p, uint32_t *c)
 {
     *c = p->c ? p->c : MAX_C;
     if (p->k < 1 || p->k > MAX_K || *c > MAX_C || !(p->bits_per_key >= 0) || p->bits_per_key > 1024)
@@ -171,7 +171,7 @@ static int check_params(const akv_shbfx_params *p, uint32_t *c)
 }
 
 /* Aggregate repeated hashes into the table; AKV_EINVAL on a bad count. */
-static int count_items(ctable *t, const akv_shbfx_item *items, size_t n, uint32_t c)
+static int count_items(ctable *t, const akvi_shbfx_item *items, size_t n, uint32_t c)
 {
     for (size_t i = 0; i < n; i++) {
         uint32_t have = ct_get(t, items[i].h);
@@ -183,24 +183,24 @@ static int count_items(ctable *t, const akv_shbfx_item *items, size_t n, uint32_
     return AKV_OK;
 }
 
-static int alloc_arrays(akv_shbfx *f, double bits_per_key, bool updatable)
+static int alloc_arrays(akvi_shbfx *f, double bits_per_key, bool updatable)
 {
     double d = f->n ? (double)f->n : 1.0;
     double mb = bits_per_key > 0 ? ceil(bits_per_key * d) : ceil(d * f->k / M_LN2);
     f->m = mb < 64 ? 64 : (uint64_t)mb;
-    f->bits = calloc(1, akv_bits_bytes(f->m + f->c - 1));
+    f->bits = calloc(1, akvi_bits_bytes(f->m + f->c - 1));
     if (updatable)
         f->ctr = calloc((size_t)(f->m + f->c - 1), sizeof *f->ctr);
     return f->bits && (!updatable || f->ctr) ? AKV_OK : AKV_ENOMEM;
 }
 
-int akv_shbfx_build(const akv_shbfx_item *items, size_t n, const akv_shbfx_params *p, akv_shbfx **out)
+int akvi_shbfx_build(const akvi_shbfx_item *items, size_t n, const akvi_shbfx_params *p, akvi_shbfx **out)
 {
     uint32_t c;
     if (!out || !p || (n && !items) || check_params(p, &c) != AKV_OK)
         return AKV_EINVAL;
     *out = NULL;
-    akv_shbfx *f = calloc(1, sizeof *f);
+    akvi_shbfx *f = calloc(1, sizeof *f);
     ctable *t = calloc(1, sizeof *t);
     int rc = f && t ? ct_init(t, n) : AKV_ENOMEM;
     if (rc == AKV_OK)
@@ -224,22 +224,22 @@ int akv_shbfx_build(const akv_shbfx_item *items, size_t n, const akv_shbfx_param
     }
     ct_free(t);
     free(t);
-    akv_shbfx_destroy(f);
+    akvi_shbfx_destroy(f);
     return rc;
 }
 
-uint32_t akv_shbfx_query(const akv_shbfx *f, akv_hash h, unsigned *words)
+uint32_t akvi_shbfx_query(const akvi_shbfx *f, akv_hash h, unsigned *words)
 {
     uint64_t acc = (1ULL << f->c) - 1;
     uint32_t i = 0;
     while (i < f->k && acc)
-        acc &= akv_win64(f->bits, probe(f, h, i++));
+        acc &= akvi_win64(f->bits, probe(f, h, i++));
     if (words)
         *words = i;
     return acc ? 64u - (uint32_t)__builtin_clzll(acc) : 0;
 }
 
-int akv_shbfx_insert(akv_shbfx *f, akv_hash h)
+int akvi_shbfx_insert(akvi_shbfx *f, akv_hash h)
 {
     if (!f || !f->tab)
         return f ? AKV_ENOTSUP : AKV_EINVAL;
@@ -258,7 +258,7 @@ int akv_shbfx_insert(akv_shbfx *f, akv_hash h)
     return AKV_OK;
 }
 
-int akv_shbfx_remove(akv_shbfx *f, akv_hash h)
+int akvi_shbfx_remove(akvi_shbfx *f, akv_hash h)
 {
     if (!f || !f->tab)
         return f ? AKV_ENOTSUP : AKV_EINVAL;
@@ -275,17 +275,17 @@ int akv_shbfx_remove(akv_shbfx *f, akv_hash h)
     return AKV_OK;
 }
 
-double akv_shbfx_f0(const akv_shbfx *f)
+double akvi_shbfx_f0(const akvi_shbfx *f)
 {
     return pow(1.0 - exp(-(double)f->k * (double)f->n / (double)f->m), f->k);
 }
 
-void akv_shbfx_info(const akv_shbfx *f, akv_shbf_info *out)
+void akvi_shbfx_info(const akvi_shbfx *f, akvi_shbf_info *out)
 {
-    *out = (akv_shbf_info){f->m, f->k, f->c, f->n, (size_t)((f->m + f->c - 1 + 7) / 8)};
+    *out = (akvi_shbf_info){f->m, f->k, f->c, f->n, (size_t)((f->m + f->c - 1 + 7) / 8)};
 }
 
-void akv_shbfx_destroy(akv_shbfx *f)
+void akvi_shbfx_destroy(akvi_shbfx *f)
 {
     if (!f)
         return;
@@ -298,45 +298,45 @@ void akv_shbfx_destroy(akv_shbfx *f)
 
 /* ---- serialization --------------------------------------------------------- */
 
-static void put_mult(const void *p, akv_wbuf *w)
+static void put_mult(const void *p, akvi_wbuf *w)
 {
-    const akv_shbfx *f = p;
-    akv_w_u64(w, f->m);
-    akv_w_u32(w, f->k);
-    akv_w_u32(w, f->c);
-    akv_w_u64(w, f->n);
-    akv_w_bytes(w, f->bits, (size_t)((f->m + f->c - 1 + 7) / 8));
+    const akvi_shbfx *f = p;
+    akvi_w_u64(w, f->m);
+    akvi_w_u32(w, f->k);
+    akvi_w_u32(w, f->c);
+    akvi_w_u64(w, f->n);
+    akvi_w_bytes(w, f->bits, (size_t)((f->m + f->c - 1 + 7) / 8));
 }
 
-int akv_shbfx_serialize(const akv_shbfx *f, uint8_t **buf, size_t *len)
+int akvi_shbfx_serialize(const akvi_shbfx *f, uint8_t **buf, size_t *len)
 {
     if (!f || !buf || !len)
         return AKV_EINVAL;
-    return akv_seal("AKSX", f, put_mult, buf, len);
+    return akvi_seal("AKSX", f, put_mult, buf, len);
 }
 
-int akv_shbfx_deserialize(const uint8_t *buf, size_t len, akv_shbfx **out)
+int akvi_shbfx_deserialize(const uint8_t *buf, size_t len, akvi_shbfx **out)
 {
     if (!out)
         return AKV_EINVAL;
     *out = NULL;
-    akv_rbuf r;
-    if (akv_unseal("AKSX", buf, len, &r) != AKV_OK)
+    akvi_rbuf r;
+    if (akvi_unseal("AKSX", buf, len, &r) != AKV_OK)
         return AKV_ECORRUPT;
-    uint64_t m = akv_r_u64(&r);
-    uint32_t k = akv_r_u32(&r), c = akv_r_u32(&r);
-    uint64_t n = akv_r_u64(&r);
+    uint64_t m = akvi_r_u64(&r);
+    uint32_t k = akvi_r_u32(&r), c = akvi_r_u32(&r);
+    uint64_t n = akvi_r_u64(&r);
     if (r.err || m < 1 || m > (1ULL << 62) || k < 1 || k > MAX_K || c < 1 || c > MAX_C ||
-        akv_bytes_of_bits(m + c - 1) != akv_r_left(&r))
+        akvi_bytes_of_bits(m + c - 1) != akvi_r_left(&r))
         return AKV_ECORRUPT;
-    akv_shbfx *f = calloc(1, sizeof *f);
-    uint8_t *bits = calloc(1, akv_bits_bytes(m + c - 1));
+    akvi_shbfx *f = calloc(1, sizeof *f);
+    uint8_t *bits = calloc(1, akvi_bits_bytes(m + c - 1));
     if (!f || !bits) {
         free(f);
         free(bits);
         return AKV_ENOMEM;
     }
-    akv_r_bytes(&r, bits, (size_t)((m + c - 1 + 7) / 8));
+    akvi_r_bytes(&r, bits, (size_t)((m + c - 1 + 7) / 8));
     f->m = m;
     f->n = n;
     f->k = k;

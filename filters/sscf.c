@@ -77,7 +77,7 @@ typedef struct sscf {
     uint64_t encoded, absorbed, modulated, mod_failed, pc_sat, mc_sat;
 } sscf;
 
-extern const akv_filter_kind akv_kind_sscf;
+extern const akv_filter_kind akvi_kind_sscf;
 
 /* ---- atomic cell access ------------------------------------------------- */
 
@@ -399,13 +399,13 @@ static sscf *sscf_alloc(uint64_t m, uint64_t nhm, bool adaptive, bool wide)
     s->adaptive = adaptive;
     s->wide = wide;
     s->pc = calloc(1, (size_t)(m + 1) / 2 + 1);
-    s->nc = wide ? calloc(1, akv_bits_bytes(m)) : NULL;
-    s->ab = wide && adaptive ? calloc(1, akv_bits_bytes(m)) : NULL;
+    s->nc = wide ? calloc(1, akvi_bits_bytes(m)) : NULL;
+    s->ab = wide && adaptive ? calloc(1, akvi_bits_bytes(m)) : NULL;
     s->hm = calloc(1, (size_t)(nhm + 1) / 2 + 1);
     pthread_mutex_init(&s->wlock, NULL);
-    s->base.kind = &akv_kind_sscf;
+    s->base.kind = &akvi_kind_sscf;
     if (!s->pc || (wide && !s->nc) || (wide && adaptive && !s->ab) || !s->hm) {
-        akv_kind_sscf.destroy(&s->base);
+        akvi_kind_sscf.destroy(&s->base);
         return NULL;
     }
     return s;
@@ -484,7 +484,7 @@ static int encode_vulnerable(sscf *s, const akv_negative *neg, size_t n_neg, uin
     size_t top = n < limit ? n : (size_t)limit;
     select_top(r, n, top);
     if (seal_cap)
-        akv_sort(r, top, sizeof *r, cmp_rank);
+        akvi_sort(r, top, sizeof *r, cmp_rank);
     uint64_t sealed = 0;
     size_t i = 0;
     for (; i < top && (!seal_cap || sealed < seal_cap); i++)
@@ -525,7 +525,7 @@ static int sscf_create(const akv_filter_params *p, const akv_negative *neg, size
     uint64_t seal_cap = ratio ? 0 : (uint64_t)ceil(SSCF_SEAL_SHARE * (double)m);
     int rc = encode_vulnerable(s, neg, n_neg, limit, seal_cap);
     if (rc != AKV_OK) {
-        akv_kind_sscf.destroy(&s->base);
+        akvi_kind_sscf.destroy(&s->base);
         return rc;
     }
     *out = &s->base;
@@ -574,9 +574,9 @@ static size_t sscf_memory(const akv_filter *f)
     return (size_t)arrays_bytes(s->m, s->nhm, s->wide, s->adaptive);
 }
 
-int akv_sscf_nonzero(const akv_filter *f, uint64_t *pc_nonzero, uint64_t *mc_nonzero, uint64_t *saturated)
+int akvi_sscf_nonzero(const akv_filter *f, uint64_t *pc_nonzero, uint64_t *mc_nonzero, uint64_t *saturated)
 {
-    if (!f || f->kind != &akv_kind_sscf)
+    if (!f || f->kind != &akvi_kind_sscf)
         return AKV_EINVAL;
     const sscf *s = (const sscf *)f;
     uint64_t a = 0, b = 0, sat = 0;
@@ -630,22 +630,22 @@ static int sscf_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     sscf *s = (sscf *)f;
     pthread_mutex_lock(&s->wlock);
-    akv_wbuf w = {buf, 0};
-    akv_w_u8(&w, s->adaptive);
-    akv_w_u8(&w, (uint8_t)s->k);
-    akv_w_u16(&w, s->wide ? 0 : LAYOUT_PACKED);
-    akv_w_u64(&w, s->m);
-    akv_w_u64(&w, s->nhm);
+    akvi_wbuf w = {buf, 0};
+    akvi_w_u8(&w, s->adaptive);
+    akvi_w_u8(&w, (uint8_t)s->k);
+    akvi_w_u16(&w, s->wide ? 0 : LAYOUT_PACKED);
+    akvi_w_u64(&w, s->m);
+    akvi_w_u64(&w, s->nhm);
     uint64_t hdr[] = {s->capacity,  f->n_keys,     s->encoded, s->absorbed,
                       s->modulated, s->mod_failed, s->pc_sat,  s->mc_sat};
     for (size_t i = 0; i < sizeof hdr / sizeof *hdr; i++)
-        akv_w_u64(&w, hdr[i]);
-    akv_w_bytes(&w, s->pc, (size_t)pc_bytes(s));
+        akvi_w_u64(&w, hdr[i]);
+    akvi_w_bytes(&w, s->pc, (size_t)pc_bytes(s));
     if (s->wide)
-        akv_w_bytes(&w, s->nc, (size_t)bitset_bytes(s->m));
+        akvi_w_bytes(&w, s->nc, (size_t)bitset_bytes(s->m));
     if (s->wide && s->adaptive)
-        akv_w_bytes(&w, s->ab, (size_t)bitset_bytes(s->m));
-    akv_w_bytes(&w, s->hm, (size_t)hm_bytes(s));
+        akvi_w_bytes(&w, s->ab, (size_t)bitset_bytes(s->m));
+    akvi_w_bytes(&w, s->hm, (size_t)hm_bytes(s));
     pthread_mutex_unlock(&s->wlock);
     *len = w.len;
     return AKV_OK;
@@ -680,20 +680,20 @@ static bool sscf_arrays_valid(const sscf *s)
 /* Payload version 1 (before the packed layout) always holds the wide one. */
 static int sscf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
-    akv_rbuf r = {buf, len, 0, false};
-    uint8_t adaptive = akv_r_u8(&r), k = akv_r_u8(&r);
-    uint16_t layout = akv_r_u16(&r);
+    akvi_rbuf r = {buf, len, 0, false};
+    uint8_t adaptive = akvi_r_u8(&r), k = akvi_r_u8(&r);
+    uint16_t layout = akvi_r_u16(&r);
     bool wide = layout == 0;
-    uint64_t m = akv_r_u64(&r), nhm = akv_r_u64(&r), hdr[8];
+    uint64_t m = akvi_r_u64(&r), nhm = akvi_r_u64(&r), hdr[8];
     for (size_t i = 0; i < 8; i++)
-        hdr[i] = akv_r_u64(&r);
+        hdr[i] = akvi_r_u64(&r);
     /* The arrays are the tail: bound m and nhm by it (by division, which
      * cannot wrap) before arrays_bytes adds sizes computed from them. */
-    uint64_t left = akv_r_left(&r);
+    uint64_t left = akvi_r_left(&r);
     if (r.err || ver < 1 || adaptive > 1 || k < 1 || k > SSCF_MAX_K || layout > LAYOUT_PACKED ||
         (ver < 2 && !wide) || m < 64 || m / 8 > left || nhm < 16 || nhm / 8 > left || hdr[0] == 0)
         return AKV_ECORRUPT;
-    if (arrays_bytes(m, nhm, wide, adaptive) != akv_r_left(&r) || hdr[2] > hdr[0] || hdr[6] > m ||
+    if (arrays_bytes(m, nhm, wide, adaptive) != akvi_r_left(&r) || hdr[2] > hdr[0] || hdr[6] > m ||
         hdr[7] > nhm)
         return AKV_ECORRUPT;
     sscf *s = sscf_alloc(m, nhm, adaptive, wide);
@@ -708,14 +708,14 @@ static int sscf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **
     s->mod_failed = hdr[5];
     s->pc_sat = hdr[6];
     s->mc_sat = hdr[7];
-    akv_r_bytes(&r, s->pc, (size_t)pc_bytes(s));
+    akvi_r_bytes(&r, s->pc, (size_t)pc_bytes(s));
     if (wide)
-        akv_r_bytes(&r, s->nc, (size_t)bitset_bytes(m));
+        akvi_r_bytes(&r, s->nc, (size_t)bitset_bytes(m));
     if (wide && adaptive)
-        akv_r_bytes(&r, s->ab, (size_t)bitset_bytes(m));
-    akv_r_bytes(&r, s->hm, (size_t)hm_bytes(s));
-    if (!akv_r_done(&r) || !sscf_arrays_valid(s)) {
-        akv_kind_sscf.destroy(&s->base);
+        akvi_r_bytes(&r, s->ab, (size_t)bitset_bytes(m));
+    akvi_r_bytes(&r, s->hm, (size_t)hm_bytes(s));
+    if (!akvi_r_done(&r) || !sscf_arrays_valid(s)) {
+        akvi_kind_sscf.destroy(&s->base);
         return AKV_ECORRUPT;
     }
     *out = &s->base;
@@ -747,7 +747,7 @@ static double sscf_fpr_theory(const akv_filter *f)
     return pow(q, s->k);
 }
 
-const akv_filter_kind akv_kind_sscf = {
+const akv_filter_kind akvi_kind_sscf = {
     .name = "sscf",
     .id = 30,
     .payload_version = 2,

@@ -30,9 +30,9 @@ enum { AKV_SSCF_STATIC = 1u << 0, AKV_SSCF_WIDE = 1u << 1 };
  * (mc), not counting sticky-saturated ones, which are reported in
  * *saturated (pc at 15 plus mc at 7). After every inserted key was removed
  * pc and mc are both 0. AKV_EINVAL if f is not an sscf. */
-int akv_sscf_nonzero(const akv_filter *f, uint64_t *pc_nonzero, uint64_t *mc_nonzero, uint64_t *saturated);
+int akvi_sscf_nonzero(const akv_filter *f, uint64_t *pc_nonzero, uint64_t *mc_nonzero, uint64_t *saturated);
 
 /* Non-zero counters of a cbf (AKV_EINVAL if f is not a cbf). */
-int akv_cbf_nonzero(const akv_filter *f, uint64_t *nonzero);
+int akvi_cbf_nonzero(const akv_filter *f, uint64_t *nonzero);
 
 #endif

@@ -40,14 +40,14 @@ typedef struct vsbbf {
     uint64_t n_plan; /* n the probe counts were planned for */
     uint32_t flags;
     int J;
-    akv_vsbbf_block blk[AKV_VSBBF_MAX_BLOCKS];
+    akvi_vsbbf_block blk[AKV_VSBBF_MAX_BLOCKS];
     uint64_t n_act[AKV_VSBBF_MAX_BLOCKS]; /* keys that took block j's extra probe */
     uint8_t *bits;
 } vsbbf;
 
-extern const akv_filter_kind akv_kind_vsbbf;
+extern const akv_filter_kind akvi_kind_vsbbf;
 
-int akv_vsbbf_plan(uint64_t m, uint64_t n, akv_vsbbf_block out[AKV_VSBBF_MAX_BLOCKS])
+int akvi_vsbbf_plan(uint64_t m, uint64_t n, akvi_vsbbf_block out[AKV_VSBBF_MAX_BLOCKS])
 {
     int J = 0;
     for (int b = 63; b >= 0; b--) {
@@ -58,7 +58,7 @@ int akv_vsbbf_plan(uint64_t m, uint64_t n, akv_vsbbf_block out[AKV_VSBBF_MAX_BLO
         /* Larger blocks come first, so this block starts after the bits of
          * m above b: m with bits b and below cleared. */
         out[J].offset = b == 63 ? 0 : m & ~((size << 1) - 1);
-        akv_rbf_kstar(size, n, &out[J].k_int, &out[J].act_thr);
+        akvi_rbf_kstar(size, n, &out[J].k_int, &out[J].act_thr);
         J++;
     }
     return J;
@@ -70,7 +70,7 @@ typedef struct probe_seq {
     uint64_t h1, h2;
 } probe_seq;
 
-static inline probe_seq block_seq(const vsbbf *v, akv_hash h, const akv_vsbbf_block *b)
+static inline probe_seq block_seq(const vsbbf *v, akv_hash h, const akvi_vsbbf_block *b)
 {
     if (v->flags & AKV_VSBBF_LITERAL)
         return (probe_seq){h.hi, h.lo | 1};
@@ -79,12 +79,12 @@ static inline probe_seq block_seq(const vsbbf *v, akv_hash h, const akv_vsbbf_bl
                        akv_mix64(h.lo ^ (id * 0xd6e8feb86659fd93ULL)) | 1};
 }
 
-static inline bool block_activated(akv_hash h, const akv_vsbbf_block *b)
+static inline bool block_activated(akv_hash h, const akvi_vsbbf_block *b)
 {
     return b->act_thr && akv_hash_nth(h, ACT_NTH + (uint64_t)__builtin_ctzll(b->size)) < b->act_thr;
 }
 
-static inline uint64_t block_pos(const akv_vsbbf_block *b, probe_seq s, uint32_t i)
+static inline uint64_t block_pos(const akvi_vsbbf_block *b, probe_seq s, uint32_t i)
 {
     return ((s.h1 + (uint64_t)i * s.h2) & (b->size - 1)) + b->offset;
 }
@@ -94,16 +94,16 @@ static vsbbf *vsbbf_alloc(uint64_t m, uint64_t n_plan, uint32_t flags)
     vsbbf *v = calloc(1, sizeof *v);
     if (!v)
         return NULL;
-    v->bits = calloc(1, akv_bits_bytes(m));
+    v->bits = calloc(1, akvi_bits_bytes(m));
     if (!v->bits) {
         free(v);
         return NULL;
     }
-    v->base.kind = &akv_kind_vsbbf;
+    v->base.kind = &akvi_kind_vsbbf;
     v->m = m;
     v->n_plan = n_plan;
     v->flags = flags;
-    v->J = akv_vsbbf_plan(m, n_plan, v->blk);
+    v->J = akvi_vsbbf_plan(m, n_plan, v->blk);
     return v;
 }
 
@@ -131,7 +131,7 @@ static int vsbbf_add(akv_filter *f, akv_hash h)
 {
     vsbbf *v = (vsbbf *)f;
     for (int j = 0; j < v->J; j++) {
-        const akv_vsbbf_block *b = &v->blk[j];
+        const akvi_vsbbf_block *b = &v->blk[j];
         probe_seq s = block_seq(v, h, b);
         uint32_t cnt = b->k_int;
         if (block_activated(h, b)) {
@@ -139,7 +139,7 @@ static int vsbbf_add(akv_filter *f, akv_hash h)
             v->n_act[j]++;
         }
         for (uint32_t i = 0; i < cnt; i++)
-            akv_bit_set(v->bits, block_pos(b, s, i));
+            akvi_bit_set(v->bits, block_pos(b, s, i));
     }
     f->n_keys++;
     return AKV_OK;
@@ -158,12 +158,12 @@ static unsigned vsbbf_probe(const vsbbf *v, akv_hash h, bool *hit)
 {
     unsigned reads = 0;
     for (int j = 0; j < v->J; j++) {
-        const akv_vsbbf_block *b = &v->blk[j];
+        const akvi_vsbbf_block *b = &v->blk[j];
         probe_seq s = block_seq(v, h, b);
         uint32_t cnt = b->k_int + (block_activated(h, b) ? 1u : 0u);
         for (uint32_t i = 0; i < cnt; i++) {
             reads++;
-            if (!akv_bit_get(v->bits, block_pos(b, s, i))) {
+            if (!akvi_bit_get(v->bits, block_pos(b, s, i))) {
                 *hit = false;
                 return reads;
             }
@@ -206,9 +206,9 @@ static double vsbbf_fpr_theory(const akv_filter *f)
     const vsbbf *v = (const vsbbf *)f;
     double fpr = 1.0;
     for (int j = 0; j < v->J; j++) {
-        const akv_vsbbf_block *b = &v->blk[j];
+        const akvi_vsbbf_block *b = &v->blk[j];
         double p0 = zero_prob(b->size, (double)f->n_keys * b->k_int + (double)v->n_act[j]);
-        fpr *= pow(1.0 - p0, b->k_int) * (1.0 - akv_rbf_frac(b->act_thr) * p0);
+        fpr *= pow(1.0 - p0, b->k_int) * (1.0 - akvi_rbf_frac(b->act_thr) * p0);
     }
     return fpr;
 }
@@ -219,30 +219,30 @@ static double vsbbf_fpr_theory(const akv_filter *f)
 static int vsbbf_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     const vsbbf *v = (const vsbbf *)f;
-    akv_wbuf w = {buf, 0};
-    akv_w_u64(&w, v->m);
-    akv_w_u64(&w, v->n_plan);
-    akv_w_u32(&w, v->flags);
-    akv_w_u64(&w, f->n_keys);
-    akv_w_u8(&w, (uint8_t)v->J);
+    akvi_wbuf w = {buf, 0};
+    akvi_w_u64(&w, v->m);
+    akvi_w_u64(&w, v->n_plan);
+    akvi_w_u32(&w, v->flags);
+    akvi_w_u64(&w, f->n_keys);
+    akvi_w_u8(&w, (uint8_t)v->J);
     for (int j = 0; j < v->J; j++) {
-        akv_w_u32(&w, v->blk[j].k_int);
-        akv_w_u64(&w, v->blk[j].act_thr);
-        akv_w_u64(&w, v->n_act[j]);
+        akvi_w_u32(&w, v->blk[j].k_int);
+        akvi_w_u64(&w, v->blk[j].act_thr);
+        akvi_w_u64(&w, v->n_act[j]);
     }
-    akv_w_bytes(&w, v->bits, (size_t)((v->m + 7) / 8));
+    akvi_w_bytes(&w, v->bits, (size_t)((v->m + 7) / 8));
     *len = w.len;
     return AKV_OK;
 }
 
-static bool load_blocks(akv_rbuf *r, vsbbf *v)
+static bool load_blocks(akvi_rbuf *r, vsbbf *v)
 {
-    if (akv_r_u8(r) != v->J)
+    if (akvi_r_u8(r) != v->J)
         return false;
     for (int j = 0; j < v->J; j++) {
-        uint32_t k_int = akv_r_u32(r);
-        uint64_t thr = akv_r_u64(r);
-        v->n_act[j] = akv_r_u64(r);
+        uint32_t k_int = akvi_r_u32(r);
+        uint64_t thr = akvi_r_u64(r);
+        v->n_act[j] = akvi_r_u64(r);
         if (r->err || k_int != v->blk[j].k_int || thr != v->blk[j].act_thr || v->n_act[j] > v->base.n_keys ||
             (thr == 0 && v->n_act[j]))
             return false;
@@ -253,23 +253,23 @@ static bool load_blocks(akv_rbuf *r, vsbbf *v)
 static int vsbbf_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
     (void)ver;
-    akv_rbuf r = {buf, len, 0, false};
-    uint64_t m = akv_r_u64(&r);
-    uint64_t n_plan = akv_r_u64(&r);
-    uint32_t flags = akv_r_u32(&r);
-    uint64_t n = akv_r_u64(&r);
+    akvi_rbuf r = {buf, len, 0, false};
+    uint64_t m = akvi_r_u64(&r);
+    uint64_t n_plan = akvi_r_u64(&r);
+    uint32_t flags = akvi_r_u32(&r);
+    uint64_t n = akvi_r_u64(&r);
     /* The bit array is the tail: its length bounds m before allocating. */
-    if (r.err || m < 1 || n_plan < 1 || (flags & ~KNOWN_FLAGS) || akv_bytes_of_bits(m) > akv_r_left(&r))
+    if (r.err || m < 1 || n_plan < 1 || (flags & ~KNOWN_FLAGS) || akvi_bytes_of_bits(m) > akvi_r_left(&r))
         return AKV_ECORRUPT;
     vsbbf *v = vsbbf_alloc(m, n_plan, flags);
     if (!v)
         return AKV_ENOMEM;
     v->base.n_keys = n;
-    if (!load_blocks(&r, v) || akv_bytes_of_bits(m) != akv_r_left(&r)) {
+    if (!load_blocks(&r, v) || akvi_bytes_of_bits(m) != akvi_r_left(&r)) {
         akv_filter_destroy(&v->base);
         return AKV_ECORRUPT;
     }
-    akv_r_bytes(&r, v->bits, (size_t)((m + 7) / 8));
+    akvi_r_bytes(&r, v->bits, (size_t)((m + 7) / 8));
     *out = &v->base;
     return AKV_OK;
 }
@@ -286,12 +286,12 @@ static int vsbbf_describe(const akv_filter *f, char *buf, size_t cap)
     const vsbbf *v = (const vsbbf *)f;
     double ksum = 0;
     for (int j = 0; j < v->J; j++)
-        ksum += v->blk[j].k_int + akv_rbf_frac(v->blk[j].act_thr);
+        ksum += v->blk[j].k_int + akvi_rbf_frac(v->blk[j].act_thr);
     return snprintf(buf, cap, "\"m\":%llu,\"blocks\":%d,\"k_total\":%.6f,\"literal\":%s",
                     (unsigned long long)v->m, v->J, ksum, (v->flags & AKV_VSBBF_LITERAL) ? "true" : "false");
 }
 
-const akv_filter_kind akv_kind_vsbbf = {
+const akv_filter_kind akvi_kind_vsbbf = {
     .name = "vsbbf",
     .id = 4,
     .payload_version = 1,

@@ -25,15 +25,15 @@
  */
 #define AKV_VSBBF_LITERAL (1u << 0)
 
-typedef struct akv_vsbbf_block {
+typedef struct akvi_vsbbf_block {
     uint64_t size;    /* m_j, a power of two */
     uint64_t offset;  /* first bit of the block: sum of the larger blocks */
     uint32_t k_int;   /* always-applied probes in this block */
     uint64_t act_thr; /* extra probe iff the block's activation hash < act_thr */
-} akv_vsbbf_block;
+} akvi_vsbbf_block;
 
 /* Fills out[0..J-1] for m ≥ 1 bits and n keys (n = 0 is taken as 1) and
  * returns J; returns 0 for m = 0. */
-int akv_vsbbf_plan(uint64_t m, uint64_t n, akv_vsbbf_block out[AKV_VSBBF_MAX_BLOCKS]);
+int akvi_vsbbf_plan(uint64_t m, uint64_t n, akvi_vsbbf_block out[AKV_VSBBF_MAX_BLOCKS]);
 
 #endif

@@ -3,11 +3,11 @@
  * A minirun's keys share their top nbits of h.hi, so they are one contiguous
  * range of the array, found by binary search.
  *
- * A map may hold only part of a set (akv_memrevmap_restrict): the engine
+ * A map may hold only part of a set (akvi_memrevmap_restrict): the engine
  * reads the owners of a minirun from disk first, then adapts under the
  * slot's lock against this in-memory copy. A scan outside the part it holds
  * cannot be answered exactly, so it fails with AKV_EBUSY and is remembered
- * (akv_memrevmap_missed), and the filter leaves itself unchanged.
+ * (akvi_memrevmap_missed), and the filter leaves itself unchanged.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@
 #include "revmap/revmap.h"
 #include "util/order.h"
 
-struct akv_memrevmap {
+struct akvi_memrevmap {
     akv_revmap rm;
     akv_hash *v;
     size_t n, cap;
@@ -36,7 +36,7 @@ static uint64_t top_mask(unsigned nbits)
 }
 
 /* Does the map hold every key of the set whose top nbits equal hi's? */
-static bool covers(const akv_memrevmap *m, uint64_t hi, unsigned nbits)
+static bool covers(const akvi_memrevmap *m, uint64_t hi, unsigned nbits)
 {
     if (!m->partial)
         return true;
@@ -48,18 +48,18 @@ static bool covers(const akv_memrevmap *m, uint64_t hi, unsigned nbits)
     return false;
 }
 
-bool akv_memrevmap_covers(const akv_memrevmap *m, uint64_t hi, unsigned nbits)
+bool akvi_memrevmap_covers(const akvi_memrevmap *m, uint64_t hi, unsigned nbits)
 {
     return covers(m, hi, nbits);
 }
 
 /* First index whose hash is >= (hi, lo). */
-static size_t lower_bound(const akv_memrevmap *m, akv_hash h)
+static size_t lower_bound(const akvi_memrevmap *m, akv_hash h)
 {
     size_t lo = 0, hi = m->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (akv_hash_cmp(m->v[mid], h) < 0)
+        if (akvi_hash_cmp(m->v[mid], h) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -69,7 +69,7 @@ static size_t lower_bound(const akv_memrevmap *m, akv_hash h)
 
 static int mem_scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, void *arg)
 {
-    akv_memrevmap *m = (akv_memrevmap *)rm;
+    akvi_memrevmap *m = (akvi_memrevmap *)rm;
     if (nbits < 1 || nbits > 64)
         return AKV_EINVAL;
     if (!covers(m, hi, nbits)) {
@@ -88,9 +88,9 @@ static int mem_scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn f
     return AKV_OK;
 }
 
-int akv_memrevmap_create(const akv_hash *keys, size_t n, akv_memrevmap **out)
+int akvi_memrevmap_create(const akv_hash *keys, size_t n, akvi_memrevmap **out)
 {
-    akv_memrevmap *m = calloc(1, sizeof *m);
+    akvi_memrevmap *m = calloc(1, sizeof *m);
     if (!m)
         return AKV_ENOMEM;
     m->cap = n ? n : 16;
@@ -100,7 +100,7 @@ int akv_memrevmap_create(const akv_hash *keys, size_t n, akv_memrevmap **out)
     if (n)
         memcpy(m->v, keys, n * sizeof *keys);
     m->n = n;
-    akv_sort(m->v, n, sizeof *m->v, akv_hash_cmp_ptr);
+    akvi_sort(m->v, n, sizeof *m->v, akvi_hash_cmp_ptr);
     m->partial = false;
     m->rm.scan = mem_scan;
     m->rm.ctx = m;
@@ -108,7 +108,7 @@ int akv_memrevmap_create(const akv_hash *keys, size_t n, akv_memrevmap **out)
     return AKV_OK;
 }
 
-int akv_memrevmap_insert(akv_memrevmap *m, akv_hash h)
+int akvi_memrevmap_insert(akvi_memrevmap *m, akv_hash h)
 {
     if (m->n == m->cap) {
         akv_hash *v = realloc(m->v, 2 * m->cap * sizeof *v);
@@ -124,29 +124,29 @@ int akv_memrevmap_insert(akv_memrevmap *m, akv_hash h)
     return AKV_OK;
 }
 
-int akv_memrevmap_remove(akv_memrevmap *m, akv_hash h)
+int akvi_memrevmap_remove(akvi_memrevmap *m, akv_hash h)
 {
     size_t i = lower_bound(m, h);
-    if (i == m->n || akv_hash_cmp(m->v[i], h) != 0)
+    if (i == m->n || akvi_hash_cmp(m->v[i], h) != 0)
         return AKV_NOTFOUND;
     memmove(m->v + i, m->v + i + 1, (m->n - i - 1) * sizeof *m->v);
     m->n--;
     return AKV_OK;
 }
 
-akv_revmap *akv_memrevmap_revmap(akv_memrevmap *m) { return &m->rm; }
+akv_revmap *akvi_memrevmap_revmap(akvi_memrevmap *m) { return &m->rm; }
 
-int akv_memrevmap_restrict(akv_memrevmap *m, uint64_t hi, unsigned nbits)
+int akvi_memrevmap_restrict(akvi_memrevmap *m, uint64_t hi, unsigned nbits)
 {
     if (nbits > AKV_MEMREVMAP_NOTHING)
         return AKV_EINVAL;
     m->partial = true;
     m->n_cover = 0;
     m->missed = false;
-    return nbits == AKV_MEMREVMAP_NOTHING ? AKV_OK : akv_memrevmap_cover_more(m, hi, nbits);
+    return nbits == AKV_MEMREVMAP_NOTHING ? AKV_OK : akvi_memrevmap_cover_more(m, hi, nbits);
 }
 
-int akv_memrevmap_cover_more(akv_memrevmap *m, uint64_t hi, unsigned nbits)
+int akvi_memrevmap_cover_more(akvi_memrevmap *m, uint64_t hi, unsigned nbits)
 {
     if (nbits > 64)
         return AKV_EINVAL;
@@ -160,7 +160,7 @@ int akv_memrevmap_cover_more(akv_memrevmap *m, uint64_t hi, unsigned nbits)
     return AKV_OK;
 }
 
-bool akv_memrevmap_missed(const akv_memrevmap *m, uint64_t *hi, unsigned *nbits)
+bool akvi_memrevmap_missed(const akvi_memrevmap *m, uint64_t *hi, unsigned *nbits)
 {
     if (m->missed) {
         *hi = m->miss_hi;
@@ -169,7 +169,7 @@ bool akv_memrevmap_missed(const akv_memrevmap *m, uint64_t *hi, unsigned *nbits)
     return m->missed;
 }
 
-void akv_memrevmap_destroy(akv_memrevmap *m)
+void akvi_memrevmap_destroy(akvi_memrevmap *m)
 {
     if (!m)
         return;

@@ -22,31 +22,31 @@
 
 /* ---- in-memory reverse map (tests, filterbench) ------------------------ */
 
-typedef struct akv_memrevmap akv_memrevmap;
+typedef struct akvi_memrevmap akvi_memrevmap;
 
-/* Create from n hashes (copied, sorted); exposes `akv_memrevmap_revmap()`. */
-int akv_memrevmap_create(const akv_hash *keys, size_t n, akv_memrevmap **out);
-int akv_memrevmap_insert(akv_memrevmap *m, akv_hash h);
-int akv_memrevmap_remove(akv_memrevmap *m, akv_hash h); /* AKV_NOTFOUND if absent */
-akv_revmap *akv_memrevmap_revmap(akv_memrevmap *m);
-void akv_memrevmap_destroy(akv_memrevmap *m);
+/* Create from n hashes (copied, sorted); exposes `akvi_memrevmap_revmap()`. */
+int akvi_memrevmap_create(const akv_hash *keys, size_t n, akvi_memrevmap **out);
+int akvi_memrevmap_insert(akvi_memrevmap *m, akv_hash h);
+int akvi_memrevmap_remove(akvi_memrevmap *m, akv_hash h); /* AKV_NOTFOUND if absent */
+akv_revmap *akvi_memrevmap_revmap(akvi_memrevmap *m);
+void akvi_memrevmap_destroy(akvi_memrevmap *m);
 
 /*
  * Declare that the map holds only part of its set: exactly the set's keys
  * whose top `nbits` bits of h.hi equal hi's (0 <= nbits <= 64), or none of
  * it (nbits = AKV_MEMREVMAP_NOTHING). A scan that part cannot answer returns
- * AKV_EBUSY, and akv_memrevmap_missed() then tells what it asked for.
+ * AKV_EBUSY, and akvi_memrevmap_missed() then tells what it asked for.
  */
 #define AKV_MEMREVMAP_NOTHING 65u
-int akv_memrevmap_restrict(akv_memrevmap *m, uint64_t hi, unsigned nbits);
-bool akv_memrevmap_missed(const akv_memrevmap *m, uint64_t *hi, unsigned *nbits);
+int akvi_memrevmap_restrict(akvi_memrevmap *m, uint64_t hi, unsigned nbits);
+bool akvi_memrevmap_missed(const akvi_memrevmap *m, uint64_t *hi, unsigned *nbits);
 /* A partial map also holds every key of the set with hi's top nbits (the
  * caller has inserted the ones not covered before): at most
  * AKV_MEMREVMAP_MAX_PARTS prefixes (AKV_EFULL past that). */
 #define AKV_MEMREVMAP_MAX_PARTS 8
-int akv_memrevmap_cover_more(akv_memrevmap *m, uint64_t hi, unsigned nbits);
+int akvi_memrevmap_cover_more(akvi_memrevmap *m, uint64_t hi, unsigned nbits);
 /* Does it hold every key of the set whose top nbits equal hi's? */
-bool akv_memrevmap_covers(const akv_memrevmap *m, uint64_t hi, unsigned nbits);
+bool akvi_memrevmap_covers(const akvi_memrevmap *m, uint64_t hi, unsigned nbits);
 
 /* ---- reverse maps on RocksDB (engine) ---------------------------------- */
 
@@ -60,9 +60,9 @@ bool akv_memrevmap_covers(const akv_memrevmap *m, uint64_t hi, unsigned nbits);
  * from its user key with `seed`. `in_sst` keeps exactly the SST's own keys
  * (a run holds many SSTs); the engine passes its one SST-range test.
  */
-typedef bool (*akv_rocksrevmap_in_sst)(void *arg, akv_hash h, const void *ukey, size_t klen);
+typedef bool (*akvi_rocksrevmap_in_sst)(void *arg, akv_hash h, const void *ukey, size_t klen);
 
-typedef struct akv_rocksrevmap {
+typedef struct akvi_rocksrevmap {
     akv_revmap rm;
     rocksdb_t *db;
     const rocksdb_readoptions_t *ro;
@@ -70,11 +70,11 @@ typedef struct akv_rocksrevmap {
     uint64_t seed;
     uint32_t prefix_bits; /* hash layout: the run's shard bits; 0 otherwise */
     uint64_t prefix;      /* the SST's shard */
-    akv_rocksrevmap_in_sst in_sst;
+    akvi_rocksrevmap_in_sst in_sst;
     void *in_sst_arg;
-} akv_rocksrevmap;
+} akvi_rocksrevmap;
 
 /* Fill *m (all fields above except rm) and return its akv_revmap. */
-akv_revmap *akv_rocksrevmap_init(akv_rocksrevmap *m);
+akv_revmap *akvi_rocksrevmap_init(akvi_rocksrevmap *m);
 
 #endif

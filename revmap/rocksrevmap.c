@@ -31,7 +31,7 @@ static void put_be64(uint8_t *p, uint64_t v)
 
 static int push(akv_hash **v, size_t *n, size_t *cap, akv_hash h)
 {
-    akv_hash *p = akv_grow(*v, cap, *n + 1, sizeof *p, 8);
+    akv_hash *p = akvi_grow(*v, cap, *n + 1, sizeof *p, 8);
     if (!p)
         return AKV_ENOMEM;
     *v = p;
@@ -41,7 +41,7 @@ static int push(akv_hash **v, size_t *n, size_t *cap, akv_hash h)
 
 static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, void *arg)
 {
-    akv_rocksrevmap *m = rm->ctx;
+    akvi_rocksrevmap *m = rm->ctx;
     if (nbits < 1 || nbits > 64)
         return AKV_EINVAL;
     uint32_t pb = m->prefix_bits;
@@ -67,7 +67,7 @@ static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, v
         akv_hash h = akv_hash_key(k + 8, kl - 8, m->seed);
         if (!m->in_sst(m->in_sst_arg, h, k + 8, kl - 8))
             continue;
-        akv_hash sh = akv_slot_hash(h, pb);
+        akv_hash sh = akvi_slot_hash(h, pb);
         if ((sh.hi & smask) == (hi & smask))
             rc = push(&v, &n, &cap, sh);
     }
@@ -79,7 +79,7 @@ static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, v
         rc = AKV_EIO;
     }
     if (rc == AKV_OK) {
-        akv_sort(v, n, sizeof *v, akv_hash_cmp_ptr);
+        akvi_sort(v, n, sizeof *v, akvi_hash_cmp_ptr);
         for (size_t i = 0; i < n && rc == AKV_OK; i++)
             rc = fn(arg, v[i]);
     }
@@ -87,7 +87,7 @@ static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, v
     return rc;
 }
 
-akv_revmap *akv_rocksrevmap_init(akv_rocksrevmap *m)
+akv_revmap *akvi_rocksrevmap_init(akvi_rocksrevmap *m)
 {
     m->rm.scan = scan;
     m->rm.ctx = m;

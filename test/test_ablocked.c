@@ -22,14 +22,14 @@ static const akv_filter_kind *K(void)
     return k;
 }
 
-static akv_filter *build(uint64_t seed, size_t n, double bpk, akv_hash **keys, akv_memrevmap **rm)
+static akv_filter *build(uint64_t seed, size_t n, double bpk, akv_hash **keys, akvi_memrevmap **rm)
 {
     akv_filter_params p;
     akv_filter_params_init(&p);
     p.bits_per_key = bpk;
     akv_filter *f = akvt_build("ablocked", &p, seed, n);
     *keys = akvt_keys(seed, n);
-    cr_assert_eq(akv_memrevmap_create(*keys, n, rm), AKV_OK);
+    cr_assert_eq(akvi_memrevmap_create(*keys, n, rm), AKV_OK);
     return f;
 }
 
@@ -58,7 +58,7 @@ Test(ablocked, adapt_fixes_bounded_no_false_negatives)
 {
     for (uint64_t seed = 1; seed <= 4; seed++) {
         akv_hash *keys;
-        akv_memrevmap *rm;
+        akvi_memrevmap *rm;
         size_t n = 20000;
         akv_filter *f = build(seed, n, 10, &keys, &rm);
         size_t mem0 = akv_filter_memory(f);
@@ -68,7 +68,7 @@ Test(ablocked, adapt_fixes_bounded_no_false_negatives)
             akv_hash y = akvt_key(seed + 100, i);
             if (!akv_filter_may_contain(f, y))
                 continue;
-            int rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+            int rc = akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
             cr_assert_eq(rc, AKV_OK, "adapt: %s", akv_strerror(rc));
             cr_assert_not(akv_filter_may_contain(f, y));
             fixed[nf++] = y;
@@ -89,7 +89,7 @@ Test(ablocked, adapt_fixes_bounded_no_false_negatives)
         cr_assert(still >= 60 && still <= 80, "%zu of %zu fixes held by 80 cells", still, nf);
         /* stored keys are never adapted away */
         for (size_t i = 0; i < 1000; i++)
-            cr_assert_eq(akv_filter_adapt(f, keys[i], akv_memrevmap_revmap(rm)), AKV_NOTFOUND);
+            cr_assert_eq(akv_filter_adapt(f, keys[i], akvi_memrevmap_revmap(rm)), AKV_NOTFOUND);
         akvt_check_no_false_negatives(f, seed, n);
         /* the adapted filter round-trips with its list */
         uint8_t *buf;
@@ -104,7 +104,7 @@ Test(ablocked, adapt_fixes_bounded_no_false_negatives)
         free(buf);
         free(fixed);
         free(keys);
-        akv_memrevmap_destroy(rm);
+        akvi_memrevmap_destroy(rm);
         akv_filter_destroy(f);
     }
 }
@@ -184,8 +184,8 @@ Test(ablocked, shared_fingerprint_goes_to_the_exact_table)
     akv_filter *f = NULL;
     cr_assert_eq(akv_filter_build(K(), &p, keys, n, NULL, 0, &f), AKV_OK);
     size_t before = akv_filter_memory(f);
-    akv_memrevmap *rm;
-    cr_assert_eq(akv_memrevmap_create(keys, n, &rm), AKV_OK);
+    akvi_memrevmap *rm;
+    cr_assert_eq(akvi_memrevmap_create(keys, n, &rm), AKV_OK);
     size_t tried = 0, fixed = 0;
     akv_hash ys[64];
     for (size_t i = 0; i < n && tried < 40; i++) {
@@ -193,7 +193,7 @@ Test(ablocked, shared_fingerprint_goes_to_the_exact_table)
         akv_hash y = {keys[i].hi ^ (akvt_rand(&st) & 0xffffffffULL), akvt_rand(&st)};
         if (!akv_filter_may_contain(f, y))
             continue;
-        int rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+        int rc = akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
         if (tried < 16) {
             cr_assert_eq(rc, AKV_OK, "exact entry %zu", tried);
             cr_assert_not(akv_filter_may_contain(f, y), "an exact entry is answered no");
@@ -212,9 +212,9 @@ Test(ablocked, shared_fingerprint_goes_to_the_exact_table)
         cr_assert(akv_filter_may_contain(f, keys[i]));
     cr_assert_eq(akv_filter_memory(f), before + 16 * sizeof(akv_hash), "the table counts in the memory");
     /* A stored key itself is never put in the table. */
-    cr_assert_eq(akv_filter_adapt(f, keys[7], akv_memrevmap_revmap(rm)), AKV_NOTFOUND);
+    cr_assert_eq(akv_filter_adapt(f, keys[7], akvi_memrevmap_revmap(rm)), AKV_NOTFOUND);
     cr_assert(akv_filter_may_contain(f, keys[7]));
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
     free(keys);
 }
@@ -239,7 +239,7 @@ static void *reader(void *arg)
 Test(ablocked, concurrent_queries_never_false_negative)
 {
     akv_hash *keys;
-    akv_memrevmap *rm;
+    akvi_memrevmap *rm;
     size_t n = 50000;
     akv_filter *f = build(9, n, 10, &keys, &rm);
     int stop = 0;
@@ -250,7 +250,7 @@ Test(ablocked, concurrent_queries_never_false_negative)
     size_t fixed = 0;
     for (uint64_t i = 0; i < 200000; i++) {
         akv_hash y = akvt_key(77, i);
-        if (akv_filter_may_contain(f, y) && akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)) == AKV_OK)
+        if (akv_filter_may_contain(f, y) && akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm)) == AKV_OK)
             fixed++;
     }
     __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
@@ -259,7 +259,7 @@ Test(ablocked, concurrent_queries_never_false_negative)
     cr_assert_eq(a[0].misses + a[1].misses, 0);
     cr_assert_gt(fixed, 50);
     free(keys);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }
 
@@ -299,12 +299,12 @@ Test(ablocked, huge_declared_sizes_are_corrupt)
 
 /* Adapt f to the first `want` false positives of key space `space` (into
  * out); returns the index after the last key tried. */
-static uint64_t fix_first(akv_filter *f, akv_memrevmap *rm, uint64_t space, akv_hash *out, size_t want)
+static uint64_t fix_first(akv_filter *f, akvi_memrevmap *rm, uint64_t space, akv_hash *out, size_t want)
 {
     uint64_t i = 0;
     for (size_t n = 0; n < want; i++) {
         akv_hash y = akvt_key(space, i);
-        if (akv_filter_may_contain(f, y) && akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)) == AKV_OK)
+        if (akv_filter_may_contain(f, y) && akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm)) == AKV_OK)
             out[n++] = y;
     }
     return i;
@@ -317,7 +317,7 @@ static uint64_t fix_first(akv_filter *f, akv_memrevmap *rm, uint64_t space, akv_
 Test(ablocked, version1_payload_loads_with_an_empty_list)
 {
     akv_hash *keys;
-    akv_memrevmap *rm;
+    akvi_memrevmap *rm;
     size_t n = 20000;
     akv_filter *f = build(6, n, 10, &keys, &rm);
     akv_hash fixed[40];
@@ -355,7 +355,7 @@ Test(ablocked, version1_payload_loads_with_an_empty_list)
     free(v1);
     free(v2);
     free(keys);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }
 
@@ -365,7 +365,7 @@ Test(ablocked, version1_payload_loads_with_an_empty_list)
 Test(ablocked, referenced_values_survive_a_stream_of_one_offs)
 {
     akv_hash *keys;
-    akv_memrevmap *rm;
+    akvi_memrevmap *rm;
     size_t n = 20000;
     akv_filter *f = build(8, n, 10, &keys, &rm);
     akv_hash hot[40];
@@ -378,7 +378,7 @@ Test(ablocked, referenced_values_survive_a_stream_of_one_offs)
             continue;
         ones++;
         /* (not queried again: a query would mark it referenced too) */
-        cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+        cr_assert_eq(akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm)), AKV_OK);
         for (size_t j = 0; j < nh; j++)
             (void)akv_filter_may_contain(f, hot[j]);
     }
@@ -388,23 +388,23 @@ Test(ablocked, referenced_values_survive_a_stream_of_one_offs)
     cr_assert_geq(kept, 38, "%zu of 40 hot values kept", kept);
     akvt_check_no_false_negatives(f, 8, n);
     free(keys);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }
 
 Test(ablocked, serialization_and_damage)
 {
     akv_hash *keys;
-    akv_memrevmap *rm;
+    akvi_memrevmap *rm;
     akv_filter *f = build(4, 5000, 10, &keys, &rm);
     for (uint64_t i = 0; i < 20000; i++) {
         akv_hash y = akvt_key(31, i);
         if (akv_filter_may_contain(f, y))
-            akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+            akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
     }
     akvt_check_serialization(f, 4, 5000, 20000, 300);
     akvt_check_payload_damage(f, 4, 2000);
     akv_filter_destroy(f);
     free(keys);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
 }

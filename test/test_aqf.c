@@ -75,7 +75,7 @@ static void check_members(const akv_filter *f, const model *m)
 }
 
 /* One random step: insert, remove, or query-and-adapt. */
-static void step(akv_filter *f, akv_memrevmap *rm, model *m, uint64_t *st, unsigned bits, uint64_t *adapted)
+static void step(akv_filter *f, akvi_memrevmap *rm, model *m, uint64_t *st, unsigned bits, uint64_t *adapted)
 {
     uint64_t op = akvt_rand(st) % 10;
     if (op < 4 && m->n < m->cap) {
@@ -86,18 +86,18 @@ static void step(akv_filter *f, akv_memrevmap *rm, model *m, uint64_t *st, unsig
         if (rc == AKV_EFULL)
             return;
         cr_assert_eq(rc, AKV_OK, "insert: %s", akv_strerror(rc));
-        cr_assert_eq(akv_memrevmap_insert(rm, h), AKV_OK);
+        cr_assert_eq(akvi_memrevmap_insert(rm, h), AKV_OK);
         m->v[m->n++] = h;
     } else if (op < 6 && m->n) {
         size_t i = akvt_rand(st) % m->n;
         cr_assert_eq(akv_filter_remove(f, m->v[i]), AKV_OK);
-        cr_assert_eq(akv_memrevmap_remove(rm, m->v[i]), AKV_OK);
+        cr_assert_eq(akvi_memrevmap_remove(rm, m->v[i]), AKV_OK);
         m->v[i] = m->v[--m->n];
     } else {
         akv_hash y = crowded(st, bits);
         if (model_has(m, y) || !akv_filter_may_contain(f, y))
             return;
-        int rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+        int rc = akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
         if (rc == AKV_EFULL)
             return;
         cr_assert_eq(rc, AKV_OK, "adapt: %s", akv_strerror(rc));
@@ -112,23 +112,23 @@ Test(aqf, random_ops_against_model_crowded)
         uint64_t st = seed * 7919;
         unsigned bits = 6 + (unsigned)(seed % 3) + 3; /* q + r of the filter below */
         akv_filter *f = empty_aqf(40, 3);
-        akv_aqf_info info;
-        akv_aqf_info_get(f, &info);
+        akvi_aqf_info info;
+        akvi_aqf_info_get(f, &info);
         bits = info.q + info.r;
-        akv_memrevmap *rm = NULL;
-        cr_assert_eq(akv_memrevmap_create(NULL, 0, &rm), AKV_OK);
+        akvi_memrevmap *rm = NULL;
+        cr_assert_eq(akvi_memrevmap_create(NULL, 0, &rm), AKV_OK);
         model m = {calloc(60, sizeof(akv_hash)), 0, 58};
         uint64_t adapted = 0;
         for (int i = 0; i < 4000; i++) {
             step(f, rm, &m, &st, bits, &adapted);
             check_members(f, &m);
             if (i % 50 == 0)
-                cr_assert_eq(akv_aqf_validate(f), AKV_OK, "seed %llu step %d", (unsigned long long)seed, i);
+                cr_assert_eq(akvi_aqf_validate(f), AKV_OK, "seed %llu step %d", (unsigned long long)seed, i);
         }
-        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
         cr_assert_gt(adapted, 10);
         free(m.v);
-        akv_memrevmap_destroy(rm);
+        akvi_memrevmap_destroy(rm);
         akv_filter_destroy(f);
     }
 }
@@ -137,8 +137,8 @@ Test(aqf, random_ops_against_model_uniform)
 {
     uint64_t st = 42;
     akv_filter *f = empty_aqf(20000, 6);
-    akv_memrevmap *rm = NULL;
-    cr_assert_eq(akv_memrevmap_create(NULL, 0, &rm), AKV_OK);
+    akvi_memrevmap *rm = NULL;
+    cr_assert_eq(akvi_memrevmap_create(NULL, 0, &rm), AKV_OK);
     model m = {calloc(20000, sizeof(akv_hash)), 0, 18000};
     uint64_t adapted = 0;
     for (int i = 0; i < 40000; i++) {
@@ -146,30 +146,30 @@ Test(aqf, random_ops_against_model_uniform)
         if (op < 5 && m.n < m.cap) {
             akv_hash h = {akvt_rand(&st), akvt_rand(&st)};
             cr_assert_eq(akv_filter_insert(f, h), AKV_OK);
-            akv_memrevmap_insert(rm, h);
+            akvi_memrevmap_insert(rm, h);
             m.v[m.n++] = h;
         } else if (op < 7 && m.n) {
             size_t j = akvt_rand(&st) % m.n;
             cr_assert_eq(akv_filter_remove(f, m.v[j]), AKV_OK);
-            akv_memrevmap_remove(rm, m.v[j]);
+            akvi_memrevmap_remove(rm, m.v[j]);
             m.v[j] = m.v[--m.n];
         } else {
             akv_hash y = {akvt_rand(&st), akvt_rand(&st)};
             if (akv_filter_may_contain(f, y)) {
-                cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+                cr_assert_eq(akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm)), AKV_OK);
                 cr_assert_not(akv_filter_may_contain(f, y));
                 adapted++;
             }
         }
     }
     check_members(f, &m);
-    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     akv_filter_stats s;
     akv_filter_get_stats(f, &s);
     cr_assert_eq(s.adaptations, adapted);
     cr_assert_gt(s.adapt_bits, 0);
     free(m.v);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }
 
@@ -182,55 +182,55 @@ Test(aqf, random_ops_against_model_uniform)
 Test(aqf, shadowing_hazard_regression)
 {
     akv_filter *f = empty_aqf(1000, 7);
-    akv_aqf_info info;
-    akv_aqf_info_get(f, &info);
+    akvi_aqf_info info;
+    akvi_aqf_info_get(f, &info);
     unsigned mb = info.q + info.r; /* minirun bits at the top of h.hi */
     uint64_t mid = 0x5a5a5a5a5a5a5a5aULL & ~(~0ULL >> mb);
     akv_hash k1 = {mid | 1, 1ULL << 40}, k2 = {mid | 1, 2ULL << 40}; /* differ only in lo */
     akv_hash k3 = {mid | (1ULL << (63 - mb)), 0}; /* shares the minirun, differs in ext_1 */
-    akv_memrevmap *rm = NULL;
-    cr_assert_eq(akv_memrevmap_create(NULL, 0, &rm), AKV_OK);
+    akvi_memrevmap *rm = NULL;
+    cr_assert_eq(akvi_memrevmap_create(NULL, 0, &rm), AKV_OK);
     cr_assert_eq(akv_filter_insert(f, k2), AKV_OK);
     cr_assert_eq(akv_filter_insert(f, k1), AKV_OK);
-    akv_memrevmap_insert(rm, k1);
-    akv_memrevmap_insert(rm, k2);
+    akvi_memrevmap_insert(rm, k1);
+    akvi_memrevmap_insert(rm, k2);
     cr_assert(akv_filter_may_contain(f, k2));
     cr_assert(akv_filter_may_contain(f, k1));
     /* A stored key is never "adapted away". */
-    cr_assert_eq(akv_filter_adapt(f, k1, akv_memrevmap_revmap(rm)), AKV_NOTFOUND);
+    cr_assert_eq(akv_filter_adapt(f, k1, akvi_memrevmap_revmap(rm)), AKV_NOTFOUND);
     /* A false positive sharing ~100 bits with k1 and k2. */
     akv_hash y = {mid | 1, 3ULL << 40};
     cr_assert(akv_filter_may_contain(f, y));
-    cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+    cr_assert_eq(akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm)), AKV_OK);
     cr_assert_not(akv_filter_may_contain(f, y));
     cr_assert(akv_filter_may_contain(f, k1));
     cr_assert(akv_filter_may_contain(f, k2));
-    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     /* k3 lands in the now-extended minirun: placed by its own bits. */
     cr_assert_eq(akv_filter_insert(f, k3), AKV_OK);
-    akv_memrevmap_insert(rm, k3);
-    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    akvi_memrevmap_insert(rm, k3);
+    cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     akv_hash ks[3] = {k1, k2, k3};
     for (int i = 0; i < 3; i++)
         cr_assert(akv_filter_may_contain(f, ks[i]));
     /* Another FP matching the group: every matching record is adapted with its owner's bits. */
     akv_hash y2 = {mid | 1, 4ULL << 40};
     if (akv_filter_may_contain(f, y2))
-        cr_assert_eq(akv_filter_adapt(f, y2, akv_memrevmap_revmap(rm)), AKV_OK);
+        cr_assert_eq(akv_filter_adapt(f, y2, akvi_memrevmap_revmap(rm)), AKV_OK);
     cr_assert_not(akv_filter_may_contain(f, y2));
     /* A reverse map that disagrees with the filter is refused, filter unchanged. */
-    akv_memrevmap_remove(rm, k2);
+    akvi_memrevmap_remove(rm, k2);
     akv_hash y3 = {mid | 1, 5ULL << 40};
     if (akv_filter_may_contain(f, y3))
-        cr_assert_eq(akv_filter_adapt(f, y3, akv_memrevmap_revmap(rm)), AKV_ECORRUPT);
-    akv_memrevmap_insert(rm, k2);
+        cr_assert_eq(akv_filter_adapt(f, y3, akvi_memrevmap_revmap(rm)), AKV_ECORRUPT);
+    akvi_memrevmap_insert(rm, k2);
     for (int i = 0; i < 3; i++) {
         cr_assert_eq(akv_filter_remove(f, ks[i]), AKV_OK);
         for (int j = i + 1; j < 3; j++)
             cr_assert(akv_filter_may_contain(f, ks[j]), "removing %d lost %d", i, j);
-        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     }
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }
 
@@ -249,14 +249,14 @@ Test(aqf, duplicates)
     akv_filter_destroy(f);
 }
 
-static akv_filter *build_aqf(uint64_t seed, size_t n, uint32_t r, akv_hash **keys, akv_memrevmap **rm)
+static akv_filter *build_aqf(uint64_t seed, size_t n, uint32_t r, akv_hash **keys, akvi_memrevmap **rm)
 {
     akv_filter_params p;
     akv_filter_params_init(&p);
     p.remainder_bits = r;
     akv_filter *f = akvt_build("aqf", &p, seed, n);
     *keys = akvt_keys(seed, n);
-    cr_assert_eq(akv_memrevmap_create(*keys, n, rm), AKV_OK);
+    cr_assert_eq(akvi_memrevmap_create(*keys, n, rm), AKV_OK);
     return f;
 }
 
@@ -264,7 +264,7 @@ static akv_filter *build_aqf(uint64_t seed, size_t n, uint32_t r, akv_hash **key
 Test(aqf, adapt_fixes_and_is_monotonic)
 {
     akv_hash *keys;
-    akv_memrevmap *rm;
+    akvi_memrevmap *rm;
     akv_filter *f = build_aqf(3, 50000, 6, &keys, &rm);
     akv_hash *fixed = malloc(20000 * sizeof *fixed);
     size_t nf = 0;
@@ -272,7 +272,7 @@ Test(aqf, adapt_fixes_and_is_monotonic)
         akv_hash y = akvt_key(999, i);
         if (!akv_filter_may_contain(f, y))
             continue;
-        cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+        cr_assert_eq(akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm)), AKV_OK);
         cr_assert_not(akv_filter_may_contain(f, y));
         fixed[nf++] = y;
         if (nf % 1000 == 0)
@@ -283,16 +283,16 @@ Test(aqf, adapt_fixes_and_is_monotonic)
     for (size_t j = 0; j < nf; j++)
         cr_assert_not(akv_filter_may_contain(f, fixed[j]));
     akvt_check_no_false_negatives(f, 3, 50000);
-    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     /* ~1 + 1/(2^r - 1) extension slots per adaptation (docs/filters.md,
      * "Rank order, the shadowing hazard, ...") */
-    akv_aqf_info info;
-    akv_aqf_info_get(f, &info);
+    akvi_aqf_info info;
+    akvi_aqf_info_get(f, &info);
     double per = (double)info.ext_slots / (double)info.adaptations;
     cr_assert(per >= 1.0 && per < 1.1, "%.3f extension slots per adaptation", per);
     free(fixed);
     free(keys);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }
 
@@ -305,7 +305,7 @@ Test(aqf, fpr_matches_exact_formula)
         akv_filter *f = akvt_build("aqf", &p, r, 100000);
         akvt_check_no_false_negatives(f, r, 100000);
         akvt_check_fpr_theory(f, r, 400000, 0.05);
-        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
         akv_filter_destroy(f);
     }
 }
@@ -331,10 +331,10 @@ Test(aqf, bulk_load_equals_incremental)
         cr_assert_eq(akv_filter_finish(inc), AKV_OK);
         for (size_t i = 0; i < n; i++)
             cr_assert_eq(akv_filter_insert(inc, keys[i]), AKV_OK);
-        cr_assert_eq(akv_aqf_bulk_load(K(kinds[kk]), &p, keys, n, &bulk), AKV_EINVAL); /* unsorted */
-        akv_qf_sort(keys, n);
-        cr_assert_eq(akv_aqf_bulk_load(K(kinds[kk]), &p, keys, n, &bulk), AKV_OK);
-        cr_assert_eq(akv_aqf_validate(bulk), AKV_OK);
+        cr_assert_eq(akvi_aqf_bulk_load(K(kinds[kk]), &p, keys, n, &bulk), AKV_EINVAL); /* unsorted */
+        akvi_qf_sort(keys, n);
+        cr_assert_eq(akvi_aqf_bulk_load(K(kinds[kk]), &p, keys, n, &bulk), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(bulk), AKV_OK);
         uint8_t *a, *b;
         size_t la, lb;
         serialized(inc, &a, &la);
@@ -354,36 +354,36 @@ Test(aqf, merge_answers_like_union)
 {
     size_t n = 20000;
     akv_hash *ka, *kb;
-    akv_memrevmap *ra, *rb;
+    akvi_memrevmap *ra, *rb;
     akv_filter *a = build_aqf(11, n, 6, &ka, &ra), *b = build_aqf(12, n, 6, &kb, &rb);
     akv_hash fixed[64];
     size_t nf = 0;
     for (uint64_t i = 0; nf < 64; i++) {
         akv_hash y = akvt_key(77, i);
         akv_filter *t = (i & 1) ? a : b;
-        akv_memrevmap *rt = (i & 1) ? ra : rb;
+        akvi_memrevmap *rt = (i & 1) ? ra : rb;
         if (akv_filter_may_contain(a, y) || akv_filter_may_contain(b, y)) {
-            if (akv_filter_may_contain(t, y) && akv_filter_adapt(t, y, akv_memrevmap_revmap(rt)) == AKV_OK &&
+            if (akv_filter_may_contain(t, y) && akv_filter_adapt(t, y, akvi_memrevmap_revmap(rt)) == AKV_OK &&
                 !akv_filter_may_contain(a, y) && !akv_filter_may_contain(b, y))
                 fixed[nf++] = y;
         }
     }
-    akv_aqf_info ia;
-    akv_aqf_info_get(a, &ia);
-    cr_assert_eq(akv_aqf_merge(a, b, ia.q, &(akv_filter *){NULL}), AKV_EFULL); /* 2n > 2^q slots */
+    akvi_aqf_info ia;
+    akvi_aqf_info_get(a, &ia);
+    cr_assert_eq(akvi_aqf_merge(a, b, ia.q, &(akv_filter *){NULL}), AKV_EFULL); /* 2n > 2^q slots */
     for (uint32_t d = 1; d <= 2; d++) {
         akv_filter *m = NULL;
-        cr_assert_eq(akv_aqf_merge(a, b, ia.q + d, &m), AKV_OK);
-        cr_assert_eq(akv_aqf_validate(m), AKV_OK);
+        cr_assert_eq(akvi_aqf_merge(a, b, ia.q + d, &m), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(m), AKV_OK);
         akvt_check_no_false_negatives(m, 11, n);
         akvt_check_no_false_negatives(m, 12, n);
         cr_assert_eq(m->n_keys, 2 * n);
         akv_filter_destroy(m);
     }
     akv_filter *m = NULL;
-    cr_assert_eq(akv_aqf_merge_exact(a, akv_memrevmap_revmap(ra), b, akv_memrevmap_revmap(rb), 0, 0, &m),
+    cr_assert_eq(akvi_aqf_merge_exact(a, akvi_memrevmap_revmap(ra), b, akvi_memrevmap_revmap(rb), 0, 0, &m),
                  AKV_OK);
-    cr_assert_eq(akv_aqf_validate(m), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(m), AKV_OK);
     akvt_check_no_false_negatives(m, 11, n);
     akvt_check_no_false_negatives(m, 12, n);
     for (size_t j = 0; j < nf; j++)
@@ -392,18 +392,18 @@ Test(aqf, merge_answers_like_union)
     akv_hash *both = malloc(2 * n * sizeof *both);
     memcpy(both, ka, n * sizeof *both);
     memcpy(both + n, kb, n * sizeof *both);
-    akv_memrevmap *rboth;
-    akv_memrevmap_create(both, 2 * n, &rboth);
-    akv_aqf_info im;
-    akv_aqf_info_get(m, &im);
+    akvi_memrevmap *rboth;
+    akvi_memrevmap_create(both, 2 * n, &rboth);
+    akvi_aqf_info im;
+    akvi_aqf_info_get(m, &im);
     /* grow by one quotient bit, then shrink back: both directions */
     akv_filter *cur = m;
     uint32_t qs[2] = {im.q + 1, im.q};
     for (int t = 0; t < 2; t++) {
         akv_filter *z = NULL;
-        int rc = akv_aqf_resize(cur, qs[t], 0, akv_memrevmap_revmap(rboth), &z);
+        int rc = akvi_aqf_resize(cur, qs[t], 0, akvi_memrevmap_revmap(rboth), &z);
         cr_assert_eq(rc, AKV_OK, "resize to q=%u: %s", qs[t], akv_strerror(rc));
-        cr_assert_eq(akv_aqf_validate(z), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(z), AKV_OK);
         akvt_check_no_false_negatives(z, 11, n);
         akvt_check_no_false_negatives(z, 12, n);
         for (size_t j = 0; t == 0 && j < nf; j++) /* growing is exact */
@@ -413,11 +413,11 @@ Test(aqf, merge_answers_like_union)
         cur = z;
     }
     akv_filter_destroy(cur);
-    akv_memrevmap_destroy(rboth);
+    akvi_memrevmap_destroy(rboth);
     free(both);
     akv_filter_destroy(m);
     free(ka), free(kb);
-    akv_memrevmap_destroy(ra), akv_memrevmap_destroy(rb);
+    akvi_memrevmap_destroy(ra), akvi_memrevmap_destroy(rb);
     akv_filter_destroy(a), akv_filter_destroy(b);
 }
 
@@ -431,19 +431,19 @@ Test(aqf, yes_no_build_filters_every_negative)
     p.remainder_bits = 5;
     akv_filter *f = NULL;
     size_t unfixable = 99;
-    cr_assert_eq(akv_aqf_build_yesno(&p, yes, ny, no, nn, &f, &unfixable), AKV_OK);
+    cr_assert_eq(akvi_aqf_build_yesno(&p, yes, ny, no, nn, &f, &unfixable), AKV_OK);
     cr_assert_eq(unfixable, 0);
     for (size_t i = 0; i < ny; i++)
         cr_assert(akv_filter_may_contain(f, yes[i]));
     for (size_t i = 0; i < nn; i++)
         cr_assert_not(akv_filter_may_contain(f, no[i]), "negative %zu still positive", i);
-    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     /* random other keys still see about the built FPR */
     double fpr = akvt_measure_fpr(f, 23, 200000);
     cr_assert_lt(fpr, 0.05);
     akv_filter_destroy(f);
     /* a NO hash equal to a YES hash cannot be filtered and is reported */
-    cr_assert_eq(akv_aqf_build_yesno(&p, yes, ny, yes, 10, &f, &unfixable), AKV_OK);
+    cr_assert_eq(akvi_aqf_build_yesno(&p, yes, ny, yes, 10, &f, &unfixable), AKV_OK);
     cr_assert_eq(unfixable, 10);
     akv_filter_destroy(f);
     free(yes), free(no);
@@ -452,52 +452,52 @@ Test(aqf, yes_no_build_filters_every_negative)
 Test(aqf, serialization_round_trip_and_corruption)
 {
     akv_hash *keys;
-    akv_memrevmap *rm;
+    akvi_memrevmap *rm;
     akv_filter *f = build_aqf(4, 5000, 7, &keys, &rm);
     for (uint64_t i = 0; i < 200000; i++) {
         akv_hash y = akvt_key(31, i);
         if (akv_filter_may_contain(f, y))
-            akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+            akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
     }
     akvt_check_serialization(f, 4, 5000, 20000, 300);
     akv_filter_destroy(f);
     free(keys);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
 }
 
 /* Exact delete with shortening: no false negatives, deleted key filtered. */
 Test(aqf, remove_exact_shortens)
 {
     akv_filter *f = empty_aqf(200, 3);
-    akv_memrevmap *rm;
-    akv_memrevmap_create(NULL, 0, &rm);
+    akvi_memrevmap *rm;
+    akvi_memrevmap_create(NULL, 0, &rm);
     uint64_t st = 5;
     model m = {calloc(200, sizeof(akv_hash)), 0, 150};
-    akv_aqf_info info;
-    akv_aqf_info_get(f, &info);
+    akvi_aqf_info info;
+    akvi_aqf_info_get(f, &info);
     for (int i = 0; i < 3000; i++) {
         if (m.n < m.cap && (akvt_rand(&st) & 1)) {
             akv_hash h = crowded(&st, info.q + info.r);
             if (model_has(&m, h) || akv_filter_insert(f, h) != AKV_OK)
                 continue;
-            akv_memrevmap_insert(rm, h);
+            akvi_memrevmap_insert(rm, h);
             m.v[m.n++] = h;
         } else if (m.n && (akvt_rand(&st) & 1)) {
             size_t j = akvt_rand(&st) % m.n;
-            cr_assert_eq(akv_aqf_remove_exact(f, m.v[j], akv_memrevmap_revmap(rm), true), AKV_OK);
-            akv_memrevmap_remove(rm, m.v[j]);
+            cr_assert_eq(akvi_aqf_remove_exact(f, m.v[j], akvi_memrevmap_revmap(rm), true), AKV_OK);
+            akvi_memrevmap_remove(rm, m.v[j]);
             m.v[j] = m.v[--m.n];
         } else {
             akv_hash y = crowded(&st, info.q + info.r);
             if (!model_has(&m, y) && akv_filter_may_contain(f, y))
-                akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+                akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
         }
         check_members(f, &m);
         if (i % 100 == 0)
-            cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+            cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     }
     free(m.v);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }
 
@@ -543,7 +543,7 @@ Test(aqf, concurrent_queries_never_false_negative)
 {
     size_t n = 20000;
     akv_hash *keys;
-    akv_memrevmap *rm;
+    akvi_memrevmap *rm;
     akv_filter *f = build_aqf(8, n, 5, &keys, &rm);
     race r = {f, keys, n, 0, 0};
     pthread_t th[2];
@@ -556,26 +556,26 @@ Test(aqf, concurrent_queries_never_false_negative)
         if (op == 0 && nd < 4000) {
             akv_hash h = {akvt_rand(&st), akvt_rand(&st)};
             if (akv_filter_insert(f, h) == AKV_OK) {
-                akv_memrevmap_insert(rm, h);
+                akvi_memrevmap_insert(rm, h);
                 dyn[nd++] = h;
             }
         } else if (op == 1 && nd) {
             size_t j = akvt_rand(&st) % nd;
             cr_assert_eq(akv_filter_remove(f, dyn[j]), AKV_OK);
-            akv_memrevmap_remove(rm, dyn[j]);
+            akvi_memrevmap_remove(rm, dyn[j]);
             dyn[j] = dyn[--nd];
         } else {
             akv_hash y = {akvt_rand(&st), akvt_rand(&st)};
             if (akv_filter_may_contain(f, y))
-                cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+                cr_assert_eq(akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm)), AKV_OK);
         }
     }
     uint64_t misses = race_stop(&r, th);
     cr_assert_eq(misses, 0, "%llu false negatives under concurrency", (unsigned long long)misses);
-    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     free(dyn);
     free(keys);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }
 
@@ -591,8 +591,8 @@ Test(aqf, refill_frees_room_keeps_keys_and_memory)
         p.bits_per_key = 12;
         akv_filter *f = akvt_build("aqf", &p, seed, N);
         akv_hash *keys = akvt_keys(seed, N);
-        akv_memrevmap *rm;
-        cr_assert_eq(akv_memrevmap_create(keys, N, &rm), AKV_OK);
+        akvi_memrevmap *rm;
+        cr_assert_eq(akvi_memrevmap_create(keys, N, &rm), AKV_OK);
         /* adapt to fresh false positives until the filter is full */
         size_t cap = 4 * N, nf = 0;
         akv_hash *fixed = malloc(cap * sizeof *fixed);
@@ -601,7 +601,7 @@ Test(aqf, refill_frees_room_keeps_keys_and_memory)
             akv_hash y = akvt_key(1000 + seed, i);
             if (!akv_filter_may_contain(f, y))
                 continue;
-            rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+            rc = akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
             if (rc == AKV_OK)
                 fixed[nf++] = y;
         }
@@ -616,7 +616,7 @@ Test(aqf, refill_frees_room_keeps_keys_and_memory)
             neg[i] = (akv_negative){fixed[nf - HOT + i], 1.0};
         cr_assert_eq(akv_filter_refill(f, keys, N, neg, HOT), AKV_OK);
         cr_assert_eq(akv_filter_memory(f), mem, "refill changed the memory");
-        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
         akvt_check_no_false_negatives(f, seed, N);
         for (size_t i = 0; i < HOT; i++)
             cr_assert_not(akv_filter_may_contain(f, neg[i].h), "hot negative %zu passes after refill", i);
@@ -630,13 +630,13 @@ Test(aqf, refill_frees_room_keeps_keys_and_memory)
         for (uint64_t i = 0; rc != AKV_OK && i < 100000; i++) {
             akv_hash y = akvt_key(5000 + seed, i);
             if (akv_filter_may_contain(f, y))
-                rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+                rc = akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
         }
         cr_assert_eq(rc, AKV_OK, "no adaptation after a refill: %s", akv_strerror(rc));
         akvt_check_no_false_negatives(f, seed, N);
         free(fixed);
         free(keys);
-        akv_memrevmap_destroy(rm);
+        akvi_memrevmap_destroy(rm);
         akv_filter_destroy(f);
     }
 }
@@ -673,7 +673,7 @@ Test(aqf, refill_races_queries_without_false_negatives)
 {
     size_t n = 20000;
     akv_hash *keys;
-    akv_memrevmap *rm;
+    akvi_memrevmap *rm;
     akv_filter *f = build_aqf(9, n, 5, &keys, &rm);
     race r = {f, keys, n, 0, 0};
     pthread_t th[2];
@@ -683,7 +683,7 @@ Test(aqf, refill_races_queries_without_false_negatives)
         for (int i = 0; i < 500; i++) {
             akv_hash y = {akvt_rand(&st), akvt_rand(&st)};
             if (akv_filter_may_contain(f, y)) {
-                int rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+                int rc = akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
                 cr_assert(rc == AKV_OK || rc == AKV_EFULL, "%s", akv_strerror(rc));
             }
         }
@@ -691,9 +691,9 @@ Test(aqf, refill_races_queries_without_false_negatives)
     }
     uint64_t misses = race_stop(&r, th);
     cr_assert_eq(misses, 0, "%llu false negatives while refilling", (unsigned long long)misses);
-    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     free(keys);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }
 
@@ -702,12 +702,12 @@ Test(aqf, refill_races_queries_without_false_negatives)
 Test(aqf, forged_payload_is_validated)
 {
     akv_hash *keys;
-    akv_memrevmap *rm;
+    akvi_memrevmap *rm;
     akv_filter *f = build_aqf(9, 3000, 6, &keys, &rm);
     for (uint64_t i = 0; i < 50000; i++) {
         akv_hash y = akvt_key(41, i);
         if (akv_filter_may_contain(f, y))
-            akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+            akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
     }
     uint8_t *buf;
     size_t len;
@@ -726,7 +726,7 @@ Test(aqf, forged_payload_is_validated)
         int rc = akv_filter_deserialize(copy, len, &g);
         cr_assert(rc == AKV_OK || rc == AKV_ECORRUPT, "rc %d", rc);
         if (rc == AKV_OK) { /* a flip the format cannot see (e.g. a counter field) */
-            cr_assert_eq(akv_aqf_validate(g), AKV_OK);
+            cr_assert_eq(akvi_aqf_validate(g), AKV_OK);
             accepted++;
             akv_filter_destroy(g);
         }
@@ -737,7 +737,7 @@ Test(aqf, forged_payload_is_validated)
     free(copy);
     free(buf);
     free(keys);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
 }
 
@@ -750,23 +750,23 @@ Test(aqf, random_ops_against_model_crowded_any_size)
         uint64_t st = seed * 104729;
         uint64_t n = sizes[seed % 3];
         akv_filter *f = empty_aqf(n, 3 + (uint32_t)(seed % 2));
-        akv_aqf_info info;
-        akv_aqf_info_get(f, &info);
+        akvi_aqf_info info;
+        akvi_aqf_info_get(f, &info);
         cr_assert_neq(info.slots & (info.slots - 1), 0, "want a slot count that is no power of two");
-        akv_memrevmap *rm = NULL;
-        cr_assert_eq(akv_memrevmap_create(NULL, 0, &rm), AKV_OK);
+        akvi_memrevmap *rm = NULL;
+        cr_assert_eq(akvi_memrevmap_create(NULL, 0, &rm), AKV_OK);
         model m = {calloc(n + 2, sizeof(akv_hash)), 0, n * 9 / 10};
         uint64_t adapted = 0;
         for (int i = 0; i < 4000; i++) {
             step(f, rm, &m, &st, info.q + info.r, &adapted);
             check_members(f, &m);
             if (i % 50 == 0)
-                cr_assert_eq(akv_aqf_validate(f), AKV_OK, "seed %llu step %d", (unsigned long long)seed, i);
+                cr_assert_eq(akvi_aqf_validate(f), AKV_OK, "seed %llu step %d", (unsigned long long)seed, i);
         }
-        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
         cr_assert_gt(adapted, 10);
         free(m.v);
-        akv_memrevmap_destroy(rm);
+        akvi_memrevmap_destroy(rm);
         akv_filter_destroy(f);
     }
 }
@@ -784,19 +784,19 @@ Test(aqf, saturated_offsets)
         akv_filter *f = NULL;
         cr_assert_eq(akv_filter_create(K("aqf"), &p, NULL, 0, &f), AKV_OK);
         cr_assert_eq(akv_filter_finish(f), AKV_OK);
-        akv_memrevmap *rm = NULL;
-        cr_assert_eq(akv_memrevmap_create(NULL, 0, &rm), AKV_OK);
+        akvi_memrevmap *rm = NULL;
+        cr_assert_eq(akvi_memrevmap_create(NULL, 0, &rm), AKV_OK);
         uint64_t st = seed * 31337;
         model m = {calloc(800, sizeof(akv_hash)), 0, 800};
         /* 700 keys whose homes are slots 4..11: one cluster of ~700 slots */
         for (int i = 0; i < 700; i++) {
             akv_hash h = {((4 + (akvt_rand(&st) & 7)) << 54) | (akvt_rand(&st) >> 10), akvt_rand(&st)};
             cr_assert_eq(akv_filter_insert(f, h), AKV_OK);
-            cr_assert_eq(akv_memrevmap_insert(rm, h), AKV_OK);
+            cr_assert_eq(akvi_memrevmap_insert(rm, h), AKV_OK);
             m.v[m.n++] = h;
         }
         check_members(f, &m);
-        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
         uint64_t adapted = 0;
         for (int i = 0; i < 3000; i++) {
             uint64_t op = akvt_rand(&st) % 3;
@@ -806,15 +806,15 @@ Test(aqf, saturated_offsets)
                 if (rc == AKV_EFULL)
                     continue;
                 cr_assert_eq(rc, AKV_OK);
-                cr_assert_eq(akv_memrevmap_insert(rm, y), AKV_OK);
+                cr_assert_eq(akvi_memrevmap_insert(rm, y), AKV_OK);
                 m.v[m.n++] = y;
             } else if (op == 1 && m.n) {
                 size_t j = akvt_rand(&st) % m.n;
                 cr_assert_eq(akv_filter_remove(f, m.v[j]), AKV_OK);
-                cr_assert_eq(akv_memrevmap_remove(rm, m.v[j]), AKV_OK);
+                cr_assert_eq(akvi_memrevmap_remove(rm, m.v[j]), AKV_OK);
                 m.v[j] = m.v[--m.n];
             } else if (akv_filter_may_contain(f, y) && !model_has(&m, y)) {
-                int rc = akv_filter_adapt(f, y, akv_memrevmap_revmap(rm));
+                int rc = akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
                 if (rc == AKV_EFULL)
                     continue;
                 cr_assert_eq(rc, AKV_OK);
@@ -823,14 +823,14 @@ Test(aqf, saturated_offsets)
             }
             if (i % 100 == 0) {
                 check_members(f, &m);
-                cr_assert_eq(akv_aqf_validate(f), AKV_OK, "seed %llu step %d", (unsigned long long)seed, i);
+                cr_assert_eq(akvi_aqf_validate(f), AKV_OK, "seed %llu step %d", (unsigned long long)seed, i);
             }
         }
         check_members(f, &m);
-        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
         cr_assert_gt(adapted, 5);
         free(m.v);
-        akv_memrevmap_destroy(rm);
+        akvi_memrevmap_destroy(rm);
         akv_filter_destroy(f);
     }
 }
@@ -840,23 +840,23 @@ Test(aqf, saturated_offsets)
 Test(aqf, portable_and_hardware_builds_agree)
 {
     akv_filter *f[2];
-    akv_memrevmap *rm[2];
+    akvi_memrevmap *rm[2];
     model m[2];
     uint64_t st[2] = {99, 99}, adapted[2] = {0, 0};
     for (int b = 0; b < 2; b++) {
-        akv_qf_force_portable(b == 1); /* f[1]: the portable build */
+        akvi_qf_force_portable(b == 1); /* f[1]: the portable build */
         f[b] = empty_aqf(3000, 4);
-        cr_assert_eq(akv_memrevmap_create(NULL, 0, &rm[b]), AKV_OK);
+        cr_assert_eq(akvi_memrevmap_create(NULL, 0, &rm[b]), AKV_OK);
         m[b] = (model){calloc(2800, sizeof(akv_hash)), 0, 2700};
     }
-    akv_qf_force_portable(false);
-    akv_aqf_info info;
-    akv_aqf_info_get(f[0], &info);
+    akvi_qf_force_portable(false);
+    akvi_aqf_info info;
+    akvi_aqf_info_get(f[0], &info);
     for (int i = 0; i < 20000; i++)
         for (int b = 0; b < 2; b++)
             step(f[b], rm[b], &m[b], &st[b], info.q + info.r, &adapted[b]);
     check_members(f[1], &m[1]);
-    cr_assert_eq(akv_aqf_validate(f[1]), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(f[1]), AKV_OK);
     for (uint64_t i = 0; i < 100000; i++) {
         akv_hash y = akvt_key(77, i);
         cr_assert_eq(akv_filter_may_contain(f[1], y), akv_filter_may_contain(f[0], y));
@@ -870,7 +870,7 @@ Test(aqf, portable_and_hardware_builds_agree)
     free(x), free(y);
     for (int b = 0; b < 2; b++) {
         free(m[b].v);
-        akv_memrevmap_destroy(rm[b]);
+        akvi_memrevmap_destroy(rm[b]);
         akv_filter_destroy(f[b]);
     }
 }

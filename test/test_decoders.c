@@ -24,42 +24,42 @@ typedef struct tsst {
 static uint8_t *catalog(uint32_t layout, uint64_t next_run_id, uint32_t pb, const tsst *s, size_t n,
                         size_t *len)
 {
-    akv_wbuf w = {NULL, 0};
+    akvi_wbuf w = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
             w.p = malloc(w.len + 8);
             cr_assert_not_null(w.p);
             w.len = 0;
         }
-        akv_w_bytes(&w, "AKVC", 4);
-        akv_w_u32(&w, 1);
-        akv_w_u32(&w, layout);
-        akv_w_u64(&w, 99);
-        akv_w_u64(&w, next_run_id);
-        akv_w_u64(&w, 3);
-        akv_w_u32(&w, 1);
-        akv_w_u64(&w, 5);
-        akv_w_u32(&w, 1);
-        akv_w_u32(&w, pb);
-        akv_w_u64(&w, 10);
-        akv_w_u64(&w, 4096);
-        akv_w_u64(&w, 5000);
-        akv_w_u32(&w, (uint32_t)n);
+        akvi_w_bytes(&w, "AKVC", 4);
+        akvi_w_u32(&w, 1);
+        akvi_w_u32(&w, layout);
+        akvi_w_u64(&w, 99);
+        akvi_w_u64(&w, next_run_id);
+        akvi_w_u64(&w, 3);
+        akvi_w_u32(&w, 1);
+        akvi_w_u64(&w, 5);
+        akvi_w_u32(&w, 1);
+        akvi_w_u32(&w, pb);
+        akvi_w_u64(&w, 10);
+        akvi_w_u64(&w, 4096);
+        akvi_w_u64(&w, 5000);
+        akvi_w_u32(&w, (uint32_t)n);
         for (size_t j = 0; j < n; j++) {
-            akv_w_u64(&w, s[j].id);
-            akv_w_u64(&w, 5);
-            akv_w_u64(&w, 2048);
-            akv_w_u64(&w, s[j].prefix);
+            akvi_w_u64(&w, s[j].id);
+            akvi_w_u64(&w, 5);
+            akvi_w_u64(&w, 2048);
+            akvi_w_u64(&w, s[j].prefix);
             size_t kl = s[j].kind_len ? s[j].kind_len : strlen(s[j].kind);
-            akv_w_u8(&w, (uint8_t)kl);
-            akv_w_bytes(&w, s[j].kind, kl);
-            akv_w_u32(&w, (uint32_t)strlen(s[j].lo));
-            akv_w_bytes(&w, s[j].lo, strlen(s[j].lo));
-            akv_w_u32(&w, (uint32_t)strlen(s[j].hi));
-            akv_w_bytes(&w, s[j].hi, strlen(s[j].hi));
+            akvi_w_u8(&w, (uint8_t)kl);
+            akvi_w_bytes(&w, s[j].kind, kl);
+            akvi_w_u32(&w, (uint32_t)strlen(s[j].lo));
+            akvi_w_bytes(&w, s[j].lo, strlen(s[j].lo));
+            akvi_w_u32(&w, (uint32_t)strlen(s[j].hi));
+            akvi_w_bytes(&w, s[j].hi, strlen(s[j].hi));
         }
     }
-    akv_w_u64(&w, XXH64(w.p, w.len, 0));
+    akvi_w_u64(&w, XXH64(w.p, w.len, 0));
     *len = w.len;
     return w.p;
 }
@@ -131,14 +131,14 @@ Test(decoders, catalog_kind_names)
 
 /* ---- miss log ----------------------------------------------------------------- */
 
-static void put_entry(akv_wbuf *w, uint64_t i, const char *key)
+static void put_entry(akvi_wbuf *w, uint64_t i, const char *key)
 {
-    akv_w_u64(w, 0x1000 + i);
-    akv_w_u64(w, 0x2000 + i);
-    akv_w_u64(w, 3);
-    akv_w_f64(w, 1.5);
-    akv_w_u32(w, (uint32_t)strlen(key));
-    akv_w_bytes(w, key, strlen(key));
+    akvi_w_u64(w, 0x1000 + i);
+    akvi_w_u64(w, 0x2000 + i);
+    akvi_w_u64(w, 3);
+    akvi_w_f64(w, 1.5);
+    akvi_w_u32(w, (uint32_t)strlen(key));
+    akvi_w_bytes(w, key, strlen(key));
 }
 
 /* n entries announced, `present` of them written, `extra` trailing bytes. */
@@ -146,14 +146,14 @@ static uint8_t *misslog(uint32_t n, uint32_t present, size_t extra, size_t *len)
 {
     uint8_t *p = calloc(1, 12 + 64 * (size_t)present + extra + 8);
     cr_assert_not_null(p);
-    akv_wbuf w = {p, 0};
-    akv_w_bytes(&w, "AKVM", 4);
-    akv_w_u32(&w, 1);
-    akv_w_u32(&w, n);
+    akvi_wbuf w = {p, 0};
+    akvi_w_bytes(&w, "AKVM", 4);
+    akvi_w_u32(&w, 1);
+    akvi_w_u32(&w, n);
     for (uint32_t i = 0; i < present; i++)
         put_entry(&w, i, "key");
     w.len += extra;
-    akv_w_u64(&w, XXH64(p, w.len, 0));
+    akvi_w_u64(&w, XXH64(p, w.len, 0));
     *len = w.len;
     return p;
 }

@@ -788,7 +788,7 @@ static size_t list_filters(const char *dir, char paths[][1024], size_t max)
             snprintf(paths[n++], 1024, "%s/%s", fdir, e->d_name);
     }
     closedir(d);
-    akv_sort(paths, n, sizeof paths[0], cmp_path);
+    akvi_sort(paths, n, sizeof paths[0], cmp_path);
     return n;
 }
 

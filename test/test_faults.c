@@ -794,7 +794,7 @@ static size_t pick_from_trace(const char *trace, const char *dir, long *out, siz
         if (sigs[i].last != sigs[i].first)
             out[k++] = sigs[i].last;
     }
-    akv_sort(out, k, sizeof *out, cmp_long);
+    akvi_sort(out, k, sizeof *out, cmp_long);
     return k;
 }
 

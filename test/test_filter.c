@@ -55,8 +55,8 @@ Test(filter, unknown_kind_and_newer_format_are_not_supported)
         memcpy(copy, buf, len);
         copy[patches[i][0]] = (uint8_t)patches[i][1];
         copy[patches[i][0] + 1] = (uint8_t)(patches[i][1] >> 8);
-        akv_wbuf w = {copy + len - 8, 0};
-        akv_w_u64(&w, XXH64(copy, len - 8, 0)); /* a valid checksum: only the field is wrong */
+        akvi_wbuf w = {copy + len - 8, 0};
+        akvi_w_u64(&w, XXH64(copy, len - 8, 0)); /* a valid checksum: only the field is wrong */
         akv_filter *g = NULL;
         cr_assert_eq(akv_filter_deserialize(copy, len, &g), AKV_ENOTSUP, "patch %zu", i);
         cr_assert_null(g);

@@ -369,8 +369,8 @@ static void check_exports(void)
     }
     free(dump);
 
-    akv_sort(declared, nd, sizeof *declared, cmp_name);
-    akv_sort(exported, ne, sizeof *exported, cmp_name);
+    akvi_sort(declared, nd, sizeof *declared, cmp_name);
+    akvi_sort(exported, ne, sizeof *exported, cmp_name);
     for (size_t i = 0, j = 0; i < nd || j < ne;) {
         int c = i == nd ? 1 : j == ne ? -1 : strcmp(declared[i], exported[j]);
         cr_assert(c >= 0, "%s is declared in a public header but libadaptkv.so does not export it",

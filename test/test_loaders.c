@@ -13,7 +13,7 @@
  * A filter wrongly accepted is never queried: the assertion stops the test
  * before any query could touch the bad arrays.
  *
- * The same for the sealed ShBF_A / ShBF_X blobs (akv_shbfa/x_deserialize).
+ * The same for the sealed ShBF_A / ShBF_X blobs (akvi_shbfa/x_deserialize).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -33,15 +33,15 @@ static uint8_t *envelope(uint16_t id, uint16_t pver, const uint8_t *payload, siz
     size_t total = AKV_FILTER_HEADER_BYTES + plen + AKV_FILTER_TRAILER_BYTES;
     uint8_t *buf = malloc(total);
     cr_assert_not_null(buf);
-    akv_wbuf w = {buf, 0};
-    akv_w_bytes(&w, AKV_FILTER_MAGIC, 4);
-    akv_w_u16(&w, AKV_FILTER_FORMAT_VERSION);
-    akv_w_u16(&w, id);
-    akv_w_u16(&w, pver);
-    akv_w_u16(&w, 0);
-    akv_w_u64(&w, plen);
-    akv_w_bytes(&w, payload, plen);
-    akv_w_u64(&w, XXH64(buf, w.len, 0));
+    akvi_wbuf w = {buf, 0};
+    akvi_w_bytes(&w, AKV_FILTER_MAGIC, 4);
+    akvi_w_u16(&w, AKV_FILTER_FORMAT_VERSION);
+    akvi_w_u16(&w, id);
+    akvi_w_u16(&w, pver);
+    akvi_w_u16(&w, 0);
+    akvi_w_u64(&w, plen);
+    akvi_w_bytes(&w, payload, plen);
+    akvi_w_u64(&w, XXH64(buf, w.len, 0));
     *len = total;
     return buf;
 }
@@ -52,13 +52,13 @@ static uint8_t *sealed(const char magic[4], const uint8_t *payload, size_t plen,
     size_t total = 16 + plen + 8;
     uint8_t *buf = malloc(total);
     cr_assert_not_null(buf);
-    akv_wbuf w = {buf, 0};
-    akv_w_bytes(&w, magic, 4);
-    akv_w_u16(&w, 1);
-    akv_w_u16(&w, 0);
-    akv_w_u64(&w, plen);
-    akv_w_bytes(&w, payload, plen);
-    akv_w_u64(&w, XXH64(buf, w.len, 0));
+    akvi_wbuf w = {buf, 0};
+    akvi_w_bytes(&w, magic, 4);
+    akvi_w_u16(&w, 1);
+    akvi_w_u16(&w, 0);
+    akvi_w_u64(&w, plen);
+    akvi_w_bytes(&w, payload, plen);
+    akvi_w_u64(&w, XXH64(buf, w.len, 0));
     *len = total;
     return buf;
 }
@@ -210,10 +210,10 @@ static void check_kind(const kcase *c)
 Test(loaders, bloom_wrapping_bit_count_issue)
 {
     uint8_t p[20];
-    akv_wbuf w = {p, 0};
-    akv_w_u64(&w, UINT64_MAX);
-    akv_w_u32(&w, 7);
-    akv_w_u64(&w, 1000);
+    akvi_wbuf w = {p, 0};
+    akvi_w_u64(&w, UINT64_MAX);
+    akvi_w_u32(&w, 7);
+    akvi_w_u64(&w, 1000);
     size_t len;
     uint8_t *buf = envelope(1, 1, p, sizeof p, &len);
     akv_filter *f = NULL;
@@ -329,43 +329,43 @@ static void check_sealed(const char magic[4], const uint8_t *blob, size_t blen, 
 
 static int load_a(const uint8_t *b, size_t n, void **o)
 {
-    return akv_shbfa_deserialize(b, n, (akv_shbfa **)o);
+    return akvi_shbfa_deserialize(b, n, (akvi_shbfa **)o);
 }
 static void free_a(void *o)
 {
-    akv_shbfa_destroy(o);
+    akvi_shbfa_destroy(o);
 }
 static int load_x(const uint8_t *b, size_t n, void **o)
 {
-    return akv_shbfx_deserialize(b, n, (akv_shbfx **)o);
+    return akvi_shbfx_deserialize(b, n, (akvi_shbfx **)o);
 }
 static void free_x(void *o)
 {
-    akv_shbfx_destroy(o);
+    akvi_shbfx_destroy(o);
 }
 
 Test(loaders, shbf_assoc_and_mult)
 {
     akv_hash *s1 = akvt_keys(1, 100), *s2 = akvt_keys(2, 100);
-    akv_shbfa *a = NULL;
-    cr_assert_eq(akv_shbfa_build(s1, 100, s2, 100, 0, 10, &a), AKV_OK);
+    akvi_shbfa *a = NULL;
+    cr_assert_eq(akvi_shbfa_build(s1, 100, s2, 100, 0, 10, &a), AKV_OK);
     uint8_t *buf;
     size_t len;
-    cr_assert_eq(akv_shbfa_serialize(a, &buf, &len), AKV_OK);
+    cr_assert_eq(akvi_shbfa_serialize(a, &buf, &len), AKV_OK);
     check_sealed("AKSA", buf, len, 20, load_a, free_a); /* u64 m, u32 k, u64 n */
     free(buf);
-    akv_shbfa_destroy(a);
+    akvi_shbfa_destroy(a);
 
-    akv_shbfx_item items[100];
+    akvi_shbfx_item items[100];
     for (size_t i = 0; i < 100; i++)
-        items[i] = (akv_shbfx_item){s1[i], 1 + (uint32_t)(i % 5)};
-    akv_shbfx *x = NULL;
-    cr_assert_eq(akv_shbfx_build(items, 100, &(akv_shbfx_params){.k = 4, .bits_per_key = 10, .c = 8}, &x),
+        items[i] = (akvi_shbfx_item){s1[i], 1 + (uint32_t)(i % 5)};
+    akvi_shbfx *x = NULL;
+    cr_assert_eq(akvi_shbfx_build(items, 100, &(akvi_shbfx_params){.k = 4, .bits_per_key = 10, .c = 8}, &x),
                  AKV_OK);
-    cr_assert_eq(akv_shbfx_serialize(x, &buf, &len), AKV_OK);
+    cr_assert_eq(akvi_shbfx_serialize(x, &buf, &len), AKV_OK);
     check_sealed("AKSX", buf, len, 24, load_x, free_x); /* u64 m, u32 k, u32 c, u64 n */
     free(buf);
-    akv_shbfx_destroy(x);
+    akvi_shbfx_destroy(x);
     free(s1);
     free(s2);
 }

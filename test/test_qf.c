@@ -27,7 +27,7 @@ Test(qf, no_false_negatives_fpr_matches_theory)
             akvt_check_no_false_negatives(f, r + s, sizes[s]);
             if (sizes[s] >= 10000)
                 akvt_check_fpr_theory(f, r + s, 300000, 0.05);
-            cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+            cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
             akv_filter_destroy(f);
         }
 }
@@ -39,9 +39,9 @@ Test(qf, derived_remainder_bits)
     akv_filter_params_init(&p);
     p.bits_per_key = 13;
     akv_filter *f = akvt_build("qf", &p, 1, 1000), *g = akvt_build("aqf", &p, 1, 1000);
-    akv_aqf_info a, b;
-    akv_aqf_info_get(f, &a);
-    akv_aqf_info_get(g, &b);
+    akvi_aqf_info a, b;
+    akvi_aqf_info_get(f, &a);
+    akvi_aqf_info_get(g, &b);
     cr_assert_eq(a.r, 8); /* floor(13 * 0.9) - 3 metadata bits */
     cr_assert_eq(b.r, 7); /* - 4 with the extension bit */
     akv_filter_destroy(f);
@@ -60,14 +60,14 @@ Test(qf, layout_bits_per_slot)
     akv_filter *f = NULL, *g = NULL;
     cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("qf"), &p, NULL, 0, &f), AKV_OK);
     cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("aqf"), &p, NULL, 0, &g), AKV_OK);
-    akv_aqf_info a;
-    akv_aqf_info_get(f, &a);
+    akvi_aqf_info a;
+    akvi_aqf_info_get(f, &a);
     /* r + 2.125 bits a slot (qf), r + 3.125 (aqf): the paper's layout,
      * 89 and 97 bytes a block of 64 slots at r = 9 */
     double slots = (double)akv_filter_memory(f) / 89 * 64; /* physical slots incl. overflow */
     cr_assert_float_eq((double)akv_filter_memory(f) * 8 / slots, 11.125, 1e-9);
     cr_assert_float_eq((double)akv_filter_memory(g) / (double)akv_filter_memory(f), 97.0 / 89.0, 1e-9);
-    cr_assert_eq(akv_filter_memory(f), akv_qf_bytes_for(a.slots, 9, false));
+    cr_assert_eq(akv_filter_memory(f), akvi_qf_bytes_for(a.slots, 9, false));
     cr_assert_lt(slots, (double)a.slots * 1.01); /* overflow tail 64 + 4*sqrt(slots) */
     akv_filter_destroy(f);
     akv_filter_destroy(g);
@@ -99,7 +99,7 @@ Test(qf, random_insert_delete_against_model)
                 v[j] = v[--n];
             }
             if (i % 1000 == 0) {
-                cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+                cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
                 for (size_t j = 0; j < n; j++)
                     cr_assert(akv_filter_may_contain(f, v[j]));
             }
@@ -129,7 +129,7 @@ Test(qf, fill_to_capacity)
         i++;
     cr_assert_eq(i, st.capacity);
     akvt_check_no_false_negatives(f, 6, i);
-    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     akv_filter_destroy(f);
 }
 
@@ -140,21 +140,21 @@ Test(qf, merge_answers_like_union_build)
     akv_filter_params_init(&p);
     p.remainder_bits = 9;
     akv_filter *a = akvt_build("qf", &p, 1, n), *b = akvt_build("qf", &p, 2, n), *m = NULL;
-    akv_aqf_info ia;
-    akv_aqf_info_get(a, &ia);
-    cr_assert_eq(akv_aqf_merge(a, b, ia.q + 1, &m), AKV_OK);
-    cr_assert_eq(akv_aqf_validate(m), AKV_OK);
+    akvi_aqf_info ia;
+    akvi_aqf_info_get(a, &ia);
+    cr_assert_eq(akvi_aqf_merge(a, b, ia.q + 1, &m), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(m), AKV_OK);
     /* the union built directly with the merged geometry is the same filter */
     akv_hash *u = malloc(2 * n * sizeof *u);
     for (size_t i = 0; i < n; i++)
         u[i] = akvt_key(1, i), u[n + i] = akvt_key(2, i);
-    akv_qf_sort(u, 2 * n);
+    akvi_qf_sort(u, 2 * n);
     akv_filter_params pu = p;
     pu.remainder_bits = 8;
     pu.load_factor = 1.0; /* twice the inputs' slots, exactly */
     pu.expected_keys = 2 * ia.slots;
     akv_filter *ub = NULL;
-    cr_assert_eq(akv_aqf_bulk_load(akv_filter_kind_by_name("qf"), &pu, u, 2 * n, &ub), AKV_OK);
+    cr_assert_eq(akvi_aqf_bulk_load(akv_filter_kind_by_name("qf"), &pu, u, 2 * n, &ub), AKV_OK);
     uint8_t *x, *y;
     size_t lx, ly;
     cr_assert_eq(akv_filter_serialize(m, &x, &lx), AKV_OK);
@@ -191,31 +191,31 @@ Test(qf, shard_prefix_bits)
     cr_assert_eq(akv_filter_build(akv_filter_kind_by_name("aqf"), &p, k, 10000, NULL, 0, &f), AKV_OK);
     for (size_t i = 0; i < 10000; i++)
         cr_assert(akv_filter_may_contain(f, k[i]));
-    akv_aqf_info in;
-    akv_aqf_info_get(f, &in);
+    akvi_aqf_info in;
+    akvi_aqf_info_get(f, &in);
     cr_assert_eq(in.prefix_bits, 3);
     cr_assert_lt((double)in.used / (double)in.slots, 0.95);
-    cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
     /* adaptation and resize read the shard's keys through the prefix too */
-    akv_memrevmap *rm;
-    cr_assert_eq(akv_memrevmap_create(k, 10000, &rm), AKV_OK);
+    akvi_memrevmap *rm;
+    cr_assert_eq(akvi_memrevmap_create(k, 10000, &rm), AKV_OK);
     size_t fixed = 0;
     for (uint64_t i = 0; i < 100000; i++) {
         akv_hash y = {(5ULL << 61) | (akvt_rand(&st) >> 3), akvt_rand(&st)};
         if (akv_filter_may_contain(f, y)) {
-            cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+            cr_assert_eq(akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm)), AKV_OK);
             cr_assert_not(akv_filter_may_contain(f, y));
             fixed++;
         }
     }
     cr_assert_gt(fixed, 10);
     akv_filter *g = NULL;
-    cr_assert_eq(akv_aqf_resize(f, in.q + 1, 0, akv_memrevmap_revmap(rm), &g), AKV_OK);
+    cr_assert_eq(akvi_aqf_resize(f, in.q + 1, 0, akvi_memrevmap_revmap(rm), &g), AKV_OK);
     for (size_t i = 0; i < 10000; i++)
         cr_assert(akv_filter_may_contain(g, k[i]));
-    cr_assert_eq(akv_aqf_validate(g), AKV_OK);
+    cr_assert_eq(akvi_aqf_validate(g), AKV_OK);
     akv_filter_destroy(g);
-    akv_memrevmap_destroy(rm);
+    akvi_memrevmap_destroy(rm);
     akv_filter_destroy(f);
     free(k);
 }
@@ -231,7 +231,7 @@ Test(qf, build_beyond_expected_keys)
         akv_filter *f = akvt_build(kinds[i], &p, 7, 20000);
         akvt_check_no_false_negatives(f, 7, 20000);
         cr_assert_eq(f->n_keys, 20000);
-        cr_assert_eq(akv_aqf_validate(f), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(f), AKV_OK);
         akv_filter_destroy(f);
     }
 }
@@ -254,8 +254,8 @@ Test(qf, budget_bits_per_key)
                 double got = (double)akv_filter_memory(f) * 8 / (double)ns[j];
                 cr_assert(got <= bpk[b] && got >= 0.97 * bpk[b], "%s %.0f bits/key: %.3f", kinds[k], bpk[b],
                           got);
-                akv_aqf_info in;
-                akv_aqf_info_get(f, &in);
+                akvi_aqf_info in;
+                akvi_aqf_info_get(f, &in);
                 cr_assert_leq((double)ns[j], 0.935 * (double)in.slots);
                 akvt_check_no_false_negatives(f, 11 + j, ns[j]);
                 akvt_check_fpr_theory(f, 11 + j, 200000, 0.05);
@@ -330,12 +330,12 @@ Test(qf, loads_version1_payload)
         p.remainder_bits = 7;
         akv_filter *f = akvt_build(kinds[k], &p, 5, 3500);
         akv_hash *keys = akvt_keys(5, 3500);
-        akv_memrevmap *rm;
-        cr_assert_eq(akv_memrevmap_create(keys, 3500, &rm), AKV_OK);
+        akvi_memrevmap *rm;
+        cr_assert_eq(akvi_memrevmap_create(keys, 3500, &rm), AKV_OK);
         for (uint64_t i = 0; k == 1 && i < 20000; i++) {
             akv_hash y = akvt_key(6, i);
             if (akv_filter_may_contain(f, y))
-                cr_assert_eq(akv_filter_adapt(f, y, akv_memrevmap_revmap(rm)), AKV_OK);
+                cr_assert_eq(akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm)), AKV_OK);
         }
         size_t len = 0;
         cr_assert_eq(kind->save(f, NULL, &len), AKV_OK);
@@ -359,7 +359,7 @@ Test(qf, loads_version1_payload)
         }
         akv_filter *g = NULL;
         cr_assert_eq(kind->load(v1, len1, 1, &g), AKV_OK);
-        cr_assert_eq(akv_aqf_validate(g), AKV_OK);
+        cr_assert_eq(akvi_aqf_validate(g), AKV_OK);
         akvt_check_no_false_negatives(g, 5, 3500);
         for (uint64_t i = 0; i < 50000; i++) {
             akv_hash y = akvt_key(7, i);
@@ -374,13 +374,13 @@ Test(qf, loads_version1_payload)
         int rc = kind->load(v1, len1, 1, &h);
         cr_assert(rc == AKV_ECORRUPT || rc == AKV_OK);
         if (rc == AKV_OK) {
-            cr_assert_eq(akv_aqf_validate(h), AKV_OK);
+            cr_assert_eq(akvi_aqf_validate(h), AKV_OK);
             akv_filter_destroy(h);
         }
         cr_assert_eq(kind->load(v1, len1 - 8, 1, &h), AKV_ECORRUPT);
         akv_filter_destroy(g);
         free(v1), free(v2), free(keys);
-        akv_memrevmap_destroy(rm);
+        akvi_memrevmap_destroy(rm);
         akv_filter_destroy(f);
     }
 }
@@ -412,7 +412,7 @@ Test(qf, clustered_hashes_bulk_build_no_false_negatives)
             x = x * 6364136223846793005ULL + 1442695040888963407ULL;
             h[i] = (akv_hash){start + (x >> 1) % width, x * 0x9e3779b97f4a7c15ULL};
         }
-        akv_sort(h, n, sizeof *h, cmp_hi);
+        akvi_sort(h, n, sizeof *h, cmp_hi);
         akv_filter_params p;
         akv_filter_params_init(&p);
         p.expected_keys = n;

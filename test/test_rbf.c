@@ -53,17 +53,17 @@ Test(rbf, fixed_point_kstar)
 {
     uint32_t k_int;
     uint64_t thr;
-    akv_rbf_kstar(131072, 60000, &k_int, &thr);
+    akvi_rbf_kstar(131072, 60000, &k_int, &thr);
     cr_assert_eq(k_int, 1);
-    cr_assert(fabs(akv_rbf_frac(thr) - (131072.0 / 60000 * M_LN2 - 1)) < 1e-12);
-    akv_rbf_kstar(64, 1, &k_int, &thr); /* 44.36 */
+    cr_assert(fabs(akvi_rbf_frac(thr) - (131072.0 / 60000 * M_LN2 - 1)) < 1e-12);
+    akvi_rbf_kstar(64, 1, &k_int, &thr); /* 44.36 */
     cr_assert_eq(k_int, 44);
-    akv_rbf_kstar(1 << 20, 1, &k_int, &thr); /* clamped */
+    akvi_rbf_kstar(1 << 20, 1, &k_int, &thr); /* clamped */
     cr_assert_eq(k_int, AKV_RBF_MAX_K);
     cr_assert_eq(thr, 0);
-    akv_rbf_kmilli(1514, &k_int, &thr);
+    akvi_rbf_kmilli(1514, &k_int, &thr);
     cr_assert_eq(k_int, 1);
-    cr_assert(fabs(akv_rbf_frac(thr) - 0.514) < 1e-15);
+    cr_assert(fabs(akvi_rbf_frac(thr) - 0.514) < 1e-15);
 }
 
 /*
@@ -102,7 +102,7 @@ Test(rbf, foz_at_kstar)
     uint64_t m = 0; /* the payload starts with u64 m */
     for (int i = 0; i < 8; i++)
         m |= (uint64_t)buf[AKV_FILTER_HEADER_BYTES + i] << (8 * i);
-    double foz = 1.0 - (double)akv_popcount_bytes(bits_of(buf, len, m), (size_t)(m + 7) / 8) / (double)m;
+    double foz = 1.0 - (double)akvi_popcount_bytes(bits_of(buf, len, m), (size_t)(m + 7) / 8) / (double)m;
     cr_assert(fabs(foz - 0.5) < 0.005, "foz %f", foz);
     free(buf);
     akv_filter_destroy(f);

@@ -400,9 +400,9 @@ Test(adapt, split_reverse_map_ordered_layout_no_false_negatives)
 Test(recovery, slot_hash_moves_the_shard_prefix_out)
 {
     akv_hash h = {0xC123456789abcdefULL, 0x0fedcba987654321ULL};
-    akv_hash s = akv_slot_hash(h, 0);
+    akv_hash s = akvi_slot_hash(h, 0);
     cr_assert(s.hi == h.hi && s.lo == h.lo);
-    s = akv_slot_hash(h, 2);
+    s = akvi_slot_hash(h, 2);
     cr_assert_eq(s.hi >> 2, (h.hi << 2) >> 2);
     cr_assert_eq(s.lo, h.lo);
 }

@@ -444,32 +444,32 @@ Test(reliability, lost_identity_is_written_again)
 Test(reliability, catalog_version_1_still_decodes)
 {
     uint8_t buf[512];
-    akv_wbuf w = {buf, 0};
-    akv_w_bytes(&w, "AKVC", 4);
-    akv_w_u32(&w, 1);                  /* version */
-    akv_w_u32(&w, AKV_LAYOUT_ORDERED); /* layout */
-    akv_w_u64(&w, 77);                 /* seed */
-    akv_w_u64(&w, 9);                  /* next_run_id */
-    akv_w_u64(&w, 4);                  /* flushed_mem_gen */
-    akv_w_u32(&w, 1);                  /* runs */
-    akv_w_u64(&w, 8);                  /* id */
-    akv_w_u32(&w, 0);                  /* level */
-    akv_w_u32(&w, 0);                  /* prefix_bits */
-    akv_w_u64(&w, 2);                  /* keys */
-    akv_w_u64(&w, 100);                /* bytes */
-    akv_w_u64(&w, 20);                 /* raw_bytes */
-    akv_w_u32(&w, 1);                  /* ssts */
-    akv_w_u64(&w, 0);                  /* sst id */
-    akv_w_u64(&w, 2);                  /* keys */
-    akv_w_u64(&w, 100);                /* bytes */
-    akv_w_u64(&w, 0);                  /* prefix */
-    akv_w_u8(&w, 3);
-    akv_w_bytes(&w, "aqf", 3);
-    akv_w_u32(&w, 1);
-    akv_w_bytes(&w, "a", 1);
-    akv_w_u32(&w, 1);
-    akv_w_bytes(&w, "b", 1);
-    akv_w_u64(&w, XXH64(buf, w.len, 0));
+    akvi_wbuf w = {buf, 0};
+    akvi_w_bytes(&w, "AKVC", 4);
+    akvi_w_u32(&w, 1);                  /* version */
+    akvi_w_u32(&w, AKV_LAYOUT_ORDERED); /* layout */
+    akvi_w_u64(&w, 77);                 /* seed */
+    akvi_w_u64(&w, 9);                  /* next_run_id */
+    akvi_w_u64(&w, 4);                  /* flushed_mem_gen */
+    akvi_w_u32(&w, 1);                  /* runs */
+    akvi_w_u64(&w, 8);                  /* id */
+    akvi_w_u32(&w, 0);                  /* level */
+    akvi_w_u32(&w, 0);                  /* prefix_bits */
+    akvi_w_u64(&w, 2);                  /* keys */
+    akvi_w_u64(&w, 100);                /* bytes */
+    akvi_w_u64(&w, 20);                 /* raw_bytes */
+    akvi_w_u32(&w, 1);                  /* ssts */
+    akvi_w_u64(&w, 0);                  /* sst id */
+    akvi_w_u64(&w, 2);                  /* keys */
+    akvi_w_u64(&w, 100);                /* bytes */
+    akvi_w_u64(&w, 0);                  /* prefix */
+    akvi_w_u8(&w, 3);
+    akvi_w_bytes(&w, "aqf", 3);
+    akvi_w_u32(&w, 1);
+    akvi_w_bytes(&w, "a", 1);
+    akvi_w_u32(&w, 1);
+    akvi_w_bytes(&w, "b", 1);
+    akvi_w_u64(&w, XXH64(buf, w.len, 0));
     akvi_catalog c;
     cr_assert_eq(akvi_catalog_decode(buf, w.len, &c), AKV_OK, "%s", akv_errmsg());
     cr_assert_eq(c.seq, 0);

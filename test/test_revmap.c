@@ -27,10 +27,10 @@ static bool lt(akv_hash a, akv_hash b)
     return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo);
 }
 
-static void check_scan(akv_memrevmap *m, const akv_hash *all, size_t n, uint64_t hi, unsigned nbits)
+static void check_scan(akvi_memrevmap *m, const akv_hash *all, size_t n, uint64_t hi, unsigned nbits)
 {
     got g = {.n = 0};
-    akv_revmap *rm = akv_memrevmap_revmap(m);
+    akv_revmap *rm = akvi_memrevmap_revmap(m);
     cr_assert_eq(rm->scan(rm, hi, nbits, collect, &g), AKV_OK);
     size_t want = 0;
     for (size_t i = 0; i < n; i++)
@@ -50,8 +50,8 @@ Test(revmap, scan_matches_brute_force)
     uint64_t st = 9;
     for (size_t i = 0; i < n; i++) /* few top patterns so prefixes repeat, some equal hi */
         k[i] = (akv_hash){(akvt_rand(&st) & 0xf00000000000000fULL) | (i % 7), akvt_rand(&st) % 5};
-    akv_memrevmap *m;
-    cr_assert_eq(akv_memrevmap_create(k, n, &m), AKV_OK);
+    akvi_memrevmap *m;
+    cr_assert_eq(akvi_memrevmap_create(k, n, &m), AKV_OK);
     unsigned nb[] = {1, 2, 4, 8, 30, 63, 64};
     for (size_t j = 0; j < 200; j++)
         for (size_t b = 0; b < sizeof nb / sizeof *nb; b++)
@@ -59,18 +59,18 @@ Test(revmap, scan_matches_brute_force)
     /* dynamic updates */
     for (size_t i = 0; i < 100; i++) {
         k[n] = (akv_hash){akvt_rand(&st) & 0xf000000000000000ULL, i};
-        cr_assert_eq(akv_memrevmap_insert(m, k[n]), AKV_OK);
+        cr_assert_eq(akvi_memrevmap_insert(m, k[n]), AKV_OK);
         n++;
     }
     for (size_t i = 0; i < 500; i++) {
         size_t j = akvt_rand(&st) % n;
-        cr_assert_eq(akv_memrevmap_remove(m, k[j]), AKV_OK);
+        cr_assert_eq(akvi_memrevmap_remove(m, k[j]), AKV_OK);
         k[j] = k[--n];
     }
-    cr_assert_eq(akv_memrevmap_remove(m, (akv_hash){0x1234, 0x5678}), AKV_NOTFOUND);
+    cr_assert_eq(akvi_memrevmap_remove(m, (akv_hash){0x1234, 0x5678}), AKV_NOTFOUND);
     for (size_t j = 0; j < 100; j++)
         check_scan(m, k, n, k[akvt_rand(&st) % n].hi, 4);
-    akv_memrevmap_destroy(m);
+    akvi_memrevmap_destroy(m);
     free(k);
 }
 
@@ -79,19 +79,19 @@ Test(revmap, early_stop_and_bad_nbits)
     akv_hash k[10];
     for (int i = 0; i < 10; i++)
         k[i] = (akv_hash){0xabcd000000000000ULL, (uint64_t)i};
-    akv_memrevmap *m;
-    cr_assert_eq(akv_memrevmap_create(k, 10, &m), AKV_OK);
-    akv_revmap *rm = akv_memrevmap_revmap(m);
+    akvi_memrevmap *m;
+    cr_assert_eq(akvi_memrevmap_create(k, 10, &m), AKV_OK);
+    akv_revmap *rm = akvi_memrevmap_revmap(m);
     got g = {.n = 0, .stop_at = 3};
     cr_assert_eq(rm->scan(rm, k[0].hi, 16, collect, &g), 7);
     cr_assert_eq(g.n, 3);
     cr_assert_lt(rm->scan(rm, k[0].hi, 0, collect, &g), 0);
     cr_assert_lt(rm->scan(rm, k[0].hi, 65, collect, &g), 0);
-    akv_memrevmap_destroy(m);
-    akv_memrevmap *e;
-    cr_assert_eq(akv_memrevmap_create(NULL, 0, &e), AKV_OK);
+    akvi_memrevmap_destroy(m);
+    akvi_memrevmap *e;
+    cr_assert_eq(akvi_memrevmap_create(NULL, 0, &e), AKV_OK);
     g.n = 0;
-    cr_assert_eq(akv_memrevmap_revmap(e)->scan(akv_memrevmap_revmap(e), 0, 1, collect, &g), AKV_OK);
+    cr_assert_eq(akvi_memrevmap_revmap(e)->scan(akvi_memrevmap_revmap(e), 0, 1, collect, &g), AKV_OK);
     cr_assert_eq(g.n, 0);
-    akv_memrevmap_destroy(e);
+    akvi_memrevmap_destroy(e);
 }

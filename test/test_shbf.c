@@ -226,7 +226,7 @@ Test(shbf, shifts_params)
             size_t len;
             cr_assert_eq(akv_filter_serialize(g, &buf, &len), AKV_OK);
             const size_t bits_at = AKV_FILTER_HEADER_BYTES + 28; /* payload header: 8+4+4+4+8 */
-            uint64_t ones = akv_popcount_bytes(buf + bits_at, len - AKV_FILTER_TRAILER_BYTES - bits_at);
+            uint64_t ones = akvi_popcount_bytes(buf + bits_at, len - AKV_FILTER_TRAILER_BYTES - bits_at);
             cr_assert_leq(ones, describe_k(g));
             exact += ones == describe_k(g);
             free(buf);
@@ -374,7 +374,7 @@ Test(shbf, version1_payloads_load_as_one_shift)
 #define A_SHIFT 15000
 #define A_ALL   35000
 
-static bool answer_allows(akv_shbfa_answer a, bool in1, bool in2)
+static bool answer_allows(akvi_shbfa_answer a, bool in1, bool in2)
 {
     switch (a) {
     case AKV_SHBFA_NEITHER:
@@ -397,11 +397,11 @@ static bool answer_allows(akv_shbfa_answer a, bool in1, bool in2)
     return false;
 }
 
-static akv_shbfa *build_assoc(uint32_t k, double bpk)
+static akvi_shbfa *build_assoc(uint32_t k, double bpk)
 {
     akv_hash *all = akvt_keys(60, A_ALL);
-    akv_shbfa *f = NULL;
-    cr_assert_eq(akv_shbfa_build(all, A_N1, all + A_SHIFT, A_ALL - A_SHIFT, k, bpk, &f), AKV_OK);
+    akvi_shbfa *f = NULL;
+    cr_assert_eq(akvi_shbfa_build(all, A_N1, all + A_SHIFT, A_ALL - A_SHIFT, k, bpk, &f), AKV_OK);
     free(all);
     return f;
 }
@@ -411,15 +411,15 @@ static akv_shbfa *build_assoc(uint32_t k, double bpk)
 Test(shbfa, clear_answers_and_no_wrong_answers)
 {
     for (uint32_t k = 4; k <= 10; k += 2) {
-        akv_shbfa *f = build_assoc(k, 0);
-        akv_shbf_info info;
-        akv_shbfa_info(f, &info);
+        akvi_shbfa *f = build_assoc(k, 0);
+        akvi_shbf_info info;
+        akvi_shbfa_info(f, &info);
         cr_assert_eq(info.n, A_ALL);
         size_t clear = 0;
         for (size_t i = 0; i < A_ALL; i++) {
             unsigned w;
             bool in1 = i < A_N1, in2 = i >= A_SHIFT;
-            akv_shbfa_answer a = akv_shbfa_query(f, akvt_key(60, i), &w);
+            akvi_shbfa_answer a = akvi_shbfa_query(f, akvt_key(60, i), &w);
             cr_assert(answer_allows(a, in1, in2), "k=%u key %zu: answer %d wrong", k, i, a);
             cr_assert(w >= 1 && w <= k);
             clear += a >= AKV_SHBFA_S1_ONLY && a <= AKV_SHBFA_S2_ONLY;
@@ -430,30 +430,30 @@ Test(shbfa, clear_answers_and_no_wrong_answers)
         /* Non-members: mostly "neither", which is always right. */
         size_t neither = 0;
         for (size_t i = 0; i < 50000; i++)
-            neither += akv_shbfa_query(f, akvt_key(61, i), NULL) == AKV_SHBFA_NEITHER;
+            neither += akvi_shbfa_query(f, akvt_key(61, i), NULL) == AKV_SHBFA_NEITHER;
         cr_assert(neither > 0.8 * 50000, "k=%u neither %zu", k, neither);
-        akv_shbfa_destroy(f);
+        akvi_shbfa_destroy(f);
     }
 }
 
 Test(shbfa, edge_cases)
 {
-    akv_shbfa *f = NULL;
-    cr_assert_eq(akv_shbfa_build(NULL, 0, NULL, 0, 0, 0, &f), AKV_EINVAL);
-    cr_assert_eq(akv_shbfa_build(NULL, 0, NULL, 0, 65, 10, &f), AKV_EINVAL);
-    cr_assert_eq(akv_shbfa_build(NULL, 0, NULL, 0, 0, 10, &f), AKV_OK);
+    akvi_shbfa *f = NULL;
+    cr_assert_eq(akvi_shbfa_build(NULL, 0, NULL, 0, 0, 0, &f), AKV_EINVAL);
+    cr_assert_eq(akvi_shbfa_build(NULL, 0, NULL, 0, 65, 10, &f), AKV_EINVAL);
+    cr_assert_eq(akvi_shbfa_build(NULL, 0, NULL, 0, 0, 10, &f), AKV_OK);
     for (size_t i = 0; i < 1000; i++)
-        cr_assert_eq(akv_shbfa_query(f, akvt_key(62, i), NULL), AKV_SHBFA_NEITHER);
-    akv_shbfa_destroy(f);
+        cr_assert_eq(akvi_shbfa_query(f, akvt_key(62, i), NULL), AKV_SHBFA_NEITHER);
+    akvi_shbfa_destroy(f);
     /* Duplicates and one-element sets. */
     akv_hash a[3] = {akvt_key(63, 1), akvt_key(63, 1), akvt_key(63, 2)};
-    cr_assert_eq(akv_shbfa_build(a, 3, a + 2, 1, 8, 0, &f), AKV_OK);
-    akv_shbf_info info;
-    akv_shbfa_info(f, &info);
+    cr_assert_eq(akvi_shbfa_build(a, 3, a + 2, 1, 8, 0, &f), AKV_OK);
+    akvi_shbf_info info;
+    akvi_shbfa_info(f, &info);
     cr_assert_eq(info.n, 2);
-    cr_assert(answer_allows(akv_shbfa_query(f, a[0], NULL), true, false));
-    cr_assert(answer_allows(akv_shbfa_query(f, a[2], NULL), true, true));
-    akv_shbfa_destroy(f);
+    cr_assert(answer_allows(akvi_shbfa_query(f, a[0], NULL), true, false));
+    cr_assert(answer_allows(akvi_shbfa_query(f, a[2], NULL), true, true));
+    akvi_shbfa_destroy(f);
 }
 
 /* ---- ShBF_X: multiplicity -------------------------------------------------- */
@@ -461,12 +461,12 @@ Test(shbfa, edge_cases)
 #define X_N 20000
 #define X_C 57
 
-static akv_shbfx_item *count_items(uint64_t space, size_t n, uint64_t seed)
+static akvi_shbfx_item *count_items(uint64_t space, size_t n, uint64_t seed)
 {
-    akv_shbfx_item *it = malloc(n * sizeof *it);
+    akvi_shbfx_item *it = malloc(n * sizeof *it);
     uint64_t st = seed;
     for (size_t i = 0; i < n; i++)
-        it[i] = (akv_shbfx_item){akvt_key(space, i), (uint32_t)(akvt_rand(&st) % X_C) + 1};
+        it[i] = (akvi_shbfx_item){akvt_key(space, i), (uint32_t)(akvt_rand(&st) % X_C) + 1};
     return it;
 }
 
@@ -475,15 +475,15 @@ static akv_shbfx_item *count_items(uint64_t space, size_t n, uint64_t seed)
  * 19); non-members read 0 with probability (1-f0)^c (eq. 18). */
 Test(shbfx, never_under_reports_and_cr_matches_theory)
 {
-    akv_shbfx_item *it = count_items(70, X_N, 7);
+    akvi_shbfx_item *it = count_items(70, X_N, 7);
     for (uint32_t k = 4; k <= 12; k += 4) {
-        akv_shbfx_params p = {.k = k, .bits_per_key = 1.5 * k / M_LN2, .c = X_C};
-        akv_shbfx *f = NULL;
-        cr_assert_eq(akv_shbfx_build(it, X_N, &p, &f), AKV_OK);
-        double f0 = akv_shbfx_f0(f), exact = 0, exact_th = 0;
+        akvi_shbfx_params p = {.k = k, .bits_per_key = 1.5 * k / M_LN2, .c = X_C};
+        akvi_shbfx *f = NULL;
+        cr_assert_eq(akvi_shbfx_build(it, X_N, &p, &f), AKV_OK);
+        double f0 = akvi_shbfx_f0(f), exact = 0, exact_th = 0;
         for (size_t i = 0; i < X_N; i++) {
             unsigned w;
-            uint32_t got = akv_shbfx_query(f, it[i].h, &w);
+            uint32_t got = akvi_shbfx_query(f, it[i].h, &w);
             cr_assert(got >= it[i].count, "k=%u key %zu: %u < %u", k, i, got, it[i].count);
             cr_assert_eq(w, k);
             exact += got == it[i].count;
@@ -493,12 +493,12 @@ Test(shbfx, never_under_reports_and_cr_matches_theory)
         size_t zero = 0;
         const size_t q = 200000;
         for (size_t i = 0; i < q; i++)
-            zero += akv_shbfx_query(f, akvt_key(71, i), NULL) == 0;
+            zero += akvi_shbfx_query(f, akvt_key(71, i), NULL) == 0;
         double cr = (double)zero / q, th = pow(1 - f0, X_C);
         cr_assert(fabs(cr - th) < 0.05 * th + 5 * sqrt(th * (1 - th) / q), "k=%u CR %f vs %f", k, cr, th);
         cr_log_info("shbfx k=%u: non-member CR %.4f vs (1-f0)^c %.4f; members exact %.4f vs %.4f", k, cr, th,
                     exact / X_N, exact_th / X_N);
-        akv_shbfx_destroy(f);
+        akvi_shbfx_destroy(f);
     }
     free(it);
 }
@@ -509,77 +509,77 @@ Test(shbfx, never_under_reports_and_cr_matches_theory)
 Test(shbfx, updates_without_false_negatives)
 {
     const size_t pool = 6000;
-    akv_shbfx_item *it = count_items(72, 3000, 9);
+    akvi_shbfx_item *it = count_items(72, 3000, 9);
     uint32_t *model = calloc(pool, sizeof *model);
     for (size_t i = 0; i < 3000; i++)
         model[i] = it[i].count;
-    akv_shbfx_params p = {.k = 8, .bits_per_key = 16, .c = X_C, .updatable = true};
-    akv_shbfx *f = NULL;
-    cr_assert_eq(akv_shbfx_build(it, 3000, &p, &f), AKV_OK);
+    akvi_shbfx_params p = {.k = 8, .bits_per_key = 16, .c = X_C, .updatable = true};
+    akvi_shbfx *f = NULL;
+    cr_assert_eq(akvi_shbfx_build(it, 3000, &p, &f), AKV_OK);
     uint64_t st = 5;
     for (size_t op = 0; op < 100000; op++) {
         size_t i = akvt_rand(&st) % pool;
         akv_hash h = akvt_key(72, i);
         if (akvt_rand(&st) & 1) {
-            int rc = akv_shbfx_insert(f, h);
+            int rc = akvi_shbfx_insert(f, h);
             cr_assert_eq(rc, model[i] == X_C ? AKV_EFULL : AKV_OK);
             model[i] += rc == AKV_OK;
         } else {
-            int rc = akv_shbfx_remove(f, h);
+            int rc = akvi_shbfx_remove(f, h);
             cr_assert_eq(rc, model[i] == 0 ? AKV_NOTFOUND : AKV_OK);
             model[i] -= rc == AKV_OK;
         }
         if (op % 1000 == 0)
             for (size_t j = 0; j < pool; j++)
-                cr_assert(akv_shbfx_query(f, akvt_key(72, j), NULL) >= model[j], "op %zu key %zu", op, j);
+                cr_assert(akvi_shbfx_query(f, akvt_key(72, j), NULL) >= model[j], "op %zu key %zu", op, j);
     }
     for (size_t j = 0; j < pool; j++)
-        cr_assert(akv_shbfx_query(f, akvt_key(72, j), NULL) >= model[j]);
+        cr_assert(akvi_shbfx_query(f, akvt_key(72, j), NULL) >= model[j]);
     for (size_t j = 0; j < pool; j++)
         while (model[j]--)
-            cr_assert_eq(akv_shbfx_remove(f, akvt_key(72, j)), AKV_OK);
-    akv_shbf_info info;
-    akv_shbfx_info(f, &info);
+            cr_assert_eq(akvi_shbfx_remove(f, akvt_key(72, j)), AKV_OK);
+    akvi_shbf_info info;
+    akvi_shbfx_info(f, &info);
     cr_assert_eq(info.n, 0);
     for (size_t j = 0; j < pool; j++)
-        cr_assert_eq(akv_shbfx_query(f, akvt_key(72, j), NULL), 0);
-    akv_shbfx_destroy(f);
+        cr_assert_eq(akvi_shbfx_query(f, akvt_key(72, j), NULL), 0);
+    akvi_shbfx_destroy(f);
     free(model);
     free(it);
 }
 
 Test(shbfx, params_and_edge_cases)
 {
-    akv_shbfx *f = NULL;
-    akv_shbfx_params p = {.k = 6};
-    akv_shbfx_item bad[2] = {{akvt_key(73, 0), 0}, {akvt_key(73, 1), 58}};
-    cr_assert_eq(akv_shbfx_build(bad, 1, &p, &f), AKV_EINVAL);
-    cr_assert_eq(akv_shbfx_build(bad + 1, 1, &p, &f), AKV_EINVAL);
+    akvi_shbfx *f = NULL;
+    akvi_shbfx_params p = {.k = 6};
+    akvi_shbfx_item bad[2] = {{akvt_key(73, 0), 0}, {akvt_key(73, 1), 58}};
+    cr_assert_eq(akvi_shbfx_build(bad, 1, &p, &f), AKV_EINVAL);
+    cr_assert_eq(akvi_shbfx_build(bad + 1, 1, &p, &f), AKV_EINVAL);
     /* Repeated hashes add up, and may not pass c together. */
-    akv_shbfx_item rep[2] = {{akvt_key(73, 2), 30}, {akvt_key(73, 2), 30}};
-    cr_assert_eq(akv_shbfx_build(rep, 2, &p, &f), AKV_EINVAL);
+    akvi_shbfx_item rep[2] = {{akvt_key(73, 2), 30}, {akvt_key(73, 2), 30}};
+    cr_assert_eq(akvi_shbfx_build(rep, 2, &p, &f), AKV_EINVAL);
     rep[1].count = 27;
-    cr_assert_eq(akv_shbfx_build(rep, 2, &p, &f), AKV_OK);
-    cr_assert_eq(akv_shbfx_query(f, rep[0].h, NULL), 57);
-    cr_assert_eq(akv_shbfx_insert(f, rep[0].h), AKV_ENOTSUP);
-    akv_shbfx_destroy(f);
+    cr_assert_eq(akvi_shbfx_build(rep, 2, &p, &f), AKV_OK);
+    cr_assert_eq(akvi_shbfx_query(f, rep[0].h, NULL), 57);
+    cr_assert_eq(akvi_shbfx_insert(f, rep[0].h), AKV_ENOTSUP);
+    akvi_shbfx_destroy(f);
     p.k = 0;
-    cr_assert_eq(akv_shbfx_build(NULL, 0, &p, &f), AKV_EINVAL);
-    p = (akv_shbfx_params){.k = 4, .c = 58};
-    cr_assert_eq(akv_shbfx_build(NULL, 0, &p, &f), AKV_EINVAL);
+    cr_assert_eq(akvi_shbfx_build(NULL, 0, &p, &f), AKV_EINVAL);
+    p = (akvi_shbfx_params){.k = 4, .c = 58};
+    cr_assert_eq(akvi_shbfx_build(NULL, 0, &p, &f), AKV_EINVAL);
     /* Empty, then grown from nothing through the update path. */
-    p = (akv_shbfx_params){.k = 4, .c = 3, .bits_per_key = 10, .updatable = true};
-    cr_assert_eq(akv_shbfx_build(NULL, 0, &p, &f), AKV_OK);
+    p = (akvi_shbfx_params){.k = 4, .c = 3, .bits_per_key = 10, .updatable = true};
+    cr_assert_eq(akvi_shbfx_build(NULL, 0, &p, &f), AKV_OK);
     akv_hash h = akvt_key(73, 9);
-    cr_assert_eq(akv_shbfx_query(f, h, NULL), 0);
-    cr_assert_eq(akv_shbfx_remove(f, h), AKV_NOTFOUND);
+    cr_assert_eq(akvi_shbfx_query(f, h, NULL), 0);
+    cr_assert_eq(akvi_shbfx_remove(f, h), AKV_NOTFOUND);
     for (int i = 1; i <= 3; i++) {
-        cr_assert_eq(akv_shbfx_insert(f, h), AKV_OK);
-        cr_assert_geq(akv_shbfx_query(f, h, NULL), (uint32_t)i);
+        cr_assert_eq(akvi_shbfx_insert(f, h), AKV_OK);
+        cr_assert_geq(akvi_shbfx_query(f, h, NULL), (uint32_t)i);
     }
-    cr_assert_eq(akv_shbfx_insert(f, h), AKV_EFULL);
-    cr_assert_eq(akv_shbfx_query(f, h, NULL), 3);
-    akv_shbfx_destroy(f);
+    cr_assert_eq(akvi_shbfx_insert(f, h), AKV_EFULL);
+    cr_assert_eq(akvi_shbfx_query(f, h, NULL), 3);
+    akvi_shbfx_destroy(f);
 }
 
 /* ---- ShBF_A / ShBF_X serialized forms ------------------------------------- */
@@ -607,11 +607,11 @@ static void check_damage(const uint8_t *buf, size_t len, int (*load)(const uint8
 
 static int load_a(const uint8_t *b, size_t l, void **o)
 {
-    return akv_shbfa_deserialize(b, l, (akv_shbfa **)o);
+    return akvi_shbfa_deserialize(b, l, (akvi_shbfa **)o);
 }
 static int load_x(const uint8_t *b, size_t l, void **o)
 {
-    return akv_shbfx_deserialize(b, l, (akv_shbfx **)o);
+    return akvi_shbfx_deserialize(b, l, (akvi_shbfx **)o);
 }
 
 /* Payload fields edited under a recomputed checksum (16-byte header). */
@@ -632,14 +632,14 @@ static void check_fields(const uint8_t *buf, size_t len, int (*load)(const uint8
 
 Test(shbfa, serialization)
 {
-    akv_shbfa *f = build_assoc(6, 0), *g = NULL;
+    akvi_shbfa *f = build_assoc(6, 0), *g = NULL;
     uint8_t *buf;
     size_t len;
-    cr_assert_eq(akv_shbfa_serialize(f, &buf, &len), AKV_OK);
-    cr_assert_eq(akv_shbfa_deserialize(buf, len, &g), AKV_OK);
+    cr_assert_eq(akvi_shbfa_serialize(f, &buf, &len), AKV_OK);
+    cr_assert_eq(akvi_shbfa_deserialize(buf, len, &g), AKV_OK);
     for (size_t i = 0; i < A_ALL + 20000; i++) {
         akv_hash h = akvt_key(i < A_ALL ? 60 : 61, i);
-        cr_assert_eq(akv_shbfa_query(f, h, NULL), akv_shbfa_query(g, h, NULL));
+        cr_assert_eq(akvi_shbfa_query(f, h, NULL), akvi_shbfa_query(g, h, NULL));
     }
     check_damage(buf, len, load_a, 300);
     /* u64 m at 16, u32 k at 24, u64 n at 28 */
@@ -647,25 +647,25 @@ Test(shbfa, serialization)
     const uint8_t vals[] = {0x01, 0x40, 0, 65, 1};
     check_fields(buf, len, load_a, offs, vals, 5);
     free(buf);
-    akv_shbfa_destroy(f);
-    akv_shbfa_destroy(g);
+    akvi_shbfa_destroy(f);
+    akvi_shbfa_destroy(g);
 }
 
 Test(shbfx, serialization)
 {
-    akv_shbfx_item *it = count_items(74, 5000, 3);
-    akv_shbfx_params p = {.k = 8, .bits_per_key = 16, .updatable = true};
-    akv_shbfx *f = NULL, *g = NULL;
-    cr_assert_eq(akv_shbfx_build(it, 5000, &p, &f), AKV_OK);
+    akvi_shbfx_item *it = count_items(74, 5000, 3);
+    akvi_shbfx_params p = {.k = 8, .bits_per_key = 16, .updatable = true};
+    akvi_shbfx *f = NULL, *g = NULL;
+    cr_assert_eq(akvi_shbfx_build(it, 5000, &p, &f), AKV_OK);
     uint8_t *buf;
     size_t len;
-    cr_assert_eq(akv_shbfx_serialize(f, &buf, &len), AKV_OK);
-    cr_assert_eq(akv_shbfx_deserialize(buf, len, &g), AKV_OK);
+    cr_assert_eq(akvi_shbfx_serialize(f, &buf, &len), AKV_OK);
+    cr_assert_eq(akvi_shbfx_deserialize(buf, len, &g), AKV_OK);
     for (size_t i = 0; i < 5000; i++)
-        cr_assert_eq(akv_shbfx_query(g, it[i].h, NULL), akv_shbfx_query(f, it[i].h, NULL));
+        cr_assert_eq(akvi_shbfx_query(g, it[i].h, NULL), akvi_shbfx_query(f, it[i].h, NULL));
     for (size_t i = 0; i < 20000; i++)
-        cr_assert_eq(akv_shbfx_query(g, akvt_key(75, i), NULL), akv_shbfx_query(f, akvt_key(75, i), NULL));
-    cr_assert_eq(akv_shbfx_insert(g, it[0].h), AKV_ENOTSUP);
+        cr_assert_eq(akvi_shbfx_query(g, akvt_key(75, i), NULL), akvi_shbfx_query(f, akvt_key(75, i), NULL));
+    cr_assert_eq(akvi_shbfx_insert(g, it[0].h), AKV_ENOTSUP);
     check_damage(buf, len, load_x, 300);
     /* u64 m at 16, u32 k at 24, u32 c at 28, u64 n at 32 */
     const size_t offs[] = {16, 23, 24, 24, 28, 28, 31};
@@ -673,6 +673,6 @@ Test(shbfx, serialization)
     check_fields(buf, len, load_x, offs, vals, 7);
     free(buf);
     free(it);
-    akv_shbfx_destroy(f);
-    akv_shbfx_destroy(g);
+    akvi_shbfx_destroy(f);
+    akvi_shbfx_destroy(g);
 }

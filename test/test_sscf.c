@@ -56,7 +56,7 @@ static const uint32_t layouts[] = {0, AKV_SSCF_STATIC, AKV_SSCF_WIDE, AKV_SSCF_W
 static void check_zero(const akv_filter *f, uint64_t max_sat)
 {
     uint64_t pc, mc, sat;
-    cr_assert_eq(akv_sscf_nonzero(f, &pc, &mc, &sat), AKV_OK);
+    cr_assert_eq(akvi_sscf_nonzero(f, &pc, &mc, &sat), AKV_OK);
     cr_assert(pc == 0 && mc == 0, "after removing every key: %llu pc and %llu mc counters non-zero",
               (unsigned long long)pc, (unsigned long long)mc);
     cr_assert_leq(sat, max_sat, "%llu counters saturated", (unsigned long long)sat);

@@ -20,8 +20,8 @@ static akv_filter_params params(double bpk)
 
 static void check_plan(uint64_t m, uint64_t n, int J, const uint64_t *size, const uint64_t *off)
 {
-    akv_vsbbf_block b[AKV_VSBBF_MAX_BLOCKS];
-    int got = akv_vsbbf_plan(m, n, b);
+    akvi_vsbbf_block b[AKV_VSBBF_MAX_BLOCKS];
+    int got = akvi_vsbbf_plan(m, n, b);
     cr_assert_eq(got, J, "m=%llu: %d blocks", (unsigned long long)m, got);
     cr_assert_eq(got, __builtin_popcountll(m));
     double ksum = 0;
@@ -47,20 +47,20 @@ Test(vsbbf, block_plans)
                (uint64_t[]){1 << 23, 1 << 20, 1 << 19, 1 << 15, 1 << 12, 1 << 10, 1 << 9, 1 << 7},
                (uint64_t[]){0, 8388608, 9437184, 9961472, 9994240, 9998336, 9999360, 9999872});
     /* k_j = (m_j/n)·ln 2 at (10^6, 10^5) = 3.634, 1.817, 0.908, ... */
-    akv_vsbbf_block b[AKV_VSBBF_MAX_BLOCKS];
-    akv_vsbbf_plan(1000000, 100000, b);
+    akvi_vsbbf_block b[AKV_VSBBF_MAX_BLOCKS];
+    akvi_vsbbf_plan(1000000, 100000, b);
     cr_assert_eq(b[0].k_int, 3);
     cr_assert(fabs(b[0].act_thr * 0x1p-64 - 0.634) < 0.001);
     cr_assert_eq(b[2].k_int, 0);
-    cr_assert_eq(akv_vsbbf_plan(0, 1, b), 0);
+    cr_assert_eq(akvi_vsbbf_plan(0, 1, b), 0);
 }
 
 /* m = 2^c: a single block, i.e. one (rational) Bloom filter. */
 Test(vsbbf, power_of_two_is_one_block)
 {
     for (int c = 0; c < 40; c++) {
-        akv_vsbbf_block b[AKV_VSBBF_MAX_BLOCKS];
-        cr_assert_eq(akv_vsbbf_plan(1ULL << c, 1000, b), 1);
+        akvi_vsbbf_block b[AKV_VSBBF_MAX_BLOCKS];
+        cr_assert_eq(akvi_vsbbf_plan(1ULL << c, 1000, b), 1);
         cr_assert_eq(b[0].offset, 0);
         cr_assert_eq(b[0].size, 1ULL << c);
     }

@@ -116,11 +116,11 @@ static void time_bulk(const akv_filter_kind *k, const cfg *c, const akv_hash *ke
     akv_hash *v = malloc(c->keys * sizeof *v + 1);
     memcpy(v, keys, c->keys * sizeof *v);
     double t0 = now_ns();
-    akv_qf_sort(v, c->keys);
+    akvi_qf_sort(v, c->keys);
     double t1 = now_ns();
     akv_filter_params p = params(c->keys, c->r);
     akv_filter *f = NULL;
-    int rc = akv_aqf_bulk_load(k, &p, v, c->keys, &f);
+    int rc = akvi_aqf_bulk_load(k, &p, v, c->keys, &f);
     double t2 = now_ns();
     if (rc != AKV_OK)
         die("bulk load", rc);
@@ -142,24 +142,24 @@ static void time_merge(const akv_filter_kind *k, const cfg *c, const akv_hash *k
         rc = akv_filter_build(k, &p, keys + h, c->keys - h, NULL, 0, &b);
     if (rc != AKV_OK)
         die("half build", rc);
-    akv_aqf_info ia;
-    akv_aqf_info_get(a, &ia);
+    akvi_aqf_info ia;
+    akvi_aqf_info_get(a, &ia);
     double t = now_ns();
-    rc = akv_aqf_merge(a, b, ia.q + 1, &m);
+    rc = akvi_aqf_merge(a, b, ia.q + 1, &m);
     r->merge_ns = mind(r->merge_ns, (now_ns() - t) / (double)c->keys);
     if (rc != AKV_OK)
         die("merge", rc);
     akv_filter_destroy(m);
-    akv_memrevmap *ra = NULL, *rb = NULL;
-    akv_memrevmap_create(keys, h, &ra);
-    akv_memrevmap_create(keys + h, c->keys - h, &rb);
+    akvi_memrevmap *ra = NULL, *rb = NULL;
+    akvi_memrevmap_create(keys, h, &ra);
+    akvi_memrevmap_create(keys + h, c->keys - h, &rb);
     t = now_ns();
-    rc = akv_aqf_merge_exact(a, akv_memrevmap_revmap(ra), b, akv_memrevmap_revmap(rb), ia.q + 1, c->r, &m);
+    rc = akvi_aqf_merge_exact(a, akvi_memrevmap_revmap(ra), b, akvi_memrevmap_revmap(rb), ia.q + 1, c->r, &m);
     r->merge_exact_ns = mind(r->merge_exact_ns, (now_ns() - t) / (double)c->keys);
     if (rc != AKV_OK)
         die("exact merge", rc);
     akv_filter_destroy(m);
-    akv_memrevmap_destroy(ra), akv_memrevmap_destroy(rb);
+    akvi_memrevmap_destroy(ra), akvi_memrevmap_destroy(rb);
     akv_filter_destroy(a), akv_filter_destroy(b);
 }
 
@@ -354,27 +354,27 @@ static void count_adapt(micro_res *r, int rc)
 /* The reverse map of the inserted keys, which adapting reads (the authors'
  * micro-benchmark adapts without one). Built after the timed inserts, so
  * the inserts run with the memory the authors' driver has. */
-static akv_revmap *revmap_for(const akv_hash *keys, uint64_t n, akv_memrevmap **m)
+static akv_revmap *revmap_for(const akv_hash *keys, uint64_t n, akvi_memrevmap **m)
 {
     if (!*m) {
-        int rc = akv_memrevmap_create(keys, n, m);
+        int rc = akvi_memrevmap_create(keys, n, m);
         if (rc != AKV_OK)
             die("reverse map", rc);
     }
-    return akv_memrevmap_revmap(*m);
+    return akvi_memrevmap_revmap(*m);
 }
 
 static void micro_core(const micro_cfg *c, const akv_hash *keys, uint64_t n, const akv_hash *q,
-                       akv_memrevmap **m, micro_res *r)
+                       akvi_memrevmap **m, micro_res *r)
 {
-    akv_qf f;
-    int rc = akv_qf_init(&f, c->qlog, c->r, 0, true);
+    akvi_qf f;
+    int rc = akvi_qf_init(&f, c->qlog, c->r, 0, true);
     if (rc != AKV_OK)
         die("core init", rc);
     double w = now_ns(), t = cpu_ns();
     uint64_t i = 0;
     for (; i < n && rc == AKV_OK; i++)
-        rc = akv_qf_insert(&f, keys[i]);
+        rc = akvi_qf_insert(&f, keys[i]);
     r->ins_cpu = (cpu_ns() - t) / (double)n;
     r->ins_wall = (now_ns() - w) / (double)n;
     if (rc != AKV_OK)
@@ -383,21 +383,21 @@ static void micro_core(const micro_cfg *c, const akv_hash *keys, uint64_t n, con
     akv_revmap *rm = revmap_for(keys, n, m);
     w = now_ns(), t = cpu_ns();
     for (uint64_t j = 0; j < c->queries; j++)
-        if (akv_qf_lookup(&f, q[j]) != 0) {
+        if (akvi_qf_lookup(&f, q[j]) != 0) {
             r->fps++;
-            count_adapt(r, akv_qf_adapt(&f, q[j], rm));
+            count_adapt(r, akvi_qf_adapt(&f, q[j], rm));
         }
     r->q_cpu = (cpu_ns() - t) / (double)c->queries;
     r->q_wall = (now_ns() - w) / (double)c->queries;
     for (uint64_t j = 0; j < n; j++)
-        r->false_negatives += akv_qf_lookup(&f, keys[j]) != 1;
-    r->bytes = akv_qf_memory(&f);
-    akv_qf_free(&f);
+        r->false_negatives += akvi_qf_lookup(&f, keys[j]) != 1;
+    r->bytes = akvi_qf_memory(&f);
+    akvi_qf_free(&f);
 }
 
 /* The concurrent filter API (mutex + sequence counter): the same steps. */
 static void micro_api(const micro_cfg *c, const akv_hash *keys, uint64_t n, const akv_hash *q,
-                      akv_memrevmap **m, micro_res *r)
+                      akvi_memrevmap **m, micro_res *r)
 {
     akv_filter_params p = params(n, c->r);
     akv_filter *f = NULL;
@@ -406,8 +406,8 @@ static void micro_api(const micro_cfg *c, const akv_hash *keys, uint64_t n, cons
         rc = akv_filter_finish(f);
     if (rc != AKV_OK)
         die("api create", rc);
-    akv_aqf_info info;
-    akv_aqf_info_get(f, &info);
+    akvi_aqf_info info;
+    akvi_aqf_info_get(f, &info);
     if (info.slots != 1ULL << c->qlog)
         die("api geometry", AKV_EINVAL);
     double w = now_ns(), t = cpu_ns();
@@ -461,7 +461,7 @@ static int micro_run(const micro_cfg *c)
     akv_hash *keys = random_hashes(n, c->seed * 2 + 1);
     double rank1;
     akv_hash *q = micro_queries(c, &rank1);
-    akv_memrevmap *m = NULL;
+    akvi_memrevmap *m = NULL;
     micro_res rc_core = {0}, rc_api = {0};
     if (c->core)
         micro_core(c, keys, n, q, &m, &rc_core);
@@ -473,21 +473,21 @@ static int micro_run(const micro_cfg *c)
                "\"zipf\":\"%s\",\"rank1_share\":%.4f,\"hw_select\":%s,",
                c->qlog, c->r, (unsigned long long)c->queries, (unsigned long long)c->universe,
                (unsigned long long)c->seed, c->authors_zipf ? "authors" : "exact", rank1,
-               akv_qf_hw_select() ? "true" : "false");
+               akvi_qf_hw_select() ? "true" : "false");
     else
         printf("2^%u slots, r = %u, %llu queries, Zipf 1.5 over %llu (%s generator, rank 1: %.1f %%), seed "
                "%llu, "
                "%s select\n",
                c->qlog, c->r, (unsigned long long)c->queries, (unsigned long long)c->universe,
                c->authors_zipf ? "authors'" : "exact", 100 * rank1, (unsigned long long)c->seed,
-               akv_qf_hw_select() ? "POPCNT/BMI2" : "portable");
+               akvi_qf_hw_select() ? "POPCNT/BMI2" : "portable");
     if (c->core)
         micro_print(c, "core", &rc_core, &first);
     if (c->api)
         micro_print(c, "api", &rc_api, &first);
     if (c->json)
         printf("}\n");
-    akv_memrevmap_destroy(m);
+    akvi_memrevmap_destroy(m);
     free(keys), free(q);
     return rc_core.false_negatives || rc_api.false_negatives ? 1 : 0;
 }

@@ -285,7 +285,7 @@ static int run(const opts *o)
         neg[i].h = negh[i];
     free(negh);
     assign_costs(o, neg, nn);
-    akv_sort(neg, nn, sizeof *neg, by_cost_desc); /* the costliest come first */
+    akvi_sort(neg, nn, sizeof *neg, by_cost_desc); /* the costliest come first */
     size_t top = (size_t)ceil((o->ratio > 0 ? o->ratio : 0.05) * (double)np);
     top = top > nn ? nn : top;
 

@@ -6,7 +6,7 @@
 
 #include <time.h>
 
-static inline double akv_mono_seconds(void)
+static inline double akvi_mono_seconds(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

@@ -13,54 +13,54 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct akv_wbuf {
+typedef struct akvi_wbuf {
     uint8_t *p; /* NULL: only count */
     size_t len;
-} akv_wbuf;
+} akvi_wbuf;
 
-static inline void akv_w_bytes(akv_wbuf *w, const void *src, size_t n)
+static inline void akvi_w_bytes(akvi_wbuf *w, const void *src, size_t n)
 {
     if (w->p && n)
         memcpy(w->p + w->len, src, n);
     w->len += n;
 }
-static inline void akv_w_u8(akv_wbuf *w, uint8_t v)
+static inline void akvi_w_u8(akvi_wbuf *w, uint8_t v)
 {
-    akv_w_bytes(w, &v, 1);
+    akvi_w_bytes(w, &v, 1);
 }
-static inline void akv_w_u16(akv_wbuf *w, uint16_t v)
+static inline void akvi_w_u16(akvi_wbuf *w, uint16_t v)
 {
     uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
-    akv_w_bytes(w, b, 2);
+    akvi_w_bytes(w, b, 2);
 }
-static inline void akv_w_u32(akv_wbuf *w, uint32_t v)
+static inline void akvi_w_u32(akvi_wbuf *w, uint32_t v)
 {
     uint8_t b[4];
     for (int i = 0; i < 4; i++)
         b[i] = (uint8_t)(v >> (8 * i));
-    akv_w_bytes(w, b, 4);
+    akvi_w_bytes(w, b, 4);
 }
-static inline void akv_w_u64(akv_wbuf *w, uint64_t v)
+static inline void akvi_w_u64(akvi_wbuf *w, uint64_t v)
 {
     uint8_t b[8];
     for (int i = 0; i < 8; i++)
         b[i] = (uint8_t)(v >> (8 * i));
-    akv_w_bytes(w, b, 8);
+    akvi_w_bytes(w, b, 8);
 }
-static inline void akv_w_f64(akv_wbuf *w, double d)
+static inline void akvi_w_f64(akvi_wbuf *w, double d)
 {
     uint64_t v;
     memcpy(&v, &d, 8);
-    akv_w_u64(w, v);
+    akvi_w_u64(w, v);
 }
 
-typedef struct akv_rbuf {
+typedef struct akvi_rbuf {
     const uint8_t *p;
     size_t len, off;
     bool err;
-} akv_rbuf;
+} akvi_rbuf;
 
-static inline const uint8_t *akv_r_take(akv_rbuf *r, size_t n)
+static inline const uint8_t *akvi_r_take(akvi_rbuf *r, size_t n)
 {
     if (r->err || n > r->len - r->off) {
         r->err = true;
@@ -70,41 +70,41 @@ static inline const uint8_t *akv_r_take(akv_rbuf *r, size_t n)
     r->off += n;
     return s;
 }
-static inline bool akv_r_bytes(akv_rbuf *r, void *dst, size_t n)
+static inline bool akvi_r_bytes(akvi_rbuf *r, void *dst, size_t n)
 {
-    const uint8_t *s = akv_r_take(r, n);
+    const uint8_t *s = akvi_r_take(r, n);
     if (s && n)
         memcpy(dst, s, n);
     return s != NULL;
 }
-static inline uint64_t akv_r_uint(akv_rbuf *r, int nbytes)
+static inline uint64_t akvi_r_uint(akvi_rbuf *r, int nbytes)
 {
-    const uint8_t *s = akv_r_take(r, (size_t)nbytes);
+    const uint8_t *s = akvi_r_take(r, (size_t)nbytes);
     uint64_t v = 0;
     if (s)
         for (int i = 0; i < nbytes; i++)
             v |= (uint64_t)s[i] << (8 * i);
     return v;
 }
-static inline uint8_t akv_r_u8(akv_rbuf *r)
+static inline uint8_t akvi_r_u8(akvi_rbuf *r)
 {
-    return (uint8_t)akv_r_uint(r, 1);
+    return (uint8_t)akvi_r_uint(r, 1);
 }
-static inline uint16_t akv_r_u16(akv_rbuf *r)
+static inline uint16_t akvi_r_u16(akvi_rbuf *r)
 {
-    return (uint16_t)akv_r_uint(r, 2);
+    return (uint16_t)akvi_r_uint(r, 2);
 }
-static inline uint32_t akv_r_u32(akv_rbuf *r)
+static inline uint32_t akvi_r_u32(akvi_rbuf *r)
 {
-    return (uint32_t)akv_r_uint(r, 4);
+    return (uint32_t)akvi_r_uint(r, 4);
 }
-static inline uint64_t akv_r_u64(akv_rbuf *r)
+static inline uint64_t akvi_r_u64(akvi_rbuf *r)
 {
-    return akv_r_uint(r, 8);
+    return akvi_r_uint(r, 8);
 }
-static inline double akv_r_f64(akv_rbuf *r)
+static inline double akvi_r_f64(akvi_rbuf *r)
 {
-    uint64_t v = akv_r_u64(r);
+    uint64_t v = akvi_r_u64(r);
     double d;
     memcpy(&d, &v, 8);
     return d;
@@ -116,12 +116,12 @@ static inline double akv_r_f64(akv_rbuf *r)
  * length. These never wrap.
  */
 /* ceil(nbits / 8) for every nbits (no "+ 7"). */
-static inline uint64_t akv_bytes_of_bits(uint64_t nbits)
+static inline uint64_t akvi_bytes_of_bits(uint64_t nbits)
 {
     return nbits / 8 + ((nbits & 7) != 0);
 }
 /* a * b + c, or UINT64_MAX when that does not fit in 64 bits. */
-static inline uint64_t akv_size_mul_add(uint64_t a, uint64_t b, uint64_t c)
+static inline uint64_t akvi_size_mul_add(uint64_t a, uint64_t b, uint64_t c)
 {
     uint64_t x;
     if (__builtin_mul_overflow(a, b, &x) || __builtin_add_overflow(x, c, &x))
@@ -129,13 +129,13 @@ static inline uint64_t akv_size_mul_add(uint64_t a, uint64_t b, uint64_t c)
     return x;
 }
 /* Bytes left to read. */
-static inline size_t akv_r_left(const akv_rbuf *r)
+static inline size_t akvi_r_left(const akvi_rbuf *r)
 {
     return r->err ? 0 : r->len - r->off;
 }
 
 /* True when the whole buffer was consumed without error. */
-static inline bool akv_r_done(const akv_rbuf *r)
+static inline bool akvi_r_done(const akvi_rbuf *r)
 {
     return !r->err && r->off == r->len;
 }

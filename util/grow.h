@@ -14,7 +14,7 @@
  * *cap updated (doubled, or first when v has none yet), or NULL when memory
  * runs out or the size would overflow, leaving v and *cap as they were.
  */
-static inline void *akv_grow(void *v, size_t *cap, size_t need, size_t elem, size_t first)
+static inline void *akvi_grow(void *v, size_t *cap, size_t need, size_t elem, size_t first)
 {
     if (need <= *cap)
         return v;

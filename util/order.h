@@ -14,29 +14,29 @@
 
 #include "adaptkv/hash.h"
 
-static inline int akv_bytes_cmp(const void *a, size_t al, const void *b, size_t bl)
+static inline int akvi_bytes_cmp(const void *a, size_t al, const void *b, size_t bl)
 {
     size_t n = al < bl ? al : bl;
     int c = n ? memcmp(a, b, n) : 0;
     return c ? c : (al > bl) - (al < bl);
 }
 
-static inline int akv_hash_cmp(akv_hash a, akv_hash b)
+static inline int akvi_hash_cmp(akv_hash a, akv_hash b)
 {
     if (a.hi != b.hi)
         return a.hi < b.hi ? -1 : 1;
     return (a.lo > b.lo) - (a.lo < b.lo);
 }
 
-/* akv_hash_cmp for qsort and bsearch. */
-static inline int akv_hash_cmp_ptr(const void *a, const void *b)
+/* akvi_hash_cmp for qsort and bsearch. */
+static inline int akvi_hash_cmp_ptr(const void *a, const void *b)
 {
-    return akv_hash_cmp(*(const akv_hash *)a, *(const akv_hash *)b);
+    return akvi_hash_cmp(*(const akv_hash *)a, *(const akv_hash *)b);
 }
 
 /* qsort that accepts an empty array given as NULL (the C library's qsort
  * declares its base never null, even for zero elements). */
-static inline void akv_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+static inline void akvi_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
     if (n > 1)
         qsort(base, n, size, cmp);

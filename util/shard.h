@@ -17,7 +17,7 @@
 
 #include "adaptkv/hash.h"
 
-static inline akv_hash akv_slot_hash(akv_hash h, uint32_t pb)
+static inline akv_hash akvi_slot_hash(akv_hash h, uint32_t pb)
 {
     if (pb == 0)
         return h;
@@ -25,7 +25,7 @@ static inline akv_hash akv_slot_hash(akv_hash h, uint32_t pb)
 }
 
 /* The shard of a hash when a run splits on its top pb bits. */
-static inline uint64_t akv_shard_of(akv_hash h, uint32_t pb)
+static inline uint64_t akvi_shard_of(akv_hash h, uint32_t pb)
 {
     return pb ? h.hi >> (64 - pb) : 0;
 }

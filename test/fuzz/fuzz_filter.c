@@ -57,20 +57,20 @@ static uint8_t *wrap(const char *magic, size_t hdr, uint16_t id, uint16_t pver, 
 {
     uint8_t *buf = malloc(hdr + n + 8);
     FUZZ_CHECK(buf != NULL, "out of memory");
-    akv_wbuf w = {buf, 0};
-    akv_w_bytes(&w, magic, 4);
+    akvi_wbuf w = {buf, 0};
+    akvi_w_bytes(&w, magic, 4);
     if (hdr == AKV_FILTER_HEADER_BYTES) { /* filter envelope */
-        akv_w_u16(&w, AKV_FILTER_FORMAT_VERSION);
-        akv_w_u16(&w, id);
-        akv_w_u16(&w, pver);
-        akv_w_u16(&w, 0);
+        akvi_w_u16(&w, AKV_FILTER_FORMAT_VERSION);
+        akvi_w_u16(&w, id);
+        akvi_w_u16(&w, pver);
+        akvi_w_u16(&w, 0);
     } else { /* seal.h blob */
-        akv_w_u16(&w, 1);
-        akv_w_u16(&w, 0);
+        akvi_w_u16(&w, 1);
+        akvi_w_u16(&w, 0);
     }
-    akv_w_u64(&w, n);
-    akv_w_bytes(&w, p, n);
-    akv_w_u64(&w, XXH64(buf, w.len, 0));
+    akvi_w_u64(&w, n);
+    akvi_w_bytes(&w, p, n);
+    akvi_w_u64(&w, XXH64(buf, w.len, 0));
     *len = w.len;
     return buf;
 }
@@ -161,56 +161,56 @@ static void load_filter(const uint8_t *buf, size_t len)
 
 static void load_shbfa(const uint8_t *buf, size_t len)
 {
-    akv_shbfa *a = NULL;
-    int rc = akv_shbfa_deserialize(buf, len, &a);
+    akvi_shbfa *a = NULL;
+    int rc = akvi_shbfa_deserialize(buf, len, &a);
     FUZZ_CHECK((rc == AKV_OK && a) || (rc == AKV_ECORRUPT && !a), "shbfa: rc %d", rc);
     if (!a)
         return;
-    akv_shbfa_answer ans[NPROBE];
+    akvi_shbfa_answer ans[NPROBE];
     unsigned words;
     for (size_t i = 0; i < NPROBE; i++)
-        ans[i] = akv_shbfa_query(a, probe_hash(i), &words);
-    akv_shbf_info info;
-    akv_shbfa_info(a, &info);
+        ans[i] = akvi_shbfa_query(a, probe_hash(i), &words);
+    akvi_shbf_info info;
+    akvi_shbfa_info(a, &info);
     uint8_t *b;
     size_t l;
-    FUZZ_CHECK(akv_shbfa_serialize(a, &b, &l) == AKV_OK, "shbfa: serialize");
-    akv_shbfa *c = NULL;
-    FUZZ_CHECK(akv_shbfa_deserialize(b, l, &c) == AKV_OK, "shbfa: own serialization refused");
+    FUZZ_CHECK(akvi_shbfa_serialize(a, &b, &l) == AKV_OK, "shbfa: serialize");
+    akvi_shbfa *c = NULL;
+    FUZZ_CHECK(akvi_shbfa_deserialize(b, l, &c) == AKV_OK, "shbfa: own serialization refused");
     for (size_t i = 0; i < NPROBE; i++)
-        FUZZ_CHECK(akv_shbfa_query(c, probe_hash(i), NULL) == ans[i], "shbfa: answer %zu changed", i);
+        FUZZ_CHECK(akvi_shbfa_query(c, probe_hash(i), NULL) == ans[i], "shbfa: answer %zu changed", i);
     free(b);
-    akv_shbfa_destroy(c);
-    akv_shbfa_destroy(a);
+    akvi_shbfa_destroy(c);
+    akvi_shbfa_destroy(a);
 }
 
 static void load_shbfx(const uint8_t *buf, size_t len)
 {
-    akv_shbfx *x = NULL;
-    int rc = akv_shbfx_deserialize(buf, len, &x);
+    akvi_shbfx *x = NULL;
+    int rc = akvi_shbfx_deserialize(buf, len, &x);
     FUZZ_CHECK((rc == AKV_OK && x) || (rc == AKV_ECORRUPT && !x), "shbfx: rc %d", rc);
     if (!x)
         return;
     uint32_t ans[NPROBE];
     unsigned words;
     for (size_t i = 0; i < NPROBE; i++) {
-        ans[i] = akv_shbfx_query(x, probe_hash(i), &words);
-        FUZZ_CHECK(akv_shbfx_insert(x, probe_hash(i)) == AKV_ENOTSUP,
+        ans[i] = akvi_shbfx_query(x, probe_hash(i), &words);
+        FUZZ_CHECK(akvi_shbfx_insert(x, probe_hash(i)) == AKV_ENOTSUP,
                    "shbfx: a loaded filter is not updatable");
     }
-    akv_shbf_info info;
-    akv_shbfx_info(x, &info);
-    (void)akv_shbfx_f0(x);
+    akvi_shbf_info info;
+    akvi_shbfx_info(x, &info);
+    (void)akvi_shbfx_f0(x);
     uint8_t *b;
     size_t l;
-    FUZZ_CHECK(akv_shbfx_serialize(x, &b, &l) == AKV_OK, "shbfx: serialize");
-    akv_shbfx *c = NULL;
-    FUZZ_CHECK(akv_shbfx_deserialize(b, l, &c) == AKV_OK, "shbfx: own serialization refused");
+    FUZZ_CHECK(akvi_shbfx_serialize(x, &b, &l) == AKV_OK, "shbfx: serialize");
+    akvi_shbfx *c = NULL;
+    FUZZ_CHECK(akvi_shbfx_deserialize(b, l, &c) == AKV_OK, "shbfx: own serialization refused");
     for (size_t i = 0; i < NPROBE; i++)
-        FUZZ_CHECK(akv_shbfx_query(c, probe_hash(i), NULL) == ans[i], "shbfx: answer %zu changed", i);
+        FUZZ_CHECK(akvi_shbfx_query(c, probe_hash(i), NULL) == ans[i], "shbfx: answer %zu changed", i);
     free(b);
-    akv_shbfx_destroy(c);
-    akv_shbfx_destroy(x);
+    akvi_shbfx_destroy(c);
+    akvi_shbfx_destroy(x);
 }
 
 /* The engine reads filter files by path: hand it the bytes in a memfd. */

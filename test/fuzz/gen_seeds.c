@@ -197,23 +197,23 @@ static void filter_seeds(void)
     akv_hash s1[30], s2[30];
     for (size_t i = 0; i < 30; i++)
         s1[i] = key(3, i), s2[i] = key(3, i + 15);
-    akv_shbfa *a = NULL;
-    check(akv_shbfa_build(s1, 30, s2, 30, 0, 10, &a), "shbfa");
+    akvi_shbfa *a = NULL;
+    check(akvi_shbfa_build(s1, 30, s2, 30, 0, 10, &a), "shbfa");
     uint8_t *b;
     size_t len;
-    check(akv_shbfa_serialize(a, &b, &len), "shbfa");
+    check(akvi_shbfa_serialize(a, &b, &len), "shbfa");
     put("filter", "shbfa.blob", 2, NULL, 0, b + 16, len - 24);
     free(b);
-    akv_shbfa_destroy(a);
-    akv_shbfx_item items[30];
+    akvi_shbfa_destroy(a);
+    akvi_shbfx_item items[30];
     for (size_t i = 0; i < 30; i++)
-        items[i] = (akv_shbfx_item){s1[i], 1 + (uint32_t)(i % 4)};
-    akv_shbfx *x = NULL;
-    check(akv_shbfx_build(items, 30, &(akv_shbfx_params){.k = 3, .bits_per_key = 10, .c = 6}, &x), "shbfx");
-    check(akv_shbfx_serialize(x, &b, &len), "shbfx");
+        items[i] = (akvi_shbfx_item){s1[i], 1 + (uint32_t)(i % 4)};
+    akvi_shbfx *x = NULL;
+    check(akvi_shbfx_build(items, 30, &(akvi_shbfx_params){.k = 3, .bits_per_key = 10, .c = 6}, &x), "shbfx");
+    check(akvi_shbfx_serialize(x, &b, &len), "shbfx");
     put("filter", "shbfx.blob", 3, NULL, 0, b + 16, len - 24);
     free(b);
-    akv_shbfx_destroy(x);
+    akvi_shbfx_destroy(x);
 }
 
 /* ---- catalogs ------------------------------------------------------------------ */

@@ -80,7 +80,7 @@ char *akvt_dir_digest(const char *dir)
     t_acc = &a;
     cr_assert_eq(nftw(dir, digest_one, 16, FTW_PHYS), 0, "cannot walk %s", dir);
     t_acc = NULL;
-    akv_sort(a.lines, a.n, sizeof *a.lines, cmp_str);
+    akvi_sort(a.lines, a.n, sizeof *a.lines, cmp_str);
     size_t total = 1;
     for (size_t i = 0; i < a.n; i++)
         total += strlen(a.lines[i]);

@@ -243,7 +243,7 @@ static void weighted(const akv_filter *f, const inputs *in, fb_result *r)
 
 /* R rounds: remove 10% of the live keys at random, insert 10% new ones,
  * then check every live key and the FPR on fresh absent keys. */
-static int churn(const fb_config *c, akv_filter *f, akv_memrevmap *mrm, inputs *in, fb_result *r)
+static int churn(const fb_config *c, akv_filter *f, akvi_memrevmap *mrm, inputs *in, fb_result *r)
 {
     uint64_t rng = c->seed * 31 + 7, next = 0, tenth = in->n / 10;
     double fpr_sum = 0;
@@ -254,7 +254,7 @@ static int churn(const fb_config *c, akv_filter *f, akv_memrevmap *mrm, inputs *
             if (rc != AKV_OK)
                 return snprintf(r->error, sizeof r->error, "remove failed: %s", akv_strerror(rc)), rc;
             if (mrm)
-                akv_memrevmap_remove(mrm, in->keys[i]);
+                akvi_memrevmap_remove(mrm, in->keys[i]);
             in->keys[i] = in->keys[--in->n];
         }
         for (uint64_t j = 0; j < tenth; j++) {
@@ -263,7 +263,7 @@ static int churn(const fb_config *c, akv_filter *f, akv_memrevmap *mrm, inputs *
             if (rc != AKV_OK)
                 return snprintf(r->error, sizeof r->error, "insert failed: %s", akv_strerror(rc)), rc;
             if (mrm)
-                akv_memrevmap_insert(mrm, h);
+                akvi_memrevmap_insert(mrm, h);
             in->keys[in->n++] = h;
         }
         r->false_negatives += count_fn(f, in->keys, in->n);
@@ -303,12 +303,12 @@ static int measure(const fb_config *c, inputs *in, akv_filter *f, fb_result *r)
     if (in->nneg)
         weighted(f, in, r);
 
-    akv_memrevmap *mrm = NULL;
+    akvi_memrevmap *mrm = NULL;
     int rc = AKV_OK;
     if (c->adapt || (c->churn && f->kind->adapt))
-        rc = akv_memrevmap_create(in->keys, in->n, &mrm);
+        rc = akvi_memrevmap_create(in->keys, in->n, &mrm);
     if (rc == AKV_OK && c->adapt) {
-        adapt_pass(c, f, akv_memrevmap_revmap(mrm), q, r);
+        adapt_pass(c, f, akvi_memrevmap_revmap(mrm), q, r);
         free(q);
         q = query_stream(c, SPACE_AFTER, c->seed * 977 + 1);
         if (!q)
@@ -326,7 +326,7 @@ static int measure(const fb_config *c, inputs *in, akv_filter *f, fb_result *r)
     r->extra_bits_per_key = in->n ? (double)st.adapt_bits / (double)in->n : 0;
     if (rc == AKV_OK && c->churn)
         rc = churn(c, f, mrm, in, r);
-    akv_memrevmap_destroy(mrm);
+    akvi_memrevmap_destroy(mrm);
     if (f->kind->describe)
         f->kind->describe(f, r->describe, sizeof r->describe);
     return rc;
@@ -342,7 +342,7 @@ static int cmp_double(const void *a, const void *b)
 
 static double median(double *v, uint64_t n)
 {
-    akv_sort(v, n, sizeof *v, cmp_double);
+    akvi_sort(v, n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

@@ -298,7 +298,7 @@ static void level_kinds(const akv_slot_info *rows, size_t n, int level, char *ou
         else
             kc[j].n++;
     }
-    akv_sort(kc, k, sizeof *kc, by_kind);
+    akvi_sort(kc, k, sizeof *kc, by_kind);
     size_t off = 0;
     snprintf(out, cap, "-");
     for (size_t j = 0; j < k && off < cap; j++) {

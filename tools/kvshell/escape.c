@@ -20,7 +20,7 @@ typedef struct bytes {
 
 static int bytes_put(bytes *b, char c)
 {
-    char *p = akv_grow(b->p, &b->cap, b->n + 2, 1, 32);
+    char *p = akvi_grow(b->p, &b->cap, b->n + 2, 1, 32);
     if (!p)
         return -1;
     b->p = p;
@@ -96,7 +96,7 @@ static int decode_escape(const char *s, size_t len, size_t *i, char *out, char *
 
 int kvs_words_push(kvs_words *w, kvs_word word)
 {
-    kvs_word *v = akv_grow(w->v, &w->cap, w->n + 1, sizeof *v, 8);
+    kvs_word *v = akvi_grow(w->v, &w->cap, w->n + 1, sizeof *v, 8);
     if (!v)
         return -1;
     w->v = v;

@@ -42,7 +42,8 @@ static int collect(void *arg, akv_hash h)
 
 /* Add to map m the SST's keys whose slot hash starts with hi's top nbits,
  * read from RocksDB. No lock is held here. */
-static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, unsigned nbits, akvi_memrevmap *m)
+static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, unsigned nbits,
+                       akvi_memrevmap *m)
 {
     void (*hook)(void) = atomic_load(&akvi_hook_before_revmap_read);
     if (hook)

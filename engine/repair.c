@@ -588,9 +588,9 @@ static bool files_match(const akvi_cat_run *d, const akvi_cat_run *live)
         return false;
     for (size_t j = 0; j < d->n_sst; j++)
         if (akvi_bytes_cmp(d->ssts[j].smallest, d->ssts[j].smallest_len, live->ssts[j].smallest,
-                          live->ssts[j].smallest_len) != 0 ||
+                           live->ssts[j].smallest_len) != 0 ||
             akvi_bytes_cmp(d->ssts[j].largest, d->ssts[j].largest_len, live->ssts[j].largest,
-                          live->ssts[j].largest_len) != 0 ||
+                           live->ssts[j].largest_len) != 0 ||
             d->ssts[j].bytes != live->ssts[j].bytes)
             return false;
     return true;
@@ -738,7 +738,7 @@ static rrun *owner_of(runs *rs, const akvi_live_sst *f, const akvi_live_sst *l, 
             size_t k = akvi_live_ssts_of(l, nl, name, &first);
             for (size_t m = 0; m < k; m++)
                 if (akvi_bytes_cmp(l[first + m].smallest, l[first + m].smallest_len, s->smallest,
-                                  s->smallest_len) == 0)
+                                   s->smallest_len) == 0)
                     return NULL; /* the family holds it already: a stale copy */
             *sst = j;
             return &rs->v[i];

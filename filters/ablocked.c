@@ -309,7 +309,8 @@ static size_t ab_memory(const akv_filter *f)
 {
     const ablocked *a = (const ablocked *)f;
     size_t exact = __atomic_load_n(&a->exact, __ATOMIC_ACQUIRE) ? EXACT_MAX * sizeof(akv_hash) : 0;
-    return akvi_kind_blocked.memory_bytes(a->bloom) + (size_t)(a->nbuckets * BUCKET) * sizeof *a->cells + exact;
+    return akvi_kind_blocked.memory_bytes(a->bloom) + (size_t)(a->nbuckets * BUCKET) * sizeof *a->cells +
+           exact;
 }
 
 typedef struct verify {

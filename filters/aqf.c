@@ -438,7 +438,7 @@ static int adopt(const akv_filter_kind *k, akvi_qf *core, double lf, int rc, akv
 }
 
 int akvi_aqf_bulk_load(const akv_filter_kind *kind, const akv_filter_params *p, const akv_hash *sorted,
-                      size_t n, akv_filter **out)
+                       size_t n, akv_filter **out)
 {
     if (!out || !p || (n && !sorted) || (kind != &akvi_kind_aqf && kind != &akvi_kind_qf))
         return AKV_EINVAL;
@@ -461,7 +461,7 @@ int akvi_aqf_bulk_load(const akv_filter_kind *kind, const akv_filter_params *p, 
 }
 
 int akvi_aqf_build_yesno(const akv_filter_params *p, const akv_hash *yes, size_t n_yes, const akv_hash *no,
-                        size_t n_no, akv_filter **out, size_t *unfixable)
+                         size_t n_no, akv_filter **out, size_t *unfixable)
 {
     if (!p || !out || (n_yes && !yes) || (n_no && !no))
         return AKV_EINVAL;
@@ -495,7 +495,7 @@ int akvi_aqf_merge(const akv_filter *a, const akv_filter *b, uint32_t out_q, akv
         return AKV_EINVAL;
     akvi_qf core;
     int rc = akvi_qf_init_n(&core, qa->nslots << (out_q - qa->q), qa->r - (out_q - qa->q), qa->pbits,
-                           qa->mwords == 3);
+                            qa->mwords == 3);
     if (rc != AKV_OK)
         return rc;
     const akv_filter *first = a < b ? a : b, *second = a < b ? b : a;
@@ -510,7 +510,7 @@ int akvi_aqf_merge(const akv_filter *a, const akv_filter *b, uint32_t out_q, akv
 }
 
 int akvi_aqf_merge_exact(const akv_filter *a, akv_revmap *rm_a, const akv_filter *b, akv_revmap *rm_b,
-                        uint32_t out_q, uint32_t out_r, akv_filter **out)
+                         uint32_t out_q, uint32_t out_r, akv_filter **out)
 {
     if (!out || !is_qf_kind(a) || !is_qf_kind(b) || a->kind != b->kind || !rm_a || !rm_b)
         return AKV_EINVAL;
@@ -518,8 +518,8 @@ int akvi_aqf_merge_exact(const akv_filter *a, akv_revmap *rm_a, const akv_filter
     akv_revmap *rms[2] = {rm_a, rm_b};
     if (in[0]->pbits != in[1]->pbits)
         return AKV_EINVAL;
-    uint64_t ns =
-        out_q ? (out_q <= 40 ? 1ULL << out_q : 0) : akvi_qf_slots_for(in[0]->nitems + in[1]->nitems, lf_of(a));
+    uint64_t ns = out_q ? (out_q <= 40 ? 1ULL << out_q : 0)
+                        : akvi_qf_slots_for(in[0]->nitems + in[1]->nitems, lf_of(a));
     if (!out_q && (double)(in[0]->used + in[1]->used) > 0.95 * (double)ns)
         ns = (uint64_t)((double)(in[0]->used + in[1]->used) / 0.95) + 2;
     akvi_qf core;

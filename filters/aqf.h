@@ -26,14 +26,14 @@
  * order in one sequential pass: no shifting, no sorting. AKV_EINVAL if the
  * input is not sorted. */
 int akvi_aqf_bulk_load(const akv_filter_kind *kind, const akv_filter_params *p, const akv_hash *sorted,
-                      size_t n, akv_filter **out);
+                       size_t n, akv_filter **out);
 
 /* Static YES/NO build (paper §4.3/§5.1): an `aqf` holding `yes` that answers
  * "no" for every hash of `no`. Colliding fingerprints are extended at build
  * time with the bits of their own keys. *unfixable (optional) counts NO
  * hashes that equal a YES hash in all 128 bits (those stay positive). */
 int akvi_aqf_build_yesno(const akv_filter_params *p, const akv_hash *yes, size_t n_yes, const akv_hash *no,
-                        size_t n_no, akv_filter **out, size_t *unfixable);
+                         size_t n_no, akv_filter **out, size_t *unfixable);
 
 /* Merge two filters of the same kind and parameters in one pass, without
  * their keys. out_q = 0 keeps a's quotient bits; out_q = q + d doubles the
@@ -49,7 +49,7 @@ int akvi_aqf_merge(const akv_filter *a, const akv_filter *b, uint32_t out_q, akv
  * adaptation survives, and the output may have any size (out_q, out_r; 0 =
  * inputs' r; out_q 0 = sized for both at the kind's fill). */
 int akvi_aqf_merge_exact(const akv_filter *a, akv_revmap *rm_a, const akv_filter *b, akv_revmap *rm_b,
-                        uint32_t out_q, uint32_t out_r, akv_filter **out);
+                         uint32_t out_q, uint32_t out_r, akv_filter **out);
 
 /* Resize into a new filter with 2^new_q slots and new_r-bit remainders (0 =
  * same r), reading every key once from the reverse map (one sorted pass).

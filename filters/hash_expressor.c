@@ -54,7 +54,8 @@ static bool seq_dfs(const seq_search *s, unsigned d, uint64_t c, unsigned used)
     return false;
 }
 
-bool akvi_he_find_seq(const akvi_he *he, akvi_hfam fam, akv_hash h, const uint8_t *phi, unsigned k, uint8_t *seq)
+bool akvi_he_find_seq(const akvi_he *he, akvi_hfam fam, akv_hash h, const uint8_t *phi, unsigned k,
+                      uint8_t *seq)
 {
     if (he->omega == 0 || k == 0 || k > AKV_HE_MAX_K)
         return false;

@@ -78,7 +78,7 @@ static inline unsigned akvi_he_get(const akvi_he *he, uint64_t c)
  * the k+1 candidate cells are not distinct (the chain could overwrite
  * itself). Returns true and fills seq[0..k) on success. */
 bool akvi_he_find_seq(const akvi_he *he, akvi_hfam fam, akv_hash h, const uint8_t *phi, unsigned k,
-                     uint8_t *seq);
+                      uint8_t *seq);
 
 /* Cells of the chain of seq that are already written (and so need no new
  * cell): the paper's overlap tie-break. */

@@ -12,9 +12,16 @@ extern const akv_filter_kind akvi_kind_ablocked;
 
 const akv_filter_kind *const akvi_builtin_kinds[] = {
     &akvi_kind_bloom,
-    &akvi_kind_qf, &akvi_kind_aqf,
-    &akvi_kind_habf, &akvi_kind_fhabf, &akvi_kind_sscf, &akvi_kind_cbf,
-    &akvi_kind_blocked, &akvi_kind_rbf, &akvi_kind_vsbbf, &akvi_kind_shbf,
+    &akvi_kind_qf,
+    &akvi_kind_aqf,
+    &akvi_kind_habf,
+    &akvi_kind_fhabf,
+    &akvi_kind_sscf,
+    &akvi_kind_cbf,
+    &akvi_kind_blocked,
+    &akvi_kind_rbf,
+    &akvi_kind_vsbbf,
+    &akvi_kind_shbf,
     &akvi_kind_ablocked,
     NULL,
 };

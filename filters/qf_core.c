@@ -496,7 +496,7 @@ static int compact_tail(akvi_qf *f, uint64_t home, uint64_t run_s, int64_t own_e
 /* Replace the run of `home` (at slot s, old_len slots, 0 if absent) with
  * the records fps[0..n). Everything else keeps its canonical place. */
 int akvi_qfi_replace_run(akvi_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akvi_qf_fp *fps,
-                        size_t n)
+                         size_t n)
 {
     uint64_t new_len = slots_of(fps, n);
     int64_t e = 0;
@@ -708,8 +708,8 @@ static int scan_minirun(const akvi_qf *f, akv_hash h, akv_revmap *rm, owners *o)
 
 /* Owners of the minirun [a, b) from the reverse map, as streams; checks that
  * they are exactly as many as the records and each owns its record. */
-int akvi_qfi_minirun_owners(const akvi_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
-                           owners *o, akvi_u128 **streams)
+int akvi_qfi_minirun_owners(const akvi_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b,
+                            akv_revmap *rm, owners *o, akvi_u128 **streams)
 {
     int rc = scan_minirun(f, h, rm, o);
     if (rc != AKV_OK)

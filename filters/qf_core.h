@@ -177,13 +177,10 @@ int akvi_qf_remove(akvi_qf *f, akv_hash h);
  * then left unchanged), AKV_EFULL if there is no room. */
 int akvi_qf_adapt(akvi_qf *f, akv_hash h, akv_revmap *rm);
 
-
 /* Streaming bulk load of hashes in ascending (hi, lo) order into an empty
  * filter: one sequential pass, no shifting. AKV_EINVAL when h is out of
  * order or the filter was modified otherwise (use akvi_qf_insert then). */
 int akvi_qf_bulk_add(akvi_qf *f, akv_hash h);
-
-
 
 /* Full structural check (canonical layout, offsets, counters, sorted runs,
  * invariant N between neighbours). AKV_OK or AKV_ECORRUPT. */

@@ -296,14 +296,14 @@ typedef struct reader {
 int akvi_qfi_load_run(const akvi_qf *f, uint64_t home, uint64_t *s, uint64_t *len, fpvec *out);
 /* Replace the run of `home` (at slot s, old_len slots) with fps[0..n). */
 int akvi_qfi_replace_run(akvi_qf *f, uint64_t home, uint64_t s, uint64_t old_len, const akvi_qf_fp *fps,
-                        size_t n);
+                         size_t n);
 /* Restore invariant N among records whose owners (streams) are known. */
 void akvi_qfi_fix_nesting(const akvi_qf *f, akvi_qf_fp *fp, const akvi_u128 *own, size_t n);
 /* The minirun of x inside a decoded run: [*a, *b). */
 void akvi_qfi_minirun_range(const akvi_qf *f, const fpvec *run, akvi_u128 x, size_t *a, size_t *b);
 /* Owners of the minirun [a, b) of h from the reverse map, as streams. */
-int akvi_qfi_minirun_owners(const akvi_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b, akv_revmap *rm,
-                           owners *o, akvi_u128 **streams);
+int akvi_qfi_minirun_owners(const akvi_qf *f, akv_hash h, const fpvec *run, size_t a, size_t b,
+                            akv_revmap *rm, owners *o, akvi_u128 **streams);
 uint64_t akvi_qfi_ext_total(const akvi_qf_fp *fps, size_t n);
 /* Append one record after everything written so far (ascending order). */
 int akvi_qfi_emit(akvi_qf *f, uint64_t home, akvi_qf_fp fp);

@@ -301,7 +301,7 @@ static inline void QF_FN(shift_bits_up)(uint8_t *base, uint64_t lo, uint64_t hi,
 /* Bits `mask` of block b's word `which` take their lower neighbours; with
  * carry, bit 0 takes bit 63 of the block before. */
 static inline __attribute__((always_inline)) void QF_FN(shift_word_up)(akvi_qf *f, uint64_t b, int which,
-                                                                      uint64_t mask, bool carry)
+                                                                       uint64_t mask, bool carry)
 {
     uint8_t *wp = blkp(f, b) + 8 * which;
     uint64_t w = ld64(wp), nw = (w & ~mask) | ((w << 1) & mask);

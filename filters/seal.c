@@ -10,7 +10,8 @@
 #define SEAL_HEADER 16
 #define SEAL_TRAILER 8
 
-int akvi_seal(const char magic[4], const void *obj, void (*put)(const void *, akvi_wbuf *), uint8_t **buf, size_t *len)
+int akvi_seal(const char magic[4], const void *obj, void (*put)(const void *, akvi_wbuf *), uint8_t **buf,
+              size_t *len)
 {
     akvi_wbuf w = {NULL, 0};
     put(obj, &w);

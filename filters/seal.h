@@ -14,7 +14,7 @@
 
 /* `put` writes the payload of `obj`; it is called twice (size, then fill). */
 int akvi_seal(const char magic[4], const void *obj, void (*put)(const void *obj, akvi_wbuf *w), uint8_t **buf,
-             size_t *len);
+              size_t *len);
 
 /* Checks magic, version, length and checksum; on success *payload reads the
  * payload. AKV_ECORRUPT otherwise. */

@@ -84,7 +84,7 @@ typedef struct akvi_shbf_info {
  * round(bits_per_key · ln 2). AKV_EINVAL if both are 0 or k > 64.
  */
 int akvi_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2, uint32_t k,
-                    double bits_per_key, akvi_shbfa **out);
+                     double bits_per_key, akvi_shbfa **out);
 /* `words` (optional) receives the number of 64-bit windows read. */
 akvi_shbfa_answer akvi_shbfa_query(const akvi_shbfa *f, akv_hash h, unsigned *words);
 void akvi_shbfa_info(const akvi_shbfa *f, akvi_shbf_info *out);

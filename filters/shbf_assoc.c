@@ -110,7 +110,7 @@ static uint64_t choose_m(uint64_t distinct, uint32_t k, double bits_per_key)
 }
 
 int akvi_shbfa_build(const akv_hash *s1, size_t n1, const akv_hash *s2, size_t n2, uint32_t k,
-                    double bits_per_key, akvi_shbfa **out)
+                     double bits_per_key, akvi_shbfa **out)
 {
     if (!out || (n1 && !s1) || (n2 && !s2) || !(bits_per_key >= 0) || bits_per_key > 1024 ||
         (k == 0 && bits_per_key == 0))

@@ -134,7 +134,10 @@ int akvi_memrevmap_remove(akvi_memrevmap *m, akv_hash h)
     return AKV_OK;
 }
 
-akv_revmap *akvi_memrevmap_revmap(akvi_memrevmap *m) { return &m->rm; }
+akv_revmap *akvi_memrevmap_revmap(akvi_memrevmap *m)
+{
+    return &m->rm;
+}
 
 int akvi_memrevmap_restrict(akvi_memrevmap *m, uint64_t hi, unsigned nbits)
 {

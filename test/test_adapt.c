@@ -499,7 +499,8 @@ Test(adapt, key_the_miss_log_holds_is_fixed_at_once)
         if (w == 0)
             continue;
         fps++;
-        cr_assert_eq(adaptations(db), before + 1, "key %s held by the miss log was not fixed at its first", k);
+        cr_assert_eq(adaptations(db), before + 1, "key %s held by the miss log was not fixed at its first",
+                     k);
         cr_assert_eq(sst_wasted(db, k, kl), 0, "key %s still costs a probe", k);
     }
     cr_assert_gt(fps, 10, "only %zu false positives in %zu keys", fps, tried);

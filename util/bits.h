@@ -12,11 +12,23 @@
 #include <string.h>
 
 /* Bytes to allocate for nbits bits plus the window padding. */
-static inline size_t akvi_bits_bytes(uint64_t nbits) { return (size_t)((nbits + 7) / 8 + 8); }
+static inline size_t akvi_bits_bytes(uint64_t nbits)
+{
+    return (size_t)((nbits + 7) / 8 + 8);
+}
 
-static inline void akvi_bit_set(uint8_t *b, uint64_t i) { b[i >> 3] |= (uint8_t)(1u << (i & 7)); }
-static inline void akvi_bit_clear(uint8_t *b, uint64_t i) { b[i >> 3] &= (uint8_t)~(1u << (i & 7)); }
-static inline bool akvi_bit_get(const uint8_t *b, uint64_t i) { return (b[i >> 3] >> (i & 7)) & 1; }
+static inline void akvi_bit_set(uint8_t *b, uint64_t i)
+{
+    b[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+static inline void akvi_bit_clear(uint8_t *b, uint64_t i)
+{
+    b[i >> 3] &= (uint8_t) ~(1u << (i & 7));
+}
+static inline bool akvi_bit_get(const uint8_t *b, uint64_t i)
+{
+    return (b[i >> 3] >> (i & 7)) & 1;
+}
 
 /* 64-bit little-endian load at any byte address. */
 static inline uint64_t akvi_load_le64(const uint8_t *p)
@@ -30,7 +42,10 @@ static inline uint64_t akvi_load_le64(const uint8_t *p)
 }
 
 /* Bits [p, p+57) as the low bits of a word: one memory access (ShBF). */
-static inline uint64_t akvi_win64(const uint8_t *b, uint64_t p) { return akvi_load_le64(b + (p >> 3)) >> (p & 7); }
+static inline uint64_t akvi_win64(const uint8_t *b, uint64_t p)
+{
+    return akvi_load_le64(b + (p >> 3)) >> (p & 7);
+}
 
 static inline uint64_t akvi_popcount_bytes(const uint8_t *b, size_t n)
 {

@@ -289,6 +289,26 @@ void akvi_merge_seek_before(akvi_merge *m, const uint8_t *k, size_t len)
     pick(m);
 }
 
+/* Move every input but the current one that sits on the current key k (a
+ * shadowed version of it) one entry on: forward through step(), which checks
+ * it against the catalog, or backwards. The current input moves after them,
+ * since k is its key buffer. */
+static void move_ties(akvi_merge *m, const char *k, size_t kl, bool forward)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        if ((long)i == m->cur || !rocksdb_iter_valid(m->its[i]))
+            continue;
+        size_t ol;
+        const char *o = rocksdb_iter_key(m->its[i], &ol);
+        if (akvi_bytes_cmp(o, ol, k, kl) != 0)
+            continue;
+        if (forward)
+            step(m, i, o, ol);
+        else
+            rocksdb_iter_prev(m->its[i]);
+    }
+}
+
 /* Backwards from the current key. The catalog checks (akvi_merge_expect)
  * follow forward passes only. */
 void akvi_merge_prev(akvi_merge *m)
@@ -302,14 +322,7 @@ void akvi_merge_prev(akvi_merge *m)
     }
     size_t kl;
     const char *k = rocksdb_iter_key(m->its[m->cur], &kl);
-    for (size_t i = 0; i < m->n; i++) {
-        if ((long)i == m->cur || !rocksdb_iter_valid(m->its[i]))
-            continue;
-        size_t ol;
-        const char *o = rocksdb_iter_key(m->its[i], &ol);
-        if (akvi_bytes_cmp(o, ol, k, kl) == 0)
-            rocksdb_iter_prev(m->its[i]);
-    }
+    move_ties(m, k, kl, false);
     rocksdb_iter_prev(m->its[m->cur]);
     pick(m);
 }
@@ -343,16 +356,7 @@ void akvi_merge_next(akvi_merge *m)
     }
     size_t kl;
     const char *k = rocksdb_iter_key(m->its[m->cur], &kl);
-    /* Advance every other input sitting on the same key first, then the
-     * current one (whose key buffer `k` belongs to it). */
-    for (size_t i = 0; i < m->n; i++) {
-        if ((long)i == m->cur || !rocksdb_iter_valid(m->its[i]))
-            continue;
-        size_t ol;
-        const char *o = rocksdb_iter_key(m->its[i], &ol);
-        if (akvi_bytes_cmp(o, ol, k, kl) == 0)
-            step(m, i, o, ol);
-    }
+    move_ties(m, k, kl, true);
     step(m, (size_t)m->cur, k, kl);
     pick(m);
 }

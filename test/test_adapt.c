@@ -216,6 +216,21 @@ static akv_filter *read_filter(const char *path)
     return f;
 }
 
+/* One flushed run of BASE_KEYS even keys (one SST, one adaptive slot). */
+static akv_db *one_run(char *dir, size_t cap, akv_layout layout)
+{
+    tmpdir(dir, cap);
+    akv_options o;
+    adapt_options(&o, layout);
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    char k[32], v[16] = "v";
+    for (uint64_t i = 0; i < BASE_KEYS; i++)
+        cr_assert_eq(akv_put(db, k, key(k, 2 * i), v, 1), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    return db;
+}
+
 /* Adaptations are written to the filter file by the next akv_flush, before
  * it returns, even with nothing to flush, while the database stays open: a
  * crash then no longer forgets them. The file's filter must still hold
@@ -224,16 +239,8 @@ static akv_filter *read_filter(const char *path)
 Test(adapt, adapted_filter_is_saved_after_a_flush)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir);
-    akv_options o;
-    adapt_options(&o, AKV_LAYOUT_ORDERED);
-    akv_db *db;
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    char k[32], v[16] = "v";
-    for (uint64_t i = 0; i < BASE_KEYS; i++)
-        cr_assert_eq(akv_put(db, k, key(k, 2 * i), v, 1), AKV_OK, "%s", akv_errmsg());
-    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
-    char path[1200];
+    akv_db *db = one_run(dir, sizeof dir, AKV_LAYOUT_ORDERED);
+    char k[32], path[1200];
     only_filter_file(dir, path, sizeof path);
     akv_filter *before = read_filter(path);
 
@@ -412,21 +419,6 @@ static uint64_t adaptations(akv_db *db)
     akv_stats st;
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
     return st.adaptations;
-}
-
-/* One flushed run of BASE_KEYS even keys (one SST, one adaptive slot). */
-static akv_db *one_run(char *dir, size_t cap, akv_layout layout)
-{
-    tmpdir(dir, cap);
-    akv_options o;
-    adapt_options(&o, layout);
-    akv_db *db;
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    char k[32], v[16] = "v";
-    for (uint64_t i = 0; i < BASE_KEYS; i++)
-        cr_assert_eq(akv_put(db, k, key(k, 2 * i), v, 1), AKV_OK, "%s", akv_errmsg());
-    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
-    return db;
 }
 
 /* Fresh absent keys, each looked up once, cost their false positives and

@@ -85,8 +85,8 @@ static void check_gets(akv_db *db, unsigned phases, const char *when)
         cr_assert_eq(rc, AKV_OK, "%s: key %u (phase %u): %s (%s)", when, i, holds, akv_strerror(rc),
                      akv_errmsg());
         size_t wl = akvf_value(want, holds, i);
-        cr_assert(vl == wl && memcmp(v, want, wl) == 0, "%s: key %u has a value other than phase %u's", when, i,
-                  holds);
+        cr_assert(vl == wl && memcmp(v, want, wl) == 0, "%s: key %u has a value other than phase %u's", when,
+                  i, holds);
         akv_free(v);
     }
 }

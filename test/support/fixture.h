@@ -19,7 +19,7 @@
 /* The phases the writer ran: 1 and 2 compacted into the deepest level,
  * 3 and 4 each flushed into an L0 run, 5 left in the memtable (its WAL).
  * Phases 6 and 7 are what the test writes into the opened fixture. */
-#define AKVF_PHASES 5u
+#define AKVF_PHASES      5u
 #define AKVF_TEST_PHASES 7u
 
 enum { AKVF_NONE = 0, AKVF_PUT = 1, AKVF_DEL = 2 };

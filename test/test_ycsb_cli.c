@@ -718,7 +718,8 @@ Test(ycsb_cli, replace_cost_counts_the_family_operations_of_each_flush)
 {
     run r = kvbench("--replace-cost 3 --memtable-mb 1 --sst-kb 64 --json {D}/rc.json");
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_expect(strstr(r.out, "[REPLACE], Engine, adaptkv hash default, runs, 0, ssts, 0") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "[REPLACE], Engine, adaptkv hash default, runs, 0, ssts, 0") != NULL, "%s",
+              r.out);
     unsigned lines = 0;
     for (const char *p = r.out; (p = strstr(p, "(2 creates, ")) != NULL; p++)
         lines++;
@@ -728,7 +729,8 @@ Test(ycsb_cli, replace_cost_counts_the_family_operations_of_each_flush)
     snprintf(p, sizeof p, "%s/rc.json", r.dir);
     char *json = slurp(p);
     cr_assert_not_null(json);
-    cr_expect(strstr(json, "\"replace_cost\":{\"runs\":0,\"ssts\":0,\"replacements\":3,") != NULL, "%s", json);
+    cr_expect(strstr(json, "\"replace_cost\":{\"runs\":0,\"ssts\":0,\"replacements\":3,") != NULL, "%s",
+              json);
     cr_expect(strstr(json, "\"family_creates\":2,") != NULL, "%s", json);
     free(json);
     run_free(&r);

@@ -15,9 +15,9 @@
  * newest OPTIONS file's size and its MANIFEST's growth.
  */
 #include <dirent.h>
-#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,15 +162,16 @@ static double median(const rc_one *v, size_t n, size_t off)
 
 static void hist_json(FILE *f, const char *name, const akv_kb_hist *h)
 {
-    fprintf(f, "\"%s\":{\"puts\":%llu,\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f}", name,
-            (unsigned long long)h->count, (double)akv_kb_hist_pct(h, 50) / 1e3,
+    fprintf(f, "\"%s\":{\"puts\":%llu,\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f}",
+            name, (unsigned long long)h->count, (double)akv_kb_hist_pct(h, 50) / 1e3,
             (double)akv_kb_hist_pct(h, 99) / 1e3, (double)akv_kb_hist_pct(h, 99.9) / 1e3,
             (double)h->max_ns / 1e3);
 }
 
 static void hist_text(FILE *out, const char *name, const akv_kb_hist *h)
 {
-    fprintf(out, "[REPLACE], writer %s, puts, %llu, p50 us, %.1f, p99 us, %.1f, p99.9 us, %.1f, max us, %.1f\n",
+    fprintf(out,
+            "[REPLACE], writer %s, puts, %llu, p50 us, %.1f, p99 us, %.1f, p99.9 us, %.1f, max us, %.1f\n",
             name, (unsigned long long)h->count, (double)akv_kb_hist_pct(h, 50) / 1e3,
             (double)akv_kb_hist_pct(h, 99) / 1e3, (double)akv_kb_hist_pct(h, 99.9) / 1e3,
             (double)h->max_ns / 1e3);

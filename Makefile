@@ -147,6 +147,22 @@ crashtest: check-deps
 	@$(MAKE) --no-print-directory tests
 	@AKV_CRASH_ITER=$(or $(ITER),200) $(BUILD)/test/test_crash --verbose --jobs 2
 
+# make fixture FIXTURE=test/fixtures/NAME: a migration fixture written by
+# this commit's format, one database per layout in NAME/hash and
+# NAME/ordered (test/fixtures/README.md). The writer refuses a NAME that
+# exists: a fixture is written once and kept, never regenerated.
+.PHONY: fixture
+$(BUILD)/test/fixture-writer: test/fixtures/writer.c test/support/fixture.c $(BUILD)/libadaptkv.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(BUILD)/libadaptkv.a $(LIBS) $(LDSAN)
+
+fixture: $(BUILD)/test/fixture-writer
+	@test -n "$(FIXTURE)" || { echo "make fixture FIXTURE=test/fixtures/NAME"; exit 2; }
+	@test ! -e "$(FIXTURE)" || { echo "$(FIXTURE) exists: a fixture is never written again"; exit 1; }
+	mkdir -p $(FIXTURE)
+	$(BUILD)/test/fixture-writer $(FIXTURE)/hash hash
+	$(BUILD)/test/fixture-writer $(FIXTURE)/ordered ordered
+
 demo: check-deps
 	@$(MAKE) --no-print-directory all
 	@tools/demo.sh $(BUILD)

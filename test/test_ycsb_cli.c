@@ -709,3 +709,33 @@ Test(ycsb_cli, refuses_what_it_cannot_honour_by_name)
     run_free(&r);
     unlink(path);
 }
+
+/* --replace-cost: each flush is one run replacement, whose family
+ * operations akv_stats counts: the run's family created, the next
+ * memtable's created at rotation (and the flushed one's dropped). Its
+ * times are printed, never asserted. */
+Test(ycsb_cli, replace_cost_counts_the_family_operations_of_each_flush)
+{
+    run r = kvbench("--replace-cost 3 --memtable-mb 1 --sst-kb 64 --json {D}/rc.json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "[REPLACE], Engine, adaptkv hash default, runs, 0, ssts, 0") != NULL, "%s",
+              r.out);
+    unsigned lines = 0;
+    for (const char *p = r.out; (p = strstr(p, "(2 creates, ")) != NULL; p++)
+        lines++;
+    cr_expect_eq(lines, 3, "%s", r.out);
+    cr_expect(metric(r.out, "REPLACE", "writer outside, puts") > 0, "%s", r.out);
+    char p[700];
+    snprintf(p, sizeof p, "%s/rc.json", r.dir);
+    char *json = slurp(p);
+    cr_assert_not_null(json);
+    cr_expect(strstr(json, "\"replace_cost\":{\"runs\":0,\"ssts\":0,\"replacements\":3,") != NULL, "%s",
+              json);
+    cr_expect(strstr(json, "\"family_creates\":2,") != NULL, "%s", json);
+    free(json);
+    run_free(&r);
+    r = kvbench("--replace-cost 1 --engine rocksdb");
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "--engine adaptkv") != NULL, "%s", r.err);
+    run_free(&r);
+}

@@ -28,7 +28,7 @@ typedef struct args {
     const char *traces[16];
     int ntraces;
     unsigned threads, interval_ms;
-    uint64_t seed, negative_stream, absent_cpu;
+    uint64_t seed, negative_stream, absent_cpu, replace_cost;
     double settle_max; /* --settle: longest wait for steady state before a run phase (0: none) */
     bool equal_memory; /* --equal-filter-memory */
     bool flush_after_load, quiet, threads_given, compact_replay, phase_given, engine_given;
@@ -112,6 +112,8 @@ static void usage(FILE *out)
                  "                       run then measures the steady state, and the report says which\n"
                  "                       state it measured\n"
                  "  --miss-log-mb N      adaptkv: miss log budget (default 1)\n"
+                 "  --sst-kb N           adaptkv: target SST and run size, sst_target_bytes (default\n"
+                 "                       65536: 64 MiB); small values make many runs\n"
                  "  --grown-share X      adaptkv: grown_filter_share, how far full adaptive\n"
                  "                       filters may grow, a share of the filter budget\n"
                  "                       (default 0.05; 0 = never, refill in place)\n"
@@ -129,7 +131,11 @@ static void usage(FILE *out)
                  "                       filter can save) and what the most frequent keys carry\n"
                  "  --absent-cpu N       no phases: on the database as it is, N fresh absent lookups\n"
                  "                       on 1 thread, then N on each of 2; CPU ns per lookup and\n"
-                 "                       the 2-vs-1 throughput ratio (text, and --json)\n");
+                 "                       the 2-vs-1 throughput ratio (text, and --json)\n"
+                 "  --replace-cost N     adaptkv, no phases: on the database as it is, N flushes of\n"
+                 "                       1,000 puts into new L0 runs while a writer puts 5,000/s;\n"
+                 "                       per flush its wall and family-operation time, RocksDB's\n"
+                 "                       OPTIONS size and MANIFEST growth, the writer's latency\n");
 }
 
 static double now_since(const struct timespec *t0)
@@ -639,6 +645,8 @@ enum {
     O_SETTLE,
     O_EQUALMEM,
     O_ABSENTCPU,
+    O_REPLACE,
+    O_SSTKB,
     O_HELP
 };
 
@@ -672,6 +680,8 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
                                           {"settle", 1, 0, O_SETTLE},
                                           {"equal-filter-memory", 0, 0, O_EQUALMEM},
                                           {"absent-cpu", 1, 0, O_ABSENTCPU},
+                                          {"replace-cost", 1, 0, O_REPLACE},
+                                          {"sst-kb", 1, 0, O_SSTKB},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
 
@@ -708,7 +718,9 @@ static const struct num_opt {
                 {O_NEGSTREAM, "--negative-stream", 6, 1e10, 1},
                 {O_GROWN, "--grown-share", 0, 64, 1},
                 {O_SETTLE, "--settle", 0, 86400, 1},
-                {O_ABSENTCPU, "--absent-cpu", 1000, 1e9, 1}};
+                {O_ABSENTCPU, "--absent-cpu", 1000, 1e9, 1},
+                {O_REPLACE, "--replace-cost", 1, 1e5, 1},
+                {O_SSTKB, "--sst-kb", 4, 1e8, 1024}};
 
 static void set_num(args *a, int id, double v)
 {
@@ -733,6 +745,12 @@ static void set_num(args *a, int id, double v)
         a->settle_max = v;
     } else if (id == O_ABSENTCPU) {
         a->absent_cpu = (uint64_t)v;
+    } else if (id == O_REPLACE) {
+        a->replace_cost = (uint64_t)v;
+        /* No L0 compaction between its flushes (RocksDB's stop follows). */
+        a->cfg.l0_trigger = (int)a->replace_cost + 64;
+    } else if (id == O_SSTKB) {
+        a->cfg.sst_target_bytes = (uint64_t)v;
     } else if (id == O_GROWN) {
         a->cfg.grown_share = v;
         a->cfg.grown_share_set = true;
@@ -857,7 +875,7 @@ static int parse_args(args *a, int argc, char **argv)
     }
     if (optind < argc)
         return die("unexpected argument '%s' (see --help)", argv[optind]);
-    if (!a->workload_name && a->ntraces == 0)
+    if (!a->workload_name && a->ntraces == 0 && !a->replace_cost)
         return die("%s", "give a workload (-P FILE) or a trace (--trace FILE); see --help");
     if (strcmp(a->phase, "load") && strcmp(a->phase, "run") && strcmp(a->phase, "both"))
         return die("--phase: '%s' is not load, run or both", a->phase);
@@ -1177,7 +1195,12 @@ int main(int argc, char **argv)
         rc = open_engine(&e, &a);
     if (rc == 0) {
         rc = check_scans(&e, &a, a.workload_name ? &w : NULL, &t);
-        if (rc == 0 && a.absent_cpu)
+        if (rc == 0 && a.replace_cost) {
+            akv_kb_settle_result sr;
+            rc = akv_kb_settle(&e, 3600, a.quiet ? NULL : stderr, &sr);
+            if (rc == 0)
+                rc = akv_kb_replace_cost(&e, a.cfg.dir, a.replace_cost, a.json, a.quiet ? NULL : stdout);
+        } else if (rc == 0 && a.absent_cpu)
             rc = akv_kb_absent_cpu(&e, a.absent_cpu, a.seed, (unsigned)w.zeropadding, a.json,
                                    a.quiet ? NULL : stdout);
         else if (rc == 0)

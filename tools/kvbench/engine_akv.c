@@ -25,6 +25,13 @@ static int a_open(akv_kb_engine *e, const akv_kb_cfg *c, char *err, size_t n)
     o.slot_policy = c->policy;
     o.bits_per_key = c->bits_per_key;
     o.memtable_bytes = c->memtable_bytes;
+    if (c->sst_target_bytes)
+        o.sst_target_bytes = c->sst_target_bytes;
+    if (c->l0_trigger) { /* the stop and the slowdown follow it up */
+        o.l0_compaction_trigger = c->l0_trigger;
+        if (o.l0_stall_runs < 2 * c->l0_trigger)
+            o.l0_stall_runs = 2 * c->l0_trigger;
+    }
     if (c->miss_log_bytes)
         o.miss_log_bytes = c->miss_log_bytes;
     if (c->grown_share_set)

@@ -241,6 +241,8 @@ typedef struct akv_kb_cfg {
     double bits_per_key;
     uint64_t memtable_bytes, cache_bytes;
     uint64_t miss_log_bytes; /* adaptkv: 0 = its default */
+    uint64_t sst_target_bytes; /* adaptkv: 0 = its default */
+    int l0_trigger;            /* adaptkv: l0_compaction_trigger, 0 = its default */
     double grown_share;      /* adaptkv: grown_filter_share, when grown_share_set */
     bool grown_share_set;
     bool direct_reads, sync;
@@ -435,6 +437,18 @@ int akv_kb_negative_stream(const akv_kb_workload *w, uint64_t draws, uint64_t se
  * ratio as text (out, may be NULL) and JSON (path or "-", may be NULL)
  * (absentcpu.c); 0, or an exit status. */
 int akv_kb_absent_cpu(akv_kb_engine *e, uint64_t n, uint64_t seed, unsigned pad, const char *json, FILE *out);
+
+/* ---- the cost of one run replacement (replacecost.c) --------------------- */
+
+/* kvbench --replace-cost N (adaptkv only): on the database as it is, N
+ * flushes of a small memtable into a new L0 run (each creates a run family
+ * and ingests into it, drops the flushed memtable's family and creates the
+ * next one: the family operations of replacing a run), while one writer
+ * puts at a steady rate. Per flush: its wall time, the time in family
+ * operations (akv_stats), RocksDB's OPTIONS file size and MANIFEST growth,
+ * and the writer's latency meanwhile (docs/kvbench.md). 0, 1 on a failed
+ * operation, 2 on the wrong engine. */
+int akv_kb_replace_cost(akv_kb_engine *e, const char *dir, uint64_t n, const char *json, FILE *out);
 void akv_kb_client_next(akv_kb_client *c, akv_kb_req *r);
 void akv_kb_client_recon_next(akv_kb_client *c, akv_kb_req *r);
 uint64_t akv_kb_value_len(akv_kb_client *c);

@@ -1,0 +1,199 @@
+/*
+ * test_migration.c — a database written by an older format opens with
+ * today's code and answers exactly what was written (issue 28, "Deliver
+ * 5"). Each fixture of test/fixtures/ (README.md there) is copied to a
+ * temporary directory first (RocksDB's files in the repository are never
+ * opened in place), opened, checked key by key and by a full iteration
+ * against what test/support/fixture.c says its writer wrote, written to,
+ * closed, reopened, checked again, compacted and checked once more.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adaptkv/adaptkv.h"
+#include "support/fixture.h"
+#include "support/kvmodel.h"
+
+/* Written by the format of commit 3147892 (test/fixtures/README.md). */
+#define FIXTURE_3147892 "test/fixtures/format-3147892"
+
+static char copy_to[1024];
+static size_t copy_from_len;
+
+static int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    char dst[2048];
+    int n = snprintf(dst, sizeof dst, "%s%s", copy_to, path + copy_from_len);
+    if (n < 0 || (size_t)n >= sizeof dst)
+        return -1;
+    if (flag == FTW_D)
+        return mkdir(dst, 0755) == 0 || errno == EEXIST ? 0 : -1;
+    if (flag != FTW_F || !S_ISREG(st->st_mode))
+        return -1; /* a fixture holds files and directories only */
+    int in = open(path, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    int rc = in >= 0 && out >= 0 ? 0 : -1;
+    char buf[65536];
+    ssize_t r;
+    while (rc == 0 && (r = read(in, buf, sizeof buf)) != 0) {
+        if (r < 0 || write(out, buf, (size_t)r) != r)
+            rc = -1;
+    }
+    if (in >= 0)
+        close(in);
+    if (out >= 0 && close(out) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* The fixture's database of this layout, copied to copy_to: db/ in a
+ * fresh temp dir (into tmp). */
+static void copy_fixture(const char *fixture, const char *layout, char *tmp, size_t cap)
+{
+    char src[512];
+    snprintf(src, sizeof src, "%s/%s", fixture, layout);
+    struct stat st;
+    cr_assert_eq(stat(src, &st), 0, "fixture %s is missing (run the tests from the repository's root)", src);
+    akvt_tmpdir(tmp, cap, "migration");
+    int n = snprintf(copy_to, sizeof copy_to, "%s/db", tmp);
+    cr_assert(n > 0 && (size_t)n < sizeof copy_to);
+    copy_from_len = strlen(src);
+    cr_assert_eq(nftw(src, copy_one, 16, FTW_PHYS), 0, "copying %s to %s failed", src, copy_to);
+}
+
+/* Every key, present or absent, against the model after `phases`. */
+static void check_gets(akv_db *db, unsigned phases, const char *when)
+{
+    char k[32], want[32];
+    for (unsigned i = 0; i < AKVF_KEYS; i++) {
+        size_t kl = akvf_key(k, i);
+        unsigned holds = akvf_state(phases, i);
+        void *v = NULL;
+        size_t vl = 0;
+        int rc = akv_get(db, k, kl, &v, &vl);
+        if (!holds) {
+            cr_assert_eq(rc, AKV_NOTFOUND, "%s: key %u should be absent: %s", when, i, akv_strerror(rc));
+            continue;
+        }
+        cr_assert_eq(rc, AKV_OK, "%s: key %u (phase %u): %s (%s)", when, i, holds, akv_strerror(rc),
+                     akv_errmsg());
+        size_t wl = akvf_value(want, holds, i);
+        cr_assert(vl == wl && memcmp(v, want, wl) == 0, "%s: key %u has a value other than phase %u's", when,
+                  i, holds);
+        akv_free(v);
+    }
+}
+
+/* A full iteration: every live key exactly once, with its value. */
+static void check_iteration(akv_db *db, unsigned phases, const char *when)
+{
+    unsigned char seen[AKVF_KEYS] = {0};
+    unsigned live = 0, found = 0;
+    for (unsigned i = 0; i < AKVF_KEYS; i++)
+        live += akvf_state(phases, i) != 0;
+    akv_iter *it = NULL;
+    cr_assert_eq(akv_iter_create(db, &it), AKV_OK);
+    char want[32];
+    for (akv_iter_seek_first(it); akv_iter_valid(it); akv_iter_next(it)) {
+        size_t kl, vl;
+        const void *k = akv_iter_key(it, &kl), *v = akv_iter_value(it, &vl);
+        long i = akvf_key_index(k, kl);
+        cr_assert_geq(i, 0, "%s: iteration returned a key the fixture never wrote", when);
+        cr_assert_eq(seen[i], 0, "%s: key %ld returned twice", when, i);
+        seen[i] = 1;
+        unsigned holds = akvf_state(phases, (unsigned)i);
+        cr_assert_neq(holds, 0, "%s: iteration returned key %ld, which is absent", when, i);
+        size_t wl = akvf_value(want, holds, (unsigned)i);
+        cr_assert(vl == wl && memcmp(v, want, wl) == 0, "%s: key %ld iterated with a wrong value", when, i);
+        found++;
+    }
+    cr_assert_eq(akv_iter_status(it), AKV_OK, "%s: iteration: %s", when, akv_errmsg());
+    akv_iter_destroy(it);
+    cr_assert_eq(found, live, "%s: iteration returned %u keys, %u are live", when, found, live);
+}
+
+static void write_phase(akv_db *db, unsigned p)
+{
+    char k[32], v[32];
+    for (unsigned i = 0; i < AKVF_KEYS; i++) {
+        int op = akvf_op(p, i), rc = AKV_OK;
+        size_t kl = akvf_key(k, i);
+        if (op == AKVF_PUT)
+            rc = akv_put(db, k, kl, v, akvf_value(v, p, i));
+        else if (op == AKVF_DEL)
+            rc = akv_delete(db, k, kl);
+        cr_assert_eq(rc, AKV_OK, "phase %u, key %u: %s", p, i, akv_errmsg());
+    }
+}
+
+static akv_db *open_ok(const char *dir, const akv_options *o)
+{
+    akv_db *db = NULL;
+    int rc = akv_open(dir, o, &db);
+    cr_assert_eq(rc, AKV_OK, "open %s: %s (%s)", dir, akv_strerror(rc), akv_errmsg());
+    return db;
+}
+
+static void migrates(const char *fixture, akv_layout layout)
+{
+    const char *name = layout == AKV_LAYOUT_HASH ? "hash" : "ordered";
+    char tmp[512];
+    copy_fixture(fixture, name, tmp, sizeof tmp);
+    const char *dir = copy_to;
+    akv_options o;
+    akvf_options(&o, AKV_LAYOUT_AUTO);
+    o.create_if_missing = 0;
+    o.seed = 0; /* the database's own */
+    akv_db *db = open_ok(dir, &o);
+    cr_assert_eq(akv_db_layout(db), layout);
+
+    /* The shape the writer left: runs at two levels, a memtable from the WAL. */
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_geq(st.levels, 2, "%s: runs at %u levels", name, st.levels);
+    cr_assert_geq(st.runs_per_level[0], 2, "%s: %u L0 runs", name, st.runs_per_level[0]);
+    akv_slot_info *rows = NULL;
+    size_t n = 0;
+    cr_assert_eq(akv_slots(db, &rows, &n), AKV_OK);
+    uint64_t mem_keys = 0;
+    for (size_t j = 0; j < n; j++)
+        if (rows[j].level == -1)
+            mem_keys += rows[j].keys;
+    akv_free(rows);
+    cr_assert_gt(mem_keys, 0, "%s: open replayed no write from the WAL", name);
+
+    check_gets(db, AKVF_PHASES, "as written");
+    check_iteration(db, AKVF_PHASES, "as written");
+
+    write_phase(db, 6);
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    write_phase(db, 7);
+    check_gets(db, AKVF_TEST_PHASES, "written to");
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+
+    db = open_ok(dir, &o);
+    check_gets(db, AKVF_TEST_PHASES, "reopened");
+    check_iteration(db, AKVF_TEST_PHASES, "reopened");
+    cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+    check_gets(db, AKVF_TEST_PHASES, "compacted");
+    check_iteration(db, AKVF_TEST_PHASES, "compacted");
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_rmrf(tmp);
+}
+
+Test(migration, format_3147892_hash)
+{
+    migrates(FIXTURE_3147892, AKV_LAYOUT_HASH);
+}
+
+Test(migration, format_3147892_ordered)
+{
+    migrates(FIXTURE_3147892, AKV_LAYOUT_ORDERED);
+}

@@ -153,7 +153,7 @@ static double median(const rc_one *v, size_t n, size_t off)
     if (!x)
         return 0;
     for (size_t i = 0; i < n; i++)
-        x[i] = *(const double *)((const char *)&v[i] + off);
+        memcpy(&x[i], (const char *)&v[i] + off, sizeof x[i]);
     qsort(x, n, sizeof *x, cmp_double);
     double m = n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
     free(x);

@@ -196,9 +196,9 @@ static uint64_t overlap_bytes(const akvi_version *v, int level, const range *g)
 }
 
 typedef struct rest_step {
-    int from;              /* the level pushed: 0 (all of L0) or one run's */
+    int from;               /* the level pushed: 0 (all of L0) or one run's */
     const akvi_run *victim; /* from >= 1: the run pushed */
-    uint64_t cost;         /* raw bytes the step rewrites */
+    uint64_t cost;          /* raw bytes the step rewrites */
 } rest_step;
 
 /* The next step of a compaction at rest, if one is due and affordable. */
@@ -439,8 +439,13 @@ int akvi_compact_step(akv_db *db, bool full)
     while (db->l0_merging)
         pthread_cond_wait(&db->done_cv, &db->bgmu);
     akvi_version *v = akvi_current(db);
-    pick p = {
-        calloc(v->n_run + 1, sizeof *p.in), calloc(v->n_run + 1, sizeof *p.cfs), 0, 0, 0, AKVI_SHARDS_NONE, false};
+    pick p = {calloc(v->n_run + 1, sizeof *p.in),
+              calloc(v->n_run + 1, sizeof *p.cfs),
+              0,
+              0,
+              0,
+              AKVI_SHARDS_NONE,
+              false};
     int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
     if (rc == AKV_OK)
         choose(db, v, full, &p);
@@ -529,8 +534,13 @@ int akvi_compact_l0(akv_db *db)
 {
     pthread_mutex_lock(&db->bgmu);
     akvi_version *v = akvi_current(db);
-    pick p = {
-        calloc(v->n_run + 1, sizeof *p.in), calloc(v->n_run + 1, sizeof *p.cfs), 0, 0, 0, AKVI_SHARDS_NONE, false};
+    pick p = {calloc(v->n_run + 1, sizeof *p.in),
+              calloc(v->n_run + 1, sizeof *p.cfs),
+              0,
+              0,
+              0,
+              AKVI_SHARDS_NONE,
+              false};
     size_t n = p.in && p.cfs ? l0_merge_pick(db, v, p.in) : 0;
     db->l0_merging = n > 0;
     pthread_mutex_unlock(&db->bgmu);

@@ -1566,7 +1566,8 @@ int akv_close(akv_db *db)
     int stopped = atomic_load(&db->bg_error);
     if (stopped)
         rc = akvi_err(stopped, "akv_close: the database stopped after a failed write; the miss log was not saved");
-    else if ((rc = akvi_rest_credit_save(db)) == AKV_OK && akvi_misslog_encode(db->ml, &buf, &len) == AKV_OK) {
+    else if ((rc = akvi_rest_credit_save(db)) == AKV_OK &&
+             akvi_misslog_encode(db->ml, &buf, &len) == AKV_OK) {
         /* (this synced put also syncs the credit's, before it in the log) */
         rc = akvi_meta_put(db, "misslog", buf, len, true);
         free(buf);

@@ -153,6 +153,10 @@ static bool overlaps(const akvi_run *r, const range *g)
  * pushes everything into the deepest level whatever it costs.
  */
 #define REST_SHARE 0.25
+/* L0 pushed into L1 at rest is cut into runs of at most an eighth of the
+ * hash space each, so that the rest can stop near REST_SHARE: with L1 in
+ * two halves it had to push both. */
+#define REST_MIN_BITS 3
 
 static bool at_rest(const akv_db *db, const akvi_version *v)
 {
@@ -399,6 +403,8 @@ static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
         if ((l == from && (from == 0 || r == victim)) || (l == from + 1 && overlaps(r, &g)))
             take(p, r);
     }
+    if (p->rest && from == 0 && db->layout == AKV_LAYOUT_HASH && p->shards.min_bits < REST_MIN_BITS)
+        p->shards.min_bits = REST_MIN_BITS;
 }
 
 /* Merge the picked runs into runs at p->out_level, cut at run_bytes, and
@@ -462,8 +468,9 @@ int akvi_compact_step(akv_db *db, bool full)
          * publish). */
         bool last = akvi_deepest_level(v) <= p.out_level;
         /* L0 pushed into L1 at rest spans the hash space: cut into one run
-         * per shard, so that the rest can push it on a part at a time and
-         * stop with gaps (the ordered layout cuts by size, as always). */
+         * per shard (at least 2^REST_MIN_BITS of them), so that the rest
+         * can push it on a part at a time and stop with gaps (the ordered
+         * layout cuts by size, as always). */
         bool fine = p.rest && p.out_level == 1 && db->layout == AKV_LAYOUT_HASH;
         rc = merge_and_publish(db, &p, fine ? 1 : db->opt.sst_target_bytes, last);
         if (rc == AKV_OK)

@@ -525,9 +525,10 @@ typedef struct akv_stats {
     uint64_t bytes_written_per_level[AKV_MAX_LEVELS];
     /* Compaction debt: raw bytes over the levels' capacities, plus all of
      * L0 once it holds l0_compaction_trigger runs; when none of that is
-     * owed and nothing has been written since the last flush, the bytes of
-     * every run above the deepest level (rest_compaction). 0 when no
-     * compaction is due: it falls to 0 when background work has caught up. */
+     * owed and nothing has been written since the last flush, the bytes
+     * the next step of compaction at rest rewrites (rest_compaction). 0
+     * when no compaction is due: it falls to 0 when background work has
+     * caught up. */
     uint64_t compaction_debt_bytes;
     /* Share (0..1) of the recent negative lookups whose key the miss log
      * kept rather than lost to its budget (miss_log_bytes); 1 before any.

@@ -203,6 +203,7 @@ typedef struct rest_step {
     int from;               /* the level pushed: 0 (all of L0) or one run's */
     const akvi_run *victim; /* from >= 1: the run pushed */
     uint64_t cost;          /* raw bytes the step rewrites */
+    bool split;             /* the victim is only cut finer, in its level */
 } rest_step;
 
 /* The next step of a compaction at rest, if one is due and affordable. */
@@ -222,6 +223,7 @@ static bool rest_next(const akv_db *db, const akvi_version *v, rest_step *st)
             l0++;
         }
     st->victim = NULL;
+    st->split = false;
     if (l0 > 0 && (deepest > 0 || l0 > 1)) {
         st->from = 0;
         st->cost = l0_bytes + overlap_bytes(v, 1, &g);
@@ -254,6 +256,15 @@ static bool rest_next(const akv_db *db, const akvi_version *v, rest_step *st)
         if (!st->victim || (bounded && share <= REST_SHARE))
             return false;
         st->from = from;
+        /* A run wider than an eighth of the hash space (a normal
+         * compaction's output) is first cut finer in its own level, at the
+         * cost of its own bytes only, so that the pushes can stop near
+         * REST_SHARE rather than after a whole half. */
+        if (bounded && db->layout == AKV_LAYOUT_HASH &&
+            run_share(db, v, st->victim, deepest, deep) > ldexp(1.0, -REST_MIN_BITS)) {
+            st->split = true;
+            st->cost = st->victim->info.raw_bytes;
+        }
     }
     return !bounded || st->cost <= rest_credit(db);
 }
@@ -342,6 +353,7 @@ typedef struct pick {
     uint64_t est;
     akvi_shards shards;
     bool rest; /* a step of a compaction at rest */
+    bool fine; /* its output cut into one run per shard (hash layout) */
 } pick;
 
 static void take(pick *p, akvi_run *r)
@@ -382,6 +394,14 @@ static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
         from = rs.from;
         victim = rs.victim;
         p->rest = true;
+        if (rs.split) { /* the victim alone, cut per shard, in its level */
+            p->out_level = from;
+            p->fine = true;
+            take(p, (akvi_run *)victim);
+            if (p->shards.min_bits < REST_MIN_BITS)
+                p->shards.min_bits = REST_MIN_BITS;
+            return;
+        }
     }
     p->out_level = from + 1;
     range g = {0};
@@ -403,8 +423,11 @@ static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
         if ((l == from && (from == 0 || r == victim)) || (l == from + 1 && overlaps(r, &g)))
             take(p, r);
     }
-    if (p->rest && from == 0 && db->layout == AKV_LAYOUT_HASH && p->shards.min_bits < REST_MIN_BITS)
-        p->shards.min_bits = REST_MIN_BITS;
+    if (p->rest && from == 0 && db->layout == AKV_LAYOUT_HASH) {
+        p->fine = true;
+        if (p->shards.min_bits < REST_MIN_BITS)
+            p->shards.min_bits = REST_MIN_BITS;
+    }
 }
 
 /* Merge the picked runs into runs at p->out_level, cut at run_bytes, and
@@ -451,6 +474,7 @@ int akvi_compact_step(akv_db *db, bool full)
               0,
               0,
               AKVI_SHARDS_NONE,
+              false,
               false};
     int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
     if (rc == AKV_OK)
@@ -467,12 +491,11 @@ int akvi_compact_step(akv_db *db, bool full)
          * (flushes and L0 merges only add to L0, so this holds until the
          * publish). */
         bool last = akvi_deepest_level(v) <= p.out_level;
-        /* L0 pushed into L1 at rest spans the hash space: cut into one run
-         * per shard (at least 2^REST_MIN_BITS of them), so that the rest
-         * can push it on a part at a time and stop with gaps (the ordered
-         * layout cuts by size, as always). */
-        bool fine = p.rest && p.out_level == 1 && db->layout == AKV_LAYOUT_HASH;
-        rc = merge_and_publish(db, &p, fine ? 1 : db->opt.sst_target_bytes, last);
+        /* At rest, L0 pushed into L1 and a run cut finer in its level
+         * come out as one run per shard (at least 2^REST_MIN_BITS of them),
+         * so that the rest can push a part at a time and stop with gaps
+         * (the ordered layout cuts by size, as always). */
+        rc = merge_and_publish(db, &p, p.fine ? 1 : db->opt.sst_target_bytes, last);
         if (rc == AKV_OK)
             atomic_fetch_add(&db->st.compactions, 1);
         if (rc == AKV_OK && p.rest)
@@ -547,6 +570,7 @@ int akvi_compact_l0(akv_db *db)
               0,
               0,
               AKVI_SHARDS_NONE,
+              false,
               false};
     size_t n = p.in && p.cfs ? l0_merge_pick(db, v, p.in) : 0;
     db->l0_merging = n > 0;

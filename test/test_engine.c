@@ -1899,6 +1899,34 @@ Test(lsm, rest_compaction_keeps_gaps_within_its_credit)
     world_done(&w);
 }
 
+/* The ordered layout under the default bounded rest: the shares are the
+ * deepest level's bytes under a run (no shards), so no share is asserted;
+ * the rest empties L0, stays within its credit, and every key reads back
+ * from the model, also after a reopen and a burst. */
+Test(lsm, rest_compaction_within_its_credit_ordered)
+{
+    world w;
+    world_init(&w, "rest-ordered", AKV_LAYOUT_ORDERED, NULL, 43);
+    for (int pass = 0; pass < 3; pass++)
+        put_sized(&w, 0, 6000);
+    cr_assert_eq(akv_flush(w.db), AKV_OK, "flush: %s", akv_errmsg());
+    akv_stats st;
+    wait_caught_up(w.db, &st);
+    assert_rest_within_credit(w.db, "ordered, after three passes");
+    cr_assert_eq(st.runs_per_level[0], 0, "an L0 run left at rest");
+    double filters;
+    uint32_t levels = rest_shape(&w, &st, &filters);
+    cr_log_info("ordered, at rest after three passes: %u levels, %.3f filters per absent key", levels, filters);
+    check_all(&w, "ordered, at rest");
+    world_reopen(&w);
+    put_sized(&w, 6000, 6700);
+    cr_assert_eq(akv_flush(w.db), AKV_OK, "flush: %s", akv_errmsg());
+    wait_caught_up(w.db, &st);
+    assert_rest_within_credit(w.db, "ordered, after a burst");
+    check_all(&w, "ordered, after a burst");
+    world_done(&w);
+}
+
 /* A write ends the rest: with keys in the memtable, nothing is owed and no
  * compaction runs, however many levels there are. */
 Test(lsm, rest_compaction_waits_for_an_empty_memtable)

@@ -1916,7 +1916,8 @@ Test(lsm, rest_compaction_within_its_credit_ordered)
     cr_assert_eq(st.runs_per_level[0], 0, "an L0 run left at rest");
     double filters;
     uint32_t levels = rest_shape(&w, &st, &filters);
-    cr_log_info("ordered, at rest after three passes: %u levels, %.3f filters per absent key", levels, filters);
+    cr_log_info("ordered, at rest after three passes: %u levels, %.3f filters per absent key", levels,
+                filters);
     check_all(&w, "ordered, at rest");
     world_reopen(&w);
     put_sized(&w, 6000, 6700);

@@ -1882,12 +1882,13 @@ Test(lsm, rest_compaction_keeps_gaps_within_its_credit)
     cr_assert_eq(st.runs_per_level[0], 0, "an L0 run left at rest");
     double share = upper_share(w.db), filters;
     uint32_t levels = rest_shape(&w, &st, &filters);
-    cr_log_info("at rest after five passes: %u levels, upper share %.3f, %.3f filters per absent key",
-                levels, share, filters);
+    cr_log_info("at rest after five passes: %u levels, upper share %.3f, %.3f filters per absent key", levels,
+                share, filters);
     uint64_t left =
         w.db->rest_credit_saved + atomic_load(&w.db->st.bytes_written_user) - atomic_load(&w.db->rest_spent);
-    cr_assert_leq(share, 0.25, "the upper levels cover %.3f of the hash space at rest (%llu bytes of credit left)",
-                  share, (unsigned long long)left);
+    cr_assert_leq(share, 0.25,
+                  "the upper levels cover %.3f of the hash space at rest (%llu bytes of credit left)", share,
+                  (unsigned long long)left);
     cr_assert_leq(filters, 1.30, "%.3f filters per absent key at rest (upper share %.3f)", filters, share);
     check_all(&w, "at rest with gaps");
     /* The credit left is saved at close and read back at open. */

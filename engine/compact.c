@@ -16,14 +16,16 @@
  *     Li+1 runs its range overlaps.
  * The output is cut into runs again; tombstones are dropped only when no
  * run lies below the output level. At rest (nothing written since the last
- * flush) and with nothing else due, the tree is pushed down into its
- * deepest level, one step at a time, so that a lookup checks one filter.
+ * flush) and with nothing else due, the tree is pushed down one step at a
+ * time, until the levels above the deepest keep gaps that most lookups
+ * fall in, within a budget of the bytes users wrote (compaction at rest).
  *
  * While a compaction runs, L0 keeps filling. The flush thread, when it has
  * no memtable to flush, merges the newest L0 runs the compaction does not
  * hold into one L0 run (RocksDB's intra-L0 compaction), so a lookup checks
  * fewer L0 filters.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,70 +92,6 @@ static int due_level(const akv_db *db, const akvi_version *v)
     return best;
 }
 
-/*
- * At rest: nothing has been written since the last flush (one memtable,
- * never written), so no flush will come to add an L0 run. Every run above
- * the deepest level is then one more filter an absent key checks, where
- * RocksDB's upper levels are left with gaps by its one-file-at-a-time
- * compactions (docs/design.md, "LSM shape"). So at rest, when nothing else
- * is due, the tree is pushed down: L0 into L1 (also when L0 is all there is
- * and holds more than one run), then one run at a time of the shallowest
- * level above the deepest into the next, until a lookup checks one filter.
- * A write stops it after the step in progress.
- */
-static bool at_rest(const akv_db *db, const akvi_version *v)
-{
-    return db->opt.rest_compaction && v->n_mem == 1 &&
-           !atomic_load_explicit(&v->mems[0]->written, memory_order_acquire);
-}
-
-/* The level a compaction at rest starts from (-1: none), and the raw
- * bytes still to push down, into *owed if not NULL. */
-static int rest_level(const akvi_version *v, uint64_t *owed)
-{
-    int deepest = akvi_deepest_level(v), from = -1;
-    size_t l0 = 0;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < v->n_run; i++)
-        l0 += v->runs[i]->info.level == 0;
-    for (size_t i = 0; i < v->n_run; i++) { /* search order: shallowest first */
-        int l = (int)v->runs[i]->info.level;
-        if (l < deepest || (l == 0 && l0 > 1)) {
-            if (from < 0)
-                from = l;
-            bytes += v->runs[i]->info.raw_bytes;
-        }
-    }
-    if (owed)
-        *owed = bytes;
-    return from;
-}
-
-static int due_or_rest_level(const akv_db *db, const akvi_version *v)
-{
-    int l = due_level(db, v);
-    return l >= 0 || !at_rest(db, v) ? l : rest_level(v, NULL);
-}
-
-bool akvi_compaction_needed(akv_db *db, const akvi_version *v)
-{
-    return due_or_rest_level(db, v) >= 0;
-}
-
-uint64_t akvi_compaction_debt(const akv_db *db, const akvi_version *v)
-{
-    uint64_t debt = 0;
-    if (akvi_l0_weight(db, v) >= (size_t)db->opt.l0_compaction_trigger)
-        debt += level_bytes(v, 0);
-    for (int l = 1; l < AKV_MAX_LEVELS - 1; l++) {
-        uint64_t b = level_bytes(v, l), cap = level_capacity(db, l);
-        debt += b > cap ? b - cap : 0;
-    }
-    if (debt == 0 && at_rest(db, v))
-        (void)rest_level(v, &debt);
-    return debt;
-}
-
 static const akvi_cat_sst *first_sst(const akvi_run *r)
 {
     return &r->info.ssts[0];
@@ -188,6 +126,192 @@ static bool overlaps(const akvi_run *r, const range *g)
     const akvi_cat_sst *a = first_sst(r), *b = last_sst(r);
     return akvi_bytes_cmp(b->largest, b->largest_len, g->lo, g->lo_len) >= 0 &&
            akvi_bytes_cmp(a->smallest, a->smallest_len, g->hi, g->hi_len) <= 0;
+}
+
+/* ---- compaction at rest ---------------------------------------------------- */
+
+/*
+ * At rest: nothing has been written since the last flush (one memtable,
+ * never written), so no flush will come to add an L0 run. Every L0 run and
+ * every upper-level run whose range holds a key is one more filter an
+ * absent key checks, where RocksDB's upper levels are left with gaps by its
+ * one-file-at-a-time compactions (docs/design.md, "LSM shape"). So at rest,
+ * when nothing else is due, the tree is pushed down one step at a time: L0
+ * into L1 (also when L0 is all there is and holds more than one run), then
+ * one run of the shallowest level above the deepest into the next, the one
+ * that rewrites the fewest bytes for the share of lookups it takes off.
+ * A write stops it after the step in progress.
+ *
+ * rest_compaction 1 (the default) bounds it twice: it stops once the
+ * levels above the deepest are checked by at most REST_SHARE of the
+ * lookups (RocksDB's upper level at rest: 31-39 % measured), and a step
+ * runs only if the raw bytes it rewrites fit in the credit: the raw bytes
+ * users have written, less what rests have rewritten, so that over any
+ * history compaction at rest rewrites at most as many bytes as were
+ * written (one more unit of write amplification, at most). The credit
+ * outlives a close in the meta family ("restcredit"). rest_compaction 2
+ * pushes everything into the deepest level whatever it costs.
+ */
+#define REST_SHARE 0.25
+/* L0 pushed into L1 at rest is cut into runs of at most an eighth of the
+ * hash space each, so that the rest can stop near REST_SHARE: with L1 in
+ * two halves it had to push both. */
+#define REST_MIN_BITS 3
+
+static bool at_rest(const akv_db *db, const akvi_version *v)
+{
+    return db->opt.rest_compaction && v->n_mem == 1 &&
+           !atomic_load_explicit(&v->mems[0]->written, memory_order_acquire);
+}
+
+static uint64_t rest_credit(const akv_db *db)
+{
+    uint64_t in = db->rest_credit_saved + atomic_load(&db->st.bytes_written_user);
+    uint64_t out = atomic_load(&db->rest_spent);
+    return in > out ? in - out : 0;
+}
+
+/* The share of lookups (of keys spread as the database's are) that check
+ * run r: in the hash layout the shards its SSTs hold (a key whose shard has
+ * no SST skips the run); in the ordered layout the share of the deepest
+ * level's raw bytes in the runs r overlaps. */
+static double run_share(const akv_db *db, const akvi_version *v, const akvi_run *r, int deepest,
+                        uint64_t deep_bytes)
+{
+    if (db->layout == AKV_LAYOUT_HASH)
+        return ldexp((double)r->info.n_sst, -(int)r->info.prefix_bits);
+    range g = {0};
+    widen(&g, r, true);
+    uint64_t under = 0;
+    for (size_t i = 0; i < v->n_run; i++)
+        if ((int)v->runs[i]->info.level == deepest && overlaps(v->runs[i], &g))
+            under += v->runs[i]->info.raw_bytes;
+    return deep_bytes ? (double)under / (double)deep_bytes : 1.0;
+}
+
+/* The raw bytes of the runs at `level` that overlap g. */
+static uint64_t overlap_bytes(const akvi_version *v, int level, const range *g)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < v->n_run; i++)
+        if ((int)v->runs[i]->info.level == level && overlaps(v->runs[i], g))
+            b += v->runs[i]->info.raw_bytes;
+    return b;
+}
+
+typedef struct rest_step {
+    int from;               /* the level pushed: 0 (all of L0) or one run's */
+    const akvi_run *victim; /* from >= 1: the run pushed */
+    uint64_t cost;          /* raw bytes the step rewrites */
+    bool split;             /* the victim is only cut finer, in its level */
+} rest_step;
+
+/* The next step of a compaction at rest, if one is due and affordable. */
+static bool rest_next(const akv_db *db, const akvi_version *v, rest_step *st)
+{
+    if (!at_rest(db, v))
+        return false;
+    bool bounded = db->opt.rest_compaction == 1;
+    int deepest = akvi_deepest_level(v);
+    size_t l0 = 0;
+    range g = {0};
+    uint64_t l0_bytes = 0;
+    for (size_t i = 0; i < v->n_run; i++)
+        if (v->runs[i]->info.level == 0) {
+            widen(&g, v->runs[i], l0 == 0);
+            l0_bytes += v->runs[i]->info.raw_bytes;
+            l0++;
+        }
+    st->victim = NULL;
+    st->split = false;
+    if (l0 > 0 && (deepest > 0 || l0 > 1)) {
+        st->from = 0;
+        st->cost = l0_bytes + overlap_bytes(v, 1, &g);
+    } else {
+        if (deepest < 2)
+            return false;
+        uint64_t deep = level_bytes(v, deepest);
+        double share = 0, best_score = 0;
+        int from = -1;
+        for (size_t i = 0; i < v->n_run; i++) { /* search order: shallowest level first */
+            const akvi_run *r = v->runs[i];
+            int l = (int)r->info.level;
+            if (l == 0 || l >= deepest)
+                continue;
+            double s = run_share(db, v, r, deepest, deep);
+            share += s;
+            if (from >= 0 && l != from)
+                continue;
+            range rg = {0};
+            widen(&rg, r, true);
+            uint64_t cost = r->info.raw_bytes + overlap_bytes(v, l + 1, &rg);
+            double score = (double)cost / (s > 1e-9 ? s : 1e-9);
+            if (!st->victim || score < best_score) {
+                st->victim = r;
+                st->cost = cost;
+                best_score = score;
+                from = l;
+            }
+        }
+        if (!st->victim || (bounded && share <= REST_SHARE))
+            return false;
+        st->from = from;
+        /* A run wider than an eighth of the hash space (a normal
+         * compaction's output) is first cut finer in its own level, at the
+         * cost of its own bytes only, so that the pushes can stop near
+         * REST_SHARE rather than after a whole half. */
+        if (bounded && db->layout == AKV_LAYOUT_HASH &&
+            run_share(db, v, st->victim, deepest, deep) > ldexp(1.0, -REST_MIN_BITS)) {
+            st->split = true;
+            st->cost = st->victim->info.raw_bytes;
+        }
+    }
+    return !bounded || st->cost <= rest_credit(db);
+}
+
+int akvi_rest_credit_load(akv_db *db)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = akvi_meta_get(db, "restcredit", &buf, &len);
+    db->rest_credit_saved = 0;
+    if (rc == AKV_OK && len == 8)
+        for (int i = 7; i >= 0; i--)
+            db->rest_credit_saved = db->rest_credit_saved << 8 | buf[i];
+    else if (rc == AKV_OK)
+        akvi_log(db, "warning: the rest compaction credit record is %zu bytes, not 8; starting at 0", len);
+    free(buf);
+    return rc == AKV_NOTFOUND || rc == AKV_OK ? AKV_OK : rc;
+}
+
+int akvi_rest_credit_save(akv_db *db)
+{
+    uint64_t c = rest_credit(db);
+    uint8_t buf[8];
+    for (int i = 0; i < 8; i++)
+        buf[i] = (uint8_t)(c >> (8 * i));
+    return akvi_meta_put(db, "restcredit", buf, sizeof buf, false);
+}
+
+bool akvi_compaction_needed(akv_db *db, const akvi_version *v)
+{
+    rest_step rs;
+    return due_level(db, v) >= 0 || rest_next(db, v, &rs);
+}
+
+uint64_t akvi_compaction_debt(const akv_db *db, const akvi_version *v)
+{
+    uint64_t debt = 0;
+    if (akvi_l0_weight(db, v) >= (size_t)db->opt.l0_compaction_trigger)
+        debt += level_bytes(v, 0);
+    for (int l = 1; l < AKV_MAX_LEVELS - 1; l++) {
+        uint64_t b = level_bytes(v, l), cap = level_capacity(db, l);
+        debt += b > cap ? b - cap : 0;
+    }
+    rest_step rs;
+    if (debt == 0 && rest_next(db, v, &rs))
+        debt = rs.cost;
+    return debt;
 }
 
 /* Round-robin over a level's runs: the first run after the last one
@@ -228,6 +352,8 @@ typedef struct pick {
     int out_level;
     uint64_t est;
     akvi_shards shards;
+    bool rest; /* a step of a compaction at rest */
+    bool fine; /* its output cut into one run per shard (hash layout) */
 } pick;
 
 static void take(pick *p, akvi_run *r)
@@ -259,13 +385,27 @@ static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
             take(p, v->runs[i]);
         return;
     }
-    int from = due_or_rest_level(db, v);
-    if (from < 0)
-        return;
+    int from = due_level(db, v);
+    const akvi_run *victim = from > 0 ? next_victim(db, v, from) : NULL;
+    rest_step rs;
+    if (from < 0) {
+        if (!rest_next(db, v, &rs))
+            return;
+        from = rs.from;
+        victim = rs.victim;
+        p->rest = true;
+        if (rs.split) { /* the victim alone, cut per shard, in its level */
+            p->out_level = from;
+            p->fine = true;
+            take(p, (akvi_run *)victim);
+            if (p->shards.min_bits < REST_MIN_BITS)
+                p->shards.min_bits = REST_MIN_BITS;
+            return;
+        }
+    }
     p->out_level = from + 1;
     range g = {0};
     bool any = false;
-    const akvi_run *victim = from > 0 ? next_victim(db, v, from) : NULL;
     for (size_t i = 0; i < v->n_run; i++) {
         const akvi_run *r = v->runs[i];
         if ((int)r->info.level == from && (from == 0 || r == victim)) {
@@ -275,13 +415,18 @@ static void choose(akv_db *db, const akvi_version *v, bool full, pick *p)
     }
     if (!any)
         return;
-    if (victim)
+    if (victim && !p->rest)
         remember_victim(db, from, victim);
     for (size_t i = 0; i < v->n_run; i++) {
         akvi_run *r = v->runs[i];
         int l = (int)r->info.level;
         if ((l == from && (from == 0 || r == victim)) || (l == from + 1 && overlaps(r, &g)))
             take(p, r);
+    }
+    if (p->rest && from == 0 && db->layout == AKV_LAYOUT_HASH) {
+        p->fine = true;
+        if (p->shards.min_bits < REST_MIN_BITS)
+            p->shards.min_bits = REST_MIN_BITS;
     }
 }
 
@@ -323,8 +468,14 @@ int akvi_compact_step(akv_db *db, bool full)
     while (db->l0_merging)
         pthread_cond_wait(&db->done_cv, &db->bgmu);
     akvi_version *v = akvi_current(db);
-    pick p = {
-        calloc(v->n_run + 1, sizeof *p.in), calloc(v->n_run + 1, sizeof *p.cfs), 0, 0, 0, AKVI_SHARDS_NONE};
+    pick p = {calloc(v->n_run + 1, sizeof *p.in),
+              calloc(v->n_run + 1, sizeof *p.cfs),
+              0,
+              0,
+              0,
+              AKVI_SHARDS_NONE,
+              false,
+              false};
     int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
     if (rc == AKV_OK)
         choose(db, v, full, &p);
@@ -340,9 +491,15 @@ int akvi_compact_step(akv_db *db, bool full)
          * (flushes and L0 merges only add to L0, so this holds until the
          * publish). */
         bool last = akvi_deepest_level(v) <= p.out_level;
-        rc = merge_and_publish(db, &p, db->opt.sst_target_bytes, last);
+        /* At rest, L0 pushed into L1 and a run cut finer in its level
+         * come out as one run per shard (at least 2^REST_MIN_BITS of them),
+         * so that the rest can push a part at a time and stop with gaps
+         * (the ordered layout cuts by size, as always). */
+        rc = merge_and_publish(db, &p, p.fine ? 1 : db->opt.sst_target_bytes, last);
         if (rc == AKV_OK)
             atomic_fetch_add(&db->st.compactions, 1);
+        if (rc == AKV_OK && p.rest)
+            atomic_fetch_add(&db->rest_spent, p.est);
         pthread_mutex_lock(&db->bgmu);
         db->compacting = false;
         db->l0_held_below = 0;
@@ -407,8 +564,14 @@ int akvi_compact_l0(akv_db *db)
 {
     pthread_mutex_lock(&db->bgmu);
     akvi_version *v = akvi_current(db);
-    pick p = {
-        calloc(v->n_run + 1, sizeof *p.in), calloc(v->n_run + 1, sizeof *p.cfs), 0, 0, 0, AKVI_SHARDS_NONE};
+    pick p = {calloc(v->n_run + 1, sizeof *p.in),
+              calloc(v->n_run + 1, sizeof *p.cfs),
+              0,
+              0,
+              0,
+              AKVI_SHARDS_NONE,
+              false,
+              false};
     size_t n = p.in && p.cfs ? l0_merge_pick(db, v, p.in) : 0;
     db->l0_merging = n > 0;
     pthread_mutex_unlock(&db->bgmu);

@@ -507,6 +507,10 @@ struct akv_db {
      * the flush thread is merging the newest L0 runs among themselves. */
     bool compacting, l0_merging;
     uint64_t l0_held_below;
+    /* Compaction at rest's budget (compact.c): the credit saved at the last
+     * close, and the raw bytes its pushes have rewritten since the open. */
+    uint64_t rest_credit_saved;
+    _Atomic uint64_t rest_spent;
     _Atomic int bg_error; /* sticky: first background failure (set under bgmu; read without it) */
     uint64_t save_req, save_done; /* under bgmu: akv_flush's requests that the flusher save adapted slots */
     pthread_mutex_t savemu; /* one saver of adapted slots at a time (bg.c) */
@@ -810,6 +814,10 @@ bool akvi_compaction_needed(akv_db *db, const akvi_version *v);
  * trigger: what the compactions due now have to move (akv_stats). */
 uint64_t akvi_compaction_debt(const akv_db *db, const akvi_version *v);
 int akvi_compact_step(akv_db *db, bool full);
+/* Compaction at rest's budget: read at open (before the background threads
+ * start), saved at close (after they stop) in the meta family. */
+int akvi_rest_credit_load(akv_db *db);
+int akvi_rest_credit_save(akv_db *db);
 /* How many memtables' worth of data L0 holds: each run counts as the
  * memtables it was flushed from (its raw bytes over memtable_bytes, at
  * least 1). L0 compactions are due, and writers slow down and stop, by

@@ -22,7 +22,7 @@ void akv_options_init(akv_options *opt)
     opt->level_multiplier = 10;
     opt->create_if_missing = 1;
     opt->grown_filter_share = 0.05;
-    opt->rest_compaction = 0; /* opt-in: docs/design.md, "LSM shape" */
+    opt->rest_compaction = 1; /* bounded: docs/design.md, "LSM shape" */
 }
 
 static int check_options(const akv_options *o)
@@ -46,6 +46,9 @@ static int check_options(const akv_options *o)
                         o->l0_slowdown_runs, o->l0_stall_runs);
     if (o->level_multiplier < 2)
         return akvi_err(AKV_EINVAL, "level_multiplier %d is below 2", o->level_multiplier);
+    if (o->rest_compaction < 0 || o->rest_compaction > 2)
+        return akvi_err(AKV_EINVAL, "rest_compaction %d is not 0 (off), 1 (bounded) or 2 (all the way down)",
+                        o->rest_compaction);
     if (!(o->grown_filter_share >= 0 && o->grown_filter_share <= 64))
         return akvi_err(AKV_EINVAL, "grown_filter_share %g is outside [0, 64]", o->grown_filter_share);
     return AKV_OK;

@@ -911,6 +911,8 @@ static int load_existing(akv_db *db, bool have_identity, loaded *L)
         rc = check_filter_dir(db, &c);
     if (rc == AKV_OK)
         rc = load_misslog(db);
+    if (rc == AKV_OK)
+        rc = akvi_rest_credit_load(db);
     if (rc == AKV_OK) /* after the miss log: the guard encodes its negatives */
         rc = akvi_guard_init(db);
     if (rc == AKV_OK) {
@@ -1564,7 +1566,9 @@ int akv_close(akv_db *db)
     int stopped = atomic_load(&db->bg_error);
     if (stopped)
         rc = akvi_err(stopped, "akv_close: the database stopped after a failed write; the miss log was not saved");
-    else if (akvi_misslog_encode(db->ml, &buf, &len) == AKV_OK) {
+    else if ((rc = akvi_rest_credit_save(db)) == AKV_OK &&
+             akvi_misslog_encode(db->ml, &buf, &len) == AKV_OK) {
+        /* (this synced put also syncs the credit's, before it in the log) */
         rc = akvi_meta_put(db, "misslog", buf, len, true);
         free(buf);
         /* A background flush of the meta family that failed is otherwise

@@ -104,7 +104,9 @@ static void usage(FILE *out)
                  "  --memtable-mb N      memtable size (default 64)\n"
                  "  --cache-mb N         block cache size (default 64)\n"
                  "  --direct-reads       O_DIRECT reads for SSTs\n"
-                 "  --rest-compaction    adaptkv: compaction at rest on (rest_compaction; off by default)\n"
+                 "  --rest-compaction[=M]\n"
+                 "                       adaptkv: compaction at rest, rest_compaction = M: 0 off, 1 bounded\n"
+                 "                       (the engine's default), 2 (or no M) all the way down\n"
                  "  --sync               fsync every write\n"
                  "  --no-flush           do not flush the memtable between load and run\n"
                  "  --settle SECONDS     before the run phase, flush the memtable, then wait (at most\n"
@@ -662,7 +664,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
                                           {"memtable-mb", 1, 0, O_MEMTABLE},
                                           {"cache-mb", 1, 0, O_CACHE},
                                           {"direct-reads", 0, 0, O_DIRECT},
-                                          {"rest-compaction", 0, 0, O_REST},
+                                          {"rest-compaction", 2, 0, O_REST},
                                           {"sync", 0, 0, O_SYNC},
                                           {"no-flush", 0, 0, O_NOFLUSH},
                                           {"seed", 1, 0, O_SEED},
@@ -695,6 +697,7 @@ static void defaults(args *a)
     a->cfg.memtable_bloom_ratio = AKV_KB_MEMTABLE_BLOOM_RATIO;
     a->cfg.memtable_bytes = 64ull << 20;
     a->cfg.cache_bytes = 64ull << 20;
+    a->cfg.rest_compaction = -1; /* the engine's default */
     a->phase = "both";
     a->threads = 1;
     a->interval_ms = 1000;
@@ -809,7 +812,12 @@ static int other_opt(args *a, int c, const char *v)
         a->cfg.direct_reads = true;
         break;
     case O_REST:
-        a->cfg.rest_compaction = true;
+        if (!v)
+            a->cfg.rest_compaction = 2;
+        else if (strlen(v) == 1 && v[0] >= '0' && v[0] <= '2')
+            a->cfg.rest_compaction = v[0] - '0';
+        else
+            return die("--rest-compaction takes 0, 1 or 2, not '%s'", v);
         break;
     case O_SYNC:
         a->cfg.sync = true;

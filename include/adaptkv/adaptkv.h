@@ -134,15 +134,17 @@ typedef struct akv_options {
      * filters' room, at that much more memory; 0 never grows. */
     double grown_filter_share;
     /* Compaction at rest: once nothing has been written since the last
-     * flush and no compaction is due, push every run above the deepest
-     * level down into it, one run at a time, so that an absent key checks
-     * one filter (a write stops it after the step in progress;
-     * docs/design.md, "LSM shape"). Default 0 (off): each quiet period
-     * after a flush rewrites the upper levels and the deepest runs they
-     * overlap, which in the hash layout is most of the database, so a
-     * writer that writes in bursts would pay a rewrite of the database per
-     * burst. 1 turns it on for a database that is loaded and then mostly
-     * read. */
+     * flush and no compaction is due, push runs above the deepest level
+     * down, one step at a time (a write stops it after the step in
+     * progress; docs/design.md, "LSM shape"). 1 (default, bounded): L0
+     * into L1, then one upper run at a time, the cheapest for the lookups
+     * it takes off, until the levels above the deepest are checked by at
+     * most a quarter of the lookups, and only while the raw bytes it
+     * rewrites stay within what users have written (less what earlier
+     * rests rewrote): at most one more unit of write amplification over
+     * the database's life. 2: everything into the deepest level, whatever
+     * it costs (one filter per absent key; in the hash layout most of the
+     * database is rewritten after each burst of writes). 0: off. */
     int rest_compaction;
     /* A damaged WAL (a record failing its checksum, or the last file
      * ending inside a record): 0 (default) recovers every write before the
@@ -523,9 +525,10 @@ typedef struct akv_stats {
     uint64_t bytes_written_per_level[AKV_MAX_LEVELS];
     /* Compaction debt: raw bytes over the levels' capacities, plus all of
      * L0 once it holds l0_compaction_trigger runs; when none of that is
-     * owed and nothing has been written since the last flush, the bytes of
-     * every run above the deepest level (rest_compaction). 0 when no
-     * compaction is due: it falls to 0 when background work has caught up. */
+     * owed and nothing has been written since the last flush, the bytes
+     * the next step of compaction at rest rewrites (rest_compaction). 0
+     * when no compaction is due: it falls to 0 when background work has
+     * caught up. */
     uint64_t compaction_debt_bytes;
     /* Share (0..1) of the recent negative lookups whose key the miss log
      * kept rather than lost to its budget (miss_log_bytes); 1 before any.

@@ -38,7 +38,8 @@ static int a_open(akv_kb_engine *e, const akv_kb_cfg *c, char *err, size_t n)
         o.grown_filter_share = c->grown_share;
     o.block_cache_bytes = c->cache_bytes;
     o.direct_reads = c->direct_reads;
-    o.rest_compaction = c->rest_compaction;
+    if (c->rest_compaction >= 0)
+        o.rest_compaction = c->rest_compaction;
     o.sync = c->sync;
     o.seed = c->seed;
     o.log = engine_log;

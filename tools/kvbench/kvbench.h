@@ -246,7 +246,7 @@ typedef struct akv_kb_cfg {
     double grown_share;      /* adaptkv: grown_filter_share, when grown_share_set */
     bool grown_share_set;
     bool direct_reads, sync;
-    bool rest_compaction; /* adaptkv: rest_compaction on */
+    int rest_compaction; /* adaptkv: rest_compaction (-1: the engine's default) */
     uint64_t seed;
 } akv_kb_cfg;
 

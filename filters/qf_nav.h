@@ -281,113 +281,149 @@ static int QF_FN(lookup)(const akvi_qf *f, akv_hash h)
     return QF_FN(lookup_run)(f, h, quo, rem);
 }
 
-/* Shift the bits [lo, hi) of a packed slot area up by r (toward higher
- * positions); bits [lo, lo + r) keep their old value (the caller writes
- * them). Works down from the top in 56-bit pieces, each one unaligned
- * load and one read-modify-write. */
-static inline void QF_FN(shift_bits_up)(uint8_t *base, uint64_t lo, uint64_t hi, unsigned r)
-{
-    uint64_t pos = hi, d0 = lo + r;
-    while (pos > d0) {
-        uint64_t n = pos - d0 < 56 ? pos - d0 : 56, dst = pos - n, src = dst - r;
-        uint64_t v = (ld64(base + (src >> 3)) >> (src & 7)) & ((1ULL << n) - 1);
-        uint8_t *p = base + (dst >> 3);
-        uint64_t m = ((1ULL << n) - 1) << (dst & 7);
-        st64(p, (ld64(p) & ~m) | (v << (dst & 7)));
-        pos = dst;
-    }
-}
-
-/* Bits `mask` of block b's word `which` take their lower neighbours; with
- * carry, bit 0 takes bit 63 of the block before. */
-static inline __attribute__((always_inline)) void QF_FN(shift_word_up)(akvi_qf *f, uint64_t b, int which,
-                                                                       uint64_t mask, bool carry)
-{
-    uint8_t *wp = blkp(f, b) + 8 * which;
-    uint64_t w = ld64(wp), nw = (w & ~mask) | ((w << 1) & mask);
-    if (carry)
-        nw = (nw & ~1ULL) | (ld64(blkp(f, b - 1) + 8 * which) >> 63);
-    st64(wp, nw);
-}
-
 /* Open one blank slot at p: slots [p, e) move up by one (values, runend
- * and extension bits), word by word; e is the first empty slot at or after
- * p. Offsets of the blocks after home's up to e's grow by one. */
+ * and extension bits); e is the first empty slot at or after p. Block by
+ * block from the top, and inside a block a word at a time: a block's
+ * 64 r-bit slots are r words, so slot j's bits move up by r, and a later
+ * block's slot 0 takes the top r bits of the block before (the previous
+ * block's words are read before they change). Offsets of the blocks after
+ * home's up to e's grow by one. */
 static void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p, uint64_t e)
 {
-    uint64_t pb = p >> 6, r = f->r;
-    for (uint64_t b = e >> 6; e > p; b--) {
-        uint64_t first = b == pb ? (p & 63) : 0, last = b == (e >> 6) ? (e & 63) : 63;
-        uint8_t *base = (uint8_t *)slot_base(f, b);
-        if (last > first)
-            QF_FN(shift_bits_up)(base, first * r, (last + 1) * r, (unsigned)r);
-        /* destination bits (first, last] take their lower neighbours; bit 0
-         * of a later block takes bit 63 of the block before */
-        uint64_t mask = (last == 63 ? ~0ULL : (2ULL << last) - 1) & ~((2ULL << first) - 1);
-        if (b > pb)
-            mask = (last == 63 ? ~0ULL : (2ULL << last) - 1) & ~1ULL;
-        QF_FN(shift_word_up)(f, b, W_REND, mask, b > pb);
-        if (f->mwords == 3)
-            QF_FN(shift_word_up)(f, b, W_EXT, mask, b > pb);
-        if (b > pb) {
-            uint64_t bit = 63 * r;
-            const uint8_t *pv = slot_base(f, b - 1);
-            uint64_t v = (ld64(pv + (bit >> 3)) >> (bit & 7)) & rmask(f->r);
-            uint64_t m = rmask(f->r);
-            st64(base, (ld64(base) & ~m) | v);
+    const uint64_t r = f->r, bb = f->bbytes, mw = f->mwords, pb = p >> 6, eb = e >> 6;
+    uint8_t *const t = f->t;
+    for (uint64_t b = eb; e > p && b >= pb; b--) {
+        /* destination slots [dlo, dhi] of block b */
+        const uint64_t dlo = b == pb ? (p & 63) + 1 : 0, dhi = b == eb ? (e & 63) : 63;
+        if (dlo > dhi) /* p is block pb's last slot: nothing moves inside it */
+            break;
+        const bool carry = b > pb;
+        uint8_t *bp = t + b * bb, *base = bp + 8 * mw + 1;
+        const uint8_t *pp = bp - bb; /* block b - 1, read only when carry */
+        /* the slot bits [lo, hi) take the bits r below them */
+        const uint64_t lo = dlo * r, hi = (dhi + 1) * r, k0 = lo >> 6;
+        uint64_t k = (hi - 1) >> 6, w = wld64(base + 8 * k);
+        uint64_t m = hi - 64 * k == 64 ? ~0ULL : (1ULL << (hi - 64 * k)) - 1;
+        for (;;) {
+            uint64_t below = k > 0 ? wld64(base + 8 * (k - 1)) : carry ? wld64(pp + 8 * mw + 1 + 8 * (r - 1)) : 0;
+            if (k == k0)
+                m &= ~0ULL << (lo & 63);
+            st64(base + 8 * k, (w & ~m) | (((w << r) | (below >> (64 - r))) & m));
+            if (k == k0)
+                break;
+            k--;
+            w = below;
+            m = ~0ULL;
+        }
+        /* run-end and extension bits [dlo, dhi] take their lower neighbours */
+        const uint64_t bm = (dhi == 63 ? ~0ULL : (2ULL << dhi) - 1) & (~0ULL << dlo);
+        uint64_t rw = wld64(bp + 8 * W_REND);
+        uint64_t nr = (rw & ~bm) | ((rw << 1) & bm);
+        if (carry)
+            nr |= wld64(pp + 8 * W_REND) >> 63;
+        st64(bp + 8 * W_REND, nr);
+        if (mw == 3) {
+            uint64_t ew = wld64(bp + 8 * W_EXT), cin = carry ? wld64(pp + 8 * W_EXT) >> 63 : 0;
+            if (ew | cin) /* all zero (no extended record near): nothing moves */
+                st64(bp + 8 * W_EXT, (ew & ~bm) | ((ew << 1) & bm) | cin);
         }
         if (b == pb)
             break;
     }
-    for (uint64_t b = (home >> 6) + 1; b <= e >> 6; b++)
+    for (uint64_t b = (home >> 6) + 1; b <= eb; b++)
         inc_off(f, b);
 }
 
 /* Insert a key whose record will be one bare slot (no extension): the
  * common case, done in place. Returns QF_SLOW when the caller must take
  * the general path (the key's minirun holds extended records), else an
- * AKV_* code. */
+ * AKV_* code.
+ *
+ * The run start comes from home's own block: its offset is where the runs
+ * of earlier blocks end, and the runs with a home in the block before home
+ * end at the rank-th run end after that (select_end). The walk keeps the
+ * current block's run-end and extension words. The loads are the writer's
+ * own (wld64, see qf_int.h): the writer lock is held. */
 static int QF_FN(insert_fast)(akvi_qf *f, akvi_u128 x)
 {
-    uint64_t home = quo_of(f, x), rem = rem_of(f, x);
-    QF_FN(prefetch_block)(f, home >> 6, 1);
+    const uint64_t r = f->r, mw = f->mwords, bb = f->bbytes, xn = f->xnslots, rm = rmask(f->r);
+    const bool aqf = mw == 3;
+    uint8_t *const t = f->t;
+    /* q + r <= 64, so quotient and remainder lie in the top word */
+    const uint64_t xh = (uint64_t)(x >> 64), home = xh >> (64 - f->q), rem = (xh << f->q) >> (64 - r);
+    const uint64_t hb = home >> 6, hi = home & 63;
+    uint8_t *const hp = t + hb * bb;
+    QF_FN(prefetch_block)(f, hb, 1);
     /* at 90 % fill the run or the shift often crosses into the next block */
-    QF_FN(prefetch_block)(f, (home >> 6) + 1, 1);
-    bool occ = (occw(f, home >> 6) >> (home & 63)) & 1;
-    int64_t s = QF_FN(run_start_in)(f, home);
-    if (s < 0)
+    QF_FN(prefetch_block)(f, hb + 1, 1);
+    const uint64_t occw_h = wld64(hp + 8 * W_OCC);
+    const bool occ = (occw_h >> hi) & 1;
+    int64_t off = hp[8 * mw];
+    if (__builtin_expect(off >= QF_OFF_SAT, 0))
+        off = QF_FN(block_off_sat)(f, hb);
+    if (off < 0 || (uint64_t)off > xn)
         return AKV_ECORRUPT;
-    uint64_t p = (uint64_t)s;
-    int rend_new = 1;        /* the new slot ends the run */
+    uint64_t s = hb * 64 + (uint64_t)off;
+    const uint64_t rank = QF_FN(pop64)(occw_h & ((1ULL << hi) - 1));
+    if (rank) {
+        int64_t e = QF_FN(select_end)(f, s, rank);
+        if (e < 0)
+            return AKV_ECORRUPT;
+        s = (uint64_t)e + 1;
+    }
+    if (s < home)
+        s = home;
+    if (f->used + 1 > f->insert_limit)
+        return AKV_EFULL;
+    if (!occ && s == home) {
+        /* an unoccupied home whose run would start at home is a free slot:
+         * no earlier run reaches it, no later one starts before its own home */
+        slot_set(f, home, rem);
+        uint64_t bit = 1ULL << hi;
+        st64(hp + 8 * W_REND, wld64(hp + 8 * W_REND) | bit);
+        if (aqf)
+            st64(hp + 8 * W_EXT, wld64(hp + 8 * W_EXT) & ~bit);
+        st64(hp + 8 * W_OCC, occw_h | bit);
+        f->used++;
+        return AKV_OK;
+    }
+    uint64_t p = s;
+    bool rend_new = true;    /* the new slot ends the run */
     int64_t clear_rend = -1; /* the old last record's remainder slot */
     if (occ) {
-        for (uint64_t i = (uint64_t)s;;) {
-            if (i >= f->xnslots)
+        uint64_t cb = ~0ULL, rw = 0, ew = 0;
+        const uint8_t *sb = NULL;
+        for (uint64_t i = s;;) {
+            if (i >= xn)
                 return AKV_ECORRUPT;
-            uint64_t v = slot_get(f, i);
-            uint64_t e = i + 1 < f->xnslots && bit_get(f, W_EXT, i + 1) ? (uint64_t)QF_FN(rec_end)(f, i) : i;
-            if (v == rem) {
-                /* the minirun: bare copies of a matching bare record go in
-                 * front of it; any extension means the general path */
-                for (uint64_t j = i;;) {
-                    uint64_t ej =
-                        j + 1 < f->xnslots && bit_get(f, W_EXT, j + 1) ? (uint64_t)QF_FN(rec_end)(f, j) : j;
-                    if (ej != j)
+            const uint64_t bi = i & 63;
+            if ((i >> 6) != cb) {
+                cb = i >> 6;
+                const uint8_t *bp = t + cb * bb;
+                rw = wld64(bp + 8 * W_REND);
+                ew = aqf ? wld64(bp + 8 * W_EXT) : 0;
+                sb = bp + 8 * mw + 1;
+            }
+            const uint64_t bit = bi * r, v = (wld64(sb + (bit >> 3)) >> (bit & 7)) & rm;
+            /* does an extension slot follow (the record is longer)? */
+            const bool more =
+                aqf && (bi < 63 ? (ew >> (bi + 1)) & 1 : i + 1 < xn && (wld64(t + (cb + 1) * bb + 8 * W_EXT) & 1));
+            if (v >= rem) {
+                /* the minirun: a bare copy of matching bare records goes in
+                 * front of them; any extension means the general path */
+                for (uint64_t j = i; v == rem;) {
+                    if (j + 1 < xn && bit_get(f, W_EXT, j + 1))
                         return QF_SLOW;
-                    if (bit_get(f, W_REND, j) || j + 1 >= f->xnslots || slot_get(f, j + 1) != rem)
+                    if (bit_get(f, W_REND, j) || j + 1 >= xn || slot_get(f, j + 1) != rem)
                         break;
-                    j = ej + 1;
+                    j++;
                 }
                 p = i;
-                rend_new = 0;
+                rend_new = false;
                 break;
             }
-            if (v > rem) {
-                p = i;
-                rend_new = 0;
-                break;
-            }
-            if (bit_get(f, W_REND, i)) {
+            const uint64_t e = more ? (uint64_t)QF_FN(rec_end)(f, i) : i;
+            if ((rw >> bi) & 1) {
                 p = e + 1;
                 clear_rend = (int64_t)i;
                 break;
@@ -395,14 +431,10 @@ static int QF_FN(insert_fast)(akvi_qf *f, akvi_u128 x)
             i = e + 1;
         }
     }
-    if (f->used + 1 > f->insert_limit)
-        return AKV_EFULL;
-    /* an unoccupied home whose run would start at home is a free slot: no
-     * earlier run reaches it, no later one starts before its own home */
-    int64_t e = !occ && p == home ? (int64_t)p : QF_FN(first_empty)(f, p);
+    const int64_t e = QF_FN(first_empty)(f, p);
     if (e < 0)
         return AKV_ECORRUPT;
-    if ((uint64_t)e >= f->xnslots)
+    if ((uint64_t)e >= xn)
         return AKV_EFULL;
     QF_FN(open_slot)(f, home, p, (uint64_t)e);
     slot_set(f, p, rem);
@@ -411,7 +443,7 @@ static int QF_FN(insert_fast)(akvi_qf *f, akvi_u128 x)
     if (clear_rend >= 0)
         bit_put(f, W_REND, (uint64_t)clear_rend, false);
     if (!occ)
-        bit_put(f, W_OCC, home, true);
+        st64(hp + 8 * W_OCC, wld64(hp + 8 * W_OCC) | (1ULL << hi));
     f->used++;
     return AKV_OK;
 }

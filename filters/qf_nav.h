@@ -305,7 +305,9 @@ static void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p, uint64_t e)
         uint64_t k = (hi - 1) >> 6, w = wld64(base + 8 * k);
         uint64_t m = hi - 64 * k == 64 ? ~0ULL : (1ULL << (hi - 64 * k)) - 1;
         for (;;) {
-            uint64_t below = k > 0 ? wld64(base + 8 * (k - 1)) : carry ? wld64(pp + 8 * mw + 1 + 8 * (r - 1)) : 0;
+            uint64_t below = k > 0   ? wld64(base + 8 * (k - 1))
+                             : carry ? wld64(pp + 8 * mw + 1 + 8 * (r - 1))
+                                     : 0;
             if (k == k0)
                 m &= ~0ULL << (lo & 63);
             st64(base + 8 * k, (w & ~m) | (((w << r) | (below >> (64 - r))) & m));
@@ -406,8 +408,8 @@ static int QF_FN(insert_fast)(akvi_qf *f, akvi_u128 x)
             }
             const uint64_t bit = bi * r, v = (wld64(sb + (bit >> 3)) >> (bit & 7)) & rm;
             /* does an extension slot follow (the record is longer)? */
-            const bool more =
-                aqf && (bi < 63 ? (ew >> (bi + 1)) & 1 : i + 1 < xn && (wld64(t + (cb + 1) * bb + 8 * W_EXT) & 1));
+            const bool more = aqf && (bi < 63 ? (ew >> (bi + 1)) & 1
+                                              : i + 1 < xn && (wld64(t + (cb + 1) * bb + 8 * W_EXT) & 1));
             if (v >= rem) {
                 /* the minirun: a bare copy of matching bare records goes in
                  * front of them; any extension means the general path */

@@ -342,7 +342,8 @@ Test(aqf, bulk_load_equals_incremental)
                 akvi_aqf_info_get(inc, &info);
                 cr_assert_eq(info.slots, li ? 16384u : 17067u);
                 for (size_t i = 0; i < n; i++)
-                    cr_assert_eq(akv_filter_insert(inc, keys[i]), AKV_OK, "%s r=%u key %zu", kinds[kk], rs[ri], i);
+                    cr_assert_eq(akv_filter_insert(inc, keys[i]), AKV_OK, "%s r=%u key %zu", kinds[kk],
+                                 rs[ri], i);
                 cr_assert_eq(akvi_aqf_validate(inc), AKV_OK);
                 cr_assert_eq(akvi_aqf_bulk_load(K(kinds[kk]), &p, keys, n, &bulk), AKV_EINVAL); /* unsorted */
                 akvi_qf_sort(keys, n);
@@ -353,8 +354,8 @@ Test(aqf, bulk_load_equals_incremental)
                 serialized(inc, &a, &la);
                 serialized(bulk, &b, &lb);
                 cr_assert_eq(la, lb);
-                cr_assert(memcmp(a, b, la) == 0, "%s r=%u fill %.2f: bulk load differs from inserts", kinds[kk],
-                          rs[ri], lfs[li]);
+                cr_assert(memcmp(a, b, la) == 0, "%s r=%u fill %.2f: bulk load differs from inserts",
+                          kinds[kk], rs[ri], lfs[li]);
                 free(a), free(b);
                 akv_filter_destroy(bulk);
                 akv_filter_destroy(inc);

@@ -10,9 +10,6 @@
 #ifndef QF_FN /* read on its own (static analysis): one portable copy */
 #define QF_FN(name) name##_g
 #endif
-#ifndef QF_SLOW
-#define QF_SLOW 2
-#endif
 
 static inline uint64_t QF_FN(pop64)(uint64_t x)
 {
@@ -188,32 +185,38 @@ static inline int64_t QF_FN(run_start)(const akvi_qf *f, uint64_t home)
  * <= i ended before it). */
 static int64_t QF_FN(first_empty)(const akvi_qf *f, uint64_t i)
 {
-    while (i < f->xnslots) {
-        uint64_t b = i >> 6, j = i & 63;
-        uint64_t ext = extw(f, b) >> j;
+    /* a writer's search: plain loads (wld64), the geometry in locals */
+    const uint64_t bb = f->bbytes, mw = f->mwords, xn = f->xnslots;
+    const uint8_t *const t = f->t;
+    while (i < xn) {
+        const uint64_t b = i >> 6, j = i & 63;
+        const uint8_t *bp = t + b * bb;
+        const uint64_t ew = mw == 3 ? wld64(bp + 8 * W_EXT) : 0, ext = ew >> j;
         if (ext & 1) { /* an extension slot is used: skip the record's others */
             uint64_t n = ~ext ? (uint64_t)__builtin_ctzll(~ext) : 64 - j;
             i += n < 64 - j ? n : 64 - j;
             continue;
         }
-        int64_t off = QF_FN(block_off)(f, b);
+        int64_t off = bp[8 * mw];
+        if (__builtin_expect(off >= QF_OFF_SAT, 0))
+            off = QF_FN(block_off_sat)(f, b);
         if (off < 0)
             return QF_BAD;
-        uint64_t occ = QF_FN(pop64)(occw(f, b) & (j == 63 ? ~0ULL : (2ULL << j) - 1)), t;
+        uint64_t occ = QF_FN(pop64)(wld64(bp + 8 * W_OCC) & (j == 63 ? ~0ULL : (2ULL << j) - 1)), n;
         if ((uint64_t)off > j) {
-            t = (uint64_t)off - j + occ;
+            n = (uint64_t)off - j + occ;
         } else {
-            uint64_t ends = rendw(f, b) & ~extw(f, b) & ((1ULL << j) - 1) & (~0ULL << off);
+            uint64_t ends = wld64(bp + 8 * W_REND) & ~ew & ((1ULL << j) - 1) & (~0ULL << off);
             uint64_t e = QF_FN(pop64)(ends);
             if (e > occ)
                 return QF_BAD;
-            t = occ - e;
+            n = occ - e;
         }
-        if (t == 0)
+        if (n == 0)
             return (int64_t)i;
-        i += t;
+        i += n;
     }
-    return (int64_t)f->xnslots;
+    return (int64_t)xn;
 }
 
 /* ---- query --------------------------------------------------------------- */
@@ -336,28 +339,49 @@ static void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p, uint64_t e)
         inc_off(f, b);
 }
 
-/* Insert a key whose record will be one bare slot (no extension): the
- * common case, done in place. Returns QF_SLOW when the caller must take
- * the general path (the key's minirun holds extended records), else an
- * AKV_* code.
+/* The writer's select_end (plain loads, the geometry in locals): the end
+ * of the rank-th run end at or after pos (rank >= 1). */
+static inline __attribute__((always_inline)) int64_t QF_FN(wselect_end)(const akvi_qf *f, uint64_t pos,
+                                                                        uint64_t rank)
+{
+    const uint64_t bb = f->bbytes, nb = f->nblocks, xn = f->xnslots;
+    const bool aqf = f->mwords == 3;
+    const uint8_t *const t = f->t;
+    for (uint64_t b = pos >> 6, sh = pos & 63; b < nb; b++, sh = 0) {
+        const uint8_t *bp = t + b * bb;
+        const uint64_t ew = aqf ? wld64(bp + 8 * W_EXT) : 0;
+        const uint64_t w = wld64(bp + 8 * W_REND) & ~ew & (~0ULL << sh), c = QF_FN(pop64)(w);
+        if (c >= rank) {
+            const uint64_t bi = QF_FN(select64)(w, rank - 1), e = b * 64 + bi;
+            /* usually the run's last record has no extension: skip the search */
+            const bool more = aqf && (bi < 63 ? (ew >> (bi + 1)) & 1 : e + 1 < xn && (wld64(bp + bb + 8 * W_EXT) & 1));
+            return more ? QF_FN(rec_end)(f, e) : (int64_t)e;
+        }
+        rank -= c;
+    }
+    return QF_BAD;
+}
+
+/* Insert a key (f->insert_fn). A record that is one bare slot (no
+ * extension) — every key but one joining a minirun whose records were
+ * adapted — is inserted in place; that one goes to qf_insert_general.
  *
  * The run start comes from home's own block: its offset is where the runs
  * of earlier blocks end, and the runs with a home in the block before home
- * end at the rank-th run end after that (select_end). The walk keeps the
- * current block's run-end and extension words. The loads are the writer's
- * own (wld64, see qf_int.h): the writer lock is held. */
-static int QF_FN(insert_fast)(akvi_qf *f, akvi_u128 x)
+ * end at the rank-th run end after that. The walk keeps the current
+ * block's run-end and extension words. The loads are the writer's own
+ * (wld64, see qf_int.h): the writer lock is held. */
+static int QF_FN(insert)(akvi_qf *f, akv_hash h)
 {
-    const uint64_t r = f->r, mw = f->mwords, bb = f->bbytes, xn = f->xnslots, rm = rmask(f->r);
-    const bool aqf = mw == 3;
-    uint8_t *const t = f->t;
-    /* q + r <= 64, so quotient and remainder lie in the top word */
-    const uint64_t xh = (uint64_t)(x >> 64), home = xh >> (64 - f->q), rem = (xh << f->q) >> (64 - r);
-    const uint64_t hb = home >> 6, hi = home & 63;
-    uint8_t *const hp = t + hb * bb;
+    uint64_t home, rem;
+    akvi_qf_qr(f, h, &home, &rem);
+    const uint64_t bb = f->bbytes, hb = home >> 6, hi = home & 63;
+    uint8_t *const t = f->t, *const hp = t + hb * bb;
     QF_FN(prefetch_block)(f, hb, 1);
     /* at 90 % fill the run or the shift often crosses into the next block */
     QF_FN(prefetch_block)(f, hb + 1, 1);
+    const uint64_t r = f->r, mw = f->mwords, xn = f->xnslots, rm = rmask(f->r);
+    const bool aqf = mw == 3;
     const uint64_t occw_h = wld64(hp + 8 * W_OCC);
     const bool occ = (occw_h >> hi) & 1;
     int64_t off = hp[8 * mw];
@@ -368,7 +392,7 @@ static int QF_FN(insert_fast)(akvi_qf *f, akvi_u128 x)
     uint64_t s = hb * 64 + (uint64_t)off;
     const uint64_t rank = QF_FN(pop64)(occw_h & ((1ULL << hi) - 1));
     if (rank) {
-        int64_t e = QF_FN(select_end)(f, s, rank);
+        int64_t e = QF_FN(wselect_end)(f, s, rank);
         if (e < 0)
             return AKV_ECORRUPT;
         s = (uint64_t)e + 1;
@@ -386,66 +410,67 @@ static int QF_FN(insert_fast)(akvi_qf *f, akvi_u128 x)
         if (aqf)
             st64(hp + 8 * W_EXT, wld64(hp + 8 * W_EXT) & ~bit);
         st64(hp + 8 * W_OCC, occw_h | bit);
-        f->used++;
-        return AKV_OK;
-    }
-    uint64_t p = s;
-    bool rend_new = true;    /* the new slot ends the run */
-    int64_t clear_rend = -1; /* the old last record's remainder slot */
-    if (occ) {
-        uint64_t cb = ~0ULL, rw = 0, ew = 0;
-        const uint8_t *sb = NULL;
-        for (uint64_t i = s;;) {
-            if (i >= xn)
-                return AKV_ECORRUPT;
-            const uint64_t bi = i & 63;
-            if ((i >> 6) != cb) {
-                cb = i >> 6;
-                const uint8_t *bp = t + cb * bb;
-                rw = wld64(bp + 8 * W_REND);
-                ew = aqf ? wld64(bp + 8 * W_EXT) : 0;
-                sb = bp + 8 * mw + 1;
-            }
-            const uint64_t bit = bi * r, v = (wld64(sb + (bit >> 3)) >> (bit & 7)) & rm;
-            /* does an extension slot follow (the record is longer)? */
-            const bool more = aqf && (bi < 63 ? (ew >> (bi + 1)) & 1
-                                              : i + 1 < xn && (wld64(t + (cb + 1) * bb + 8 * W_EXT) & 1));
-            if (v >= rem) {
-                /* the minirun: a bare copy of matching bare records goes in
-                 * front of them; any extension means the general path */
-                for (uint64_t j = i; v == rem;) {
-                    if (j + 1 < xn && bit_get(f, W_EXT, j + 1))
-                        return QF_SLOW;
-                    if (bit_get(f, W_REND, j) || j + 1 >= xn || slot_get(f, j + 1) != rem)
-                        break;
-                    j++;
+    } else {
+        uint64_t p = s;
+        bool rend_new = true;    /* the new slot ends the run */
+        int64_t clear_rend = -1; /* the old last record's remainder slot */
+        if (occ) {
+            uint64_t cb = ~0ULL, rw = 0, ew = 0;
+            const uint8_t *bp = NULL, *sb = NULL;
+            for (uint64_t i = s;;) {
+                if (i >= xn)
+                    return AKV_ECORRUPT;
+                const uint64_t bi = i & 63;
+                if ((i >> 6) != cb) {
+                    cb = i >> 6;
+                    bp = t + cb * bb;
+                    rw = wld64(bp + 8 * W_REND);
+                    ew = aqf ? wld64(bp + 8 * W_EXT) : 0;
+                    sb = bp + 8 * mw + 1;
                 }
-                p = i;
-                rend_new = false;
-                break;
+                const uint64_t bit = bi * r, v = (wld64(sb + (bit >> 3)) >> (bit & 7)) & rm;
+                if (v >= rem) {
+                    /* the minirun: a bare copy of matching bare records goes
+                     * in front of them; any extension means the general path */
+                    for (uint64_t j = i; v == rem; j++) {
+                        if (j + 1 < xn && bit_get(f, W_EXT, j + 1))
+                            return qf_insert_general(f, h);
+                        if (bit_get(f, W_REND, j) || j + 1 >= xn || slot_get(f, j + 1) != rem)
+                            break;
+                    }
+                    p = i;
+                    rend_new = false;
+                    break;
+                }
+                /* does an extension slot follow (the record is longer)? */
+                const bool more =
+                    aqf && (bi < 63 ? (ew >> (bi + 1)) & 1 : i + 1 < xn && (wld64(bp + bb + 8 * W_EXT) & 1));
+                const uint64_t e = more ? (uint64_t)QF_FN(rec_end)(f, i) : i;
+                if ((rw >> bi) & 1) {
+                    p = e + 1;
+                    clear_rend = (int64_t)i;
+                    break;
+                }
+                i = e + 1;
             }
-            const uint64_t e = more ? (uint64_t)QF_FN(rec_end)(f, i) : i;
-            if ((rw >> bi) & 1) {
-                p = e + 1;
-                clear_rend = (int64_t)i;
-                break;
-            }
-            i = e + 1;
         }
+        const int64_t e = QF_FN(first_empty)(f, p);
+        if (e < 0)
+            return AKV_ECORRUPT;
+        if ((uint64_t)e >= xn)
+            return AKV_EFULL;
+        QF_FN(open_slot)(f, home, p, (uint64_t)e);
+        slot_set(f, p, rem);
+        bit_put(f, W_EXT, p, false);
+        bit_put(f, W_REND, p, rend_new);
+        if (clear_rend >= 0)
+            bit_put(f, W_REND, (uint64_t)clear_rend, false);
+        if (!occ)
+            st64(hp + 8 * W_OCC, wld64(hp + 8 * W_OCC) | (1ULL << hi));
     }
-    const int64_t e = QF_FN(first_empty)(f, p);
-    if (e < 0)
-        return AKV_ECORRUPT;
-    if ((uint64_t)e >= xn)
-        return AKV_EFULL;
-    QF_FN(open_slot)(f, home, p, (uint64_t)e);
-    slot_set(f, p, rem);
-    bit_put(f, W_EXT, p, false);
-    bit_put(f, W_REND, p, rend_new);
-    if (clear_rend >= 0)
-        bit_put(f, W_REND, (uint64_t)clear_rend, false);
-    if (!occ)
-        st64(hp + 8 * W_OCC, wld64(hp + 8 * W_OCC) | (1ULL << hi));
+    note_prefix(f, h);
     f->used++;
+    f->nitems++;
+    f->bl_ok = false;
     return AKV_OK;
 }

@@ -590,7 +590,6 @@ static int qf_insert_general(akvi_qf *f, akv_hash h)
     return rc;
 }
 
-
 int akvi_qf_remove(akvi_qf *f, akv_hash h)
 {
     akvi_u128 x = akvi_qf_stream(f, h);

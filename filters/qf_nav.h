@@ -354,7 +354,8 @@ static inline __attribute__((always_inline)) int64_t QF_FN(wselect_end)(const ak
         if (c >= rank) {
             const uint64_t bi = QF_FN(select64)(w, rank - 1), e = b * 64 + bi;
             /* usually the run's last record has no extension: skip the search */
-            const bool more = aqf && (bi < 63 ? (ew >> (bi + 1)) & 1 : e + 1 < xn && (wld64(bp + bb + 8 * W_EXT) & 1));
+            const bool more =
+                aqf && (bi < 63 ? (ew >> (bi + 1)) & 1 : e + 1 < xn && (wld64(bp + bb + 8 * W_EXT) & 1));
             return more ? QF_FN(rec_end)(f, e) : (int64_t)e;
         }
         rank -= c;

@@ -269,12 +269,12 @@ static void qf_pick_build(akvi_qf *f)
 #ifdef QF_HAVE_HW
     if (qf_hw()) {
         f->lookup_fn = lookup_hw;
-        f->insert_fn = insert_hw;
+        f->insert_fn = f->mwords == 3 ? insert_aqf_hw : insert_qf_hw;
         return;
     }
 #endif
     f->lookup_fn = lookup_g;
-    f->insert_fn = insert_g;
+    f->insert_fn = f->mwords == 3 ? insert_aqf_g : insert_qf_g;
 }
 
 bool akvi_qf_hw_select(void)

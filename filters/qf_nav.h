@@ -183,10 +183,12 @@ static inline int64_t QF_FN(run_start)(const akvi_qf *f, uint64_t home)
  * past i. Each of those runs needs a slot at or after i, so slots
  * [i, i + t) are used; t = 0 means slot i is free (every run with a home
  * <= i ended before it). */
-static int64_t QF_FN(first_empty)(const akvi_qf *f, uint64_t i)
+static inline __attribute__((always_inline)) int64_t QF_FN(first_empty_m)(const akvi_qf *f, uint64_t i,
+                                                                          const uint64_t mw)
 {
-    /* a writer's search: plain loads (wld64), the geometry in locals */
-    const uint64_t bb = f->bbytes, mw = f->mwords, xn = f->xnslots;
+    /* a writer's search: plain loads (wld64), the geometry in locals; mw
+     * is f->mwords, a constant where the insert is built per layout */
+    const uint64_t bb = f->bbytes, xn = f->xnslots;
     const uint8_t *const t = f->t;
     while (i < xn) {
         const uint64_t b = i >> 6, j = i & 63;
@@ -217,6 +219,11 @@ static int64_t QF_FN(first_empty)(const akvi_qf *f, uint64_t i)
         i += n;
     }
     return (int64_t)xn;
+}
+
+static inline int64_t QF_FN(first_empty)(const akvi_qf *f, uint64_t i)
+{
+    return QF_FN(first_empty_m)(f, i, f->mwords);
 }
 
 /* ---- query --------------------------------------------------------------- */
@@ -291,9 +298,10 @@ static int QF_FN(lookup)(const akvi_qf *f, akv_hash h)
  * block's slot 0 takes the top r bits of the block before (the previous
  * block's words are read before they change). Offsets of the blocks after
  * home's up to e's grow by one. */
-static void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p, uint64_t e)
+static inline __attribute__((always_inline)) void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p, uint64_t e,
+                                                                   const uint64_t mw)
 {
-    const uint64_t r = f->r, bb = f->bbytes, mw = f->mwords, pb = p >> 6, eb = e >> 6;
+    const uint64_t r = f->r, bb = f->bbytes, pb = p >> 6, eb = e >> 6;
     uint8_t *const t = f->t;
     for (uint64_t b = eb; e > p && b >= pb; b--) {
         /* destination slots [dlo, dhi] of block b */
@@ -339,13 +347,22 @@ static void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p, uint64_t e)
         inc_off(f, b);
 }
 
+/* The writer's store of value v (below 2^r) into slot bi of the block at
+ * bp (mw: the layout's metadata words). */
+static inline void QF_FN(wslot_set)(uint8_t *bp, uint64_t bi, uint64_t v, uint64_t r, uint64_t mw)
+{
+    const uint64_t bit = bi * r, m = rmask((uint32_t)r) << (bit & 7);
+    uint8_t *p = bp + 8 * mw + 1 + (bit >> 3);
+    st64(p, (wld64(p) & ~m) | ((v << (bit & 7)) & m));
+}
+
 /* The writer's select_end (plain loads, the geometry in locals): the end
  * of the rank-th run end at or after pos (rank >= 1). */
 static inline __attribute__((always_inline)) int64_t QF_FN(wselect_end)(const akvi_qf *f, uint64_t pos,
-                                                                        uint64_t rank)
+                                                                        uint64_t rank, const uint64_t mw)
 {
     const uint64_t bb = f->bbytes, nb = f->nblocks, xn = f->xnslots;
-    const bool aqf = f->mwords == 3;
+    const bool aqf = mw == 3;
     const uint8_t *const t = f->t;
     for (uint64_t b = pos >> 6, sh = pos & 63; b < nb; b++, sh = 0) {
         const uint8_t *bp = t + b * bb;
@@ -372,7 +389,7 @@ static inline __attribute__((always_inline)) int64_t QF_FN(wselect_end)(const ak
  * end at the rank-th run end after that. The walk keeps the current
  * block's run-end and extension words. The loads are the writer's own
  * (wld64, see qf_int.h): the writer lock is held. */
-static int QF_FN(insert)(akvi_qf *f, akv_hash h)
+static inline __attribute__((always_inline)) int QF_FN(insert_m)(akvi_qf *f, akv_hash h, const uint64_t mw)
 {
     uint64_t home, rem;
     akvi_qf_qr(f, h, &home, &rem);
@@ -381,7 +398,7 @@ static int QF_FN(insert)(akvi_qf *f, akv_hash h)
     QF_FN(prefetch_block)(f, hb, 1);
     /* at 90 % fill the run or the shift often crosses into the next block */
     QF_FN(prefetch_block)(f, hb + 1, 1);
-    const uint64_t r = f->r, mw = f->mwords, xn = f->xnslots, rm = rmask(f->r);
+    const uint64_t r = f->r, xn = f->xnslots, rm = rmask(f->r);
     const bool aqf = mw == 3;
     const uint64_t occw_h = wld64(hp + 8 * W_OCC);
     const bool occ = (occw_h >> hi) & 1;
@@ -393,7 +410,7 @@ static int QF_FN(insert)(akvi_qf *f, akv_hash h)
     uint64_t s = hb * 64 + (uint64_t)off;
     const uint64_t rank = QF_FN(pop64)(occw_h & ((1ULL << hi) - 1));
     if (rank) {
-        int64_t e = QF_FN(wselect_end)(f, s, rank);
+        int64_t e = QF_FN(wselect_end)(f, s, rank, mw);
         if (e < 0)
             return AKV_ECORRUPT;
         s = (uint64_t)e + 1;
@@ -405,7 +422,7 @@ static int QF_FN(insert)(akvi_qf *f, akv_hash h)
     if (!occ && s == home) {
         /* an unoccupied home whose run would start at home is a free slot:
          * no earlier run reaches it, no later one starts before its own home */
-        slot_set(f, home, rem);
+        QF_FN(wslot_set)(hp, hi, rem, r, mw);
         uint64_t bit = 1ULL << hi;
         st64(hp + 8 * W_REND, wld64(hp + 8 * W_REND) | bit);
         if (aqf)
@@ -455,15 +472,26 @@ static int QF_FN(insert)(akvi_qf *f, akv_hash h)
                 i = e + 1;
             }
         }
-        const int64_t e = QF_FN(first_empty)(f, p);
+        const int64_t e = QF_FN(first_empty_m)(f, p, mw);
         if (e < 0)
             return AKV_ECORRUPT;
         if ((uint64_t)e >= xn)
             return AKV_EFULL;
-        QF_FN(open_slot)(f, home, p, (uint64_t)e);
-        slot_set(f, p, rem);
-        bit_put(f, W_EXT, p, false);
-        bit_put(f, W_REND, p, rend_new);
+        QF_FN(open_slot)(f, home, p, (uint64_t)e, mw);
+        /* the new record: its slot, no extension, the run end where it
+         * ends the run (then the old last record no longer does) */
+        uint8_t *pp = t + (p >> 6) * bb;
+        const uint64_t pbit = 1ULL << (p & 63);
+        QF_FN(wslot_set)(pp, p & 63, rem, r, mw);
+        if (mw == 3)
+            st64(pp + 8 * W_EXT, wld64(pp + 8 * W_EXT) & ~pbit);
+        uint64_t rw = wld64(pp + 8 * W_REND);
+        rw = rend_new ? rw | pbit : rw & ~pbit;
+        if (clear_rend >= 0 && (uint64_t)clear_rend >> 6 == p >> 6) {
+            rw &= ~(1ULL << (clear_rend & 63));
+            clear_rend = -1;
+        }
+        st64(pp + 8 * W_REND, rw);
         if (clear_rend >= 0)
             bit_put(f, W_REND, (uint64_t)clear_rend, false);
         if (!occ)
@@ -474,4 +502,16 @@ static int QF_FN(insert)(akvi_qf *f, akv_hash h)
     f->nitems++;
     f->bl_ok = false;
     return AKV_OK;
+}
+
+/* The insert built once per layout (f->insert_fn): a QF's blocks have no
+ * extension word, an AQF's do. */
+static int QF_FN(insert_qf)(akvi_qf *f, akv_hash h)
+{
+    return QF_FN(insert_m)(f, h, 2);
+}
+
+static int QF_FN(insert_aqf)(akvi_qf *f, akv_hash h)
+{
+    return QF_FN(insert_m)(f, h, 3);
 }

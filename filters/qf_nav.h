@@ -298,8 +298,8 @@ static int QF_FN(lookup)(const akvi_qf *f, akv_hash h)
  * block's slot 0 takes the top r bits of the block before (the previous
  * block's words are read before they change). Offsets of the blocks after
  * home's up to e's grow by one. */
-static inline __attribute__((always_inline)) void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p, uint64_t e,
-                                                                   const uint64_t mw)
+static inline __attribute__((always_inline)) void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p,
+                                                                   uint64_t e, const uint64_t mw)
 {
     const uint64_t r = f->r, bb = f->bbytes, pb = p >> 6, eb = e >> 6;
     uint8_t *const t = f->t;

@@ -204,7 +204,7 @@ static inline __attribute__((always_inline)) int64_t QF_FN(first_empty_m)(const 
             off = QF_FN(block_off_sat)(f, b);
         if (off < 0)
             return QF_BAD;
-        uint64_t occ = QF_FN(pop64)(wld64(bp + 8 * W_OCC) & (j == 63 ? ~0ULL : (2ULL << j) - 1)), n;
+        uint64_t occ = QF_FN(pop64)(wld64(bp + 8 * W_OCC) & (~0ULL >> (63 - j))), n;
         if ((uint64_t)off > j) {
             n = (uint64_t)off - j + occ;
         } else {
@@ -314,7 +314,7 @@ static inline __attribute__((always_inline)) void QF_FN(open_slot)(akvi_qf *f, u
         /* the slot bits [lo, hi) take the bits r below them */
         const uint64_t lo = dlo * r, hi = (dhi + 1) * r, k0 = lo >> 6;
         uint64_t k = (hi - 1) >> 6, w = wld64(base + 8 * k);
-        uint64_t m = hi - 64 * k == 64 ? ~0ULL : (1ULL << (hi - 64 * k)) - 1;
+        uint64_t m = ~0ULL >> (64 * (k + 1) - hi); /* hi - 64k is 1..64 */
         for (;;) {
             uint64_t below = k > 0   ? wld64(base + 8 * (k - 1))
                              : carry ? wld64(pp + 8 * mw + 1 + 8 * (r - 1))
@@ -329,7 +329,7 @@ static inline __attribute__((always_inline)) void QF_FN(open_slot)(akvi_qf *f, u
             m = ~0ULL;
         }
         /* run-end and extension bits [dlo, dhi] take their lower neighbours */
-        const uint64_t bm = (dhi == 63 ? ~0ULL : (2ULL << dhi) - 1) & (~0ULL << dlo);
+        const uint64_t bm = (~0ULL >> (63 - dhi)) & (~0ULL << dlo);
         uint64_t rw = wld64(bp + 8 * W_REND);
         uint64_t nr = (rw & ~bm) | ((rw << 1) & bm);
         if (carry)

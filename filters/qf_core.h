@@ -76,8 +76,8 @@ typedef struct akvi_qf {
     /* writer scratch */
     void *scratch;
     size_t scratch_cap;
-    /* the build of qf_nav.h this filter uses (portable or POPCNT/BMI2),
-     * chosen when it is allocated */
+    /* the build of qf_nav.h this filter uses (portable or POPCNT/BMI2;
+     * the insert also per layout, qf or aqf), chosen when it is allocated */
     int (*lookup_fn)(const struct akvi_qf *f, akv_hash h);
     int (*insert_fn)(struct akvi_qf *f, akv_hash h);
 } akvi_qf;

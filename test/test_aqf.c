@@ -347,7 +347,8 @@ Test(aqf, bulk_load_equals_incremental)
                     cr_assert_eq(akv_filter_insert(inc, keys[i]), AKV_OK, "%s r=%u key %zu", kinds[kk % 2],
                                  rs[ri], i);
                 cr_assert_eq(akvi_aqf_validate(inc), AKV_OK);
-                cr_assert_eq(akvi_aqf_bulk_load(K(kinds[kk % 2]), &p, keys, n, &bulk), AKV_EINVAL); /* unsorted */
+                cr_assert_eq(akvi_aqf_bulk_load(K(kinds[kk % 2]), &p, keys, n, &bulk),
+                             AKV_EINVAL); /* unsorted */
                 akvi_qf_sort(keys, n);
                 cr_assert_eq(akvi_aqf_bulk_load(K(kinds[kk % 2]), &p, keys, n, &bulk), AKV_OK);
                 cr_assert_eq(akvi_aqf_validate(bulk), AKV_OK);

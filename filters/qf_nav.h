@@ -310,7 +310,7 @@ static inline __attribute__((always_inline)) void QF_FN(open_slot)(akvi_qf *f, u
             break;
         const bool carry = b > pb;
         uint8_t *bp = t + b * bb, *base = bp + 8 * mw + 1;
-        const uint8_t *pp = bp - bb; /* block b - 1, read only when carry */
+        const uint8_t *pp = carry ? bp - bb : bp; /* block b - 1, read only when carry */
         /* the slot bits [lo, hi) take the bits r below them */
         const uint64_t lo = dlo * r, hi = (dhi + 1) * r, k0 = lo >> 6;
         uint64_t k = (hi - 1) >> 6, w = wld64(base + 8 * k);

@@ -194,7 +194,16 @@ size_t akvi_qf_memory(const akvi_qf *f)
  * build is used when the CPU has both (checked once at run time), so the
  * library runs on any x86-64 and builds anywhere. */
 
-#define QF_SLOW     2 /* insert_fast: take the general path */
+/* The first key sets the shard prefix the filter holds (akvi_qf.prefix). */
+static inline void note_prefix(akvi_qf *f, akv_hash h)
+{
+    if (f->nitems == 0 && f->pbits)
+        f->prefix = h.hi & ~(~0ULL >> f->pbits);
+}
+
+/* The general insert (below), which the in-place one hands over to. */
+static __attribute__((noinline)) int qf_insert_general(akvi_qf *f, akv_hash h);
+
 #define QF_FN(name) name##_g
 #include "filters/qf_nav.h"
 #undef QF_FN
@@ -260,12 +269,12 @@ static void qf_pick_build(akvi_qf *f)
 #ifdef QF_HAVE_HW
     if (qf_hw()) {
         f->lookup_fn = lookup_hw;
-        f->insert_fast_fn = insert_fast_hw;
+        f->insert_fn = f->mwords == 3 ? insert_aqf_hw : insert_qf_hw;
         return;
     }
 #endif
     f->lookup_fn = lookup_g;
-    f->insert_fast_fn = insert_fast_g;
+    f->insert_fn = f->mwords == 3 ? insert_aqf_g : insert_qf_g;
 }
 
 bool akvi_qf_hw_select(void)
@@ -532,12 +541,6 @@ uint64_t akvi_qfi_ext_total(const akvi_qf_fp *fps, size_t n)
     return t;
 }
 
-static void note_prefix(akvi_qf *f, akv_hash h)
-{
-    if (f->nitems == 0 && f->pbits)
-        f->prefix = h.hi & ~(~0ULL >> f->pbits);
-}
-
 /* Where x goes in the run and with which fingerprint (Lemma 2). */
 static size_t place_new(const akvi_qf *f, const fpvec *run, akvi_u128 x, akvi_qf_fp *nf)
 {
@@ -558,18 +561,12 @@ static size_t place_new(const akvi_qf *f, const fpvec *run, akvi_u128 x, akvi_qf
     return before;
 }
 
-int akvi_qf_insert(akvi_qf *f, akv_hash h)
+/* The general insert: decode the run, place the new record (Lemma 2),
+ * re-encode. The in-place insert (qf_nav.h) hands over to it when the
+ * key's minirun holds extended records. */
+static int qf_insert_general(akvi_qf *f, akv_hash h)
 {
     akvi_u128 x = akvi_qf_stream(f, h);
-    int frc = f->insert_fast_fn(f, x);
-    if (frc != QF_SLOW) {
-        if (frc == AKV_OK) {
-            note_prefix(f, h);
-            f->nitems++;
-            f->bl_ok = false;
-        }
-        return frc;
-    }
     uint64_t home = quo_of(f, x), s, len;
     fpvec run;
     fv_init(&run);

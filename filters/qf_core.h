@@ -76,10 +76,10 @@ typedef struct akvi_qf {
     /* writer scratch */
     void *scratch;
     size_t scratch_cap;
-    /* the build of qf_nav.h this filter uses (portable or POPCNT/BMI2),
-     * chosen when it is allocated */
+    /* the build of qf_nav.h this filter uses (portable or POPCNT/BMI2;
+     * the insert also per layout, qf or aqf), chosen when it is allocated */
     int (*lookup_fn)(const struct akvi_qf *f, akv_hash h);
-    int (*insert_fast_fn)(struct akvi_qf *f, akvi_u128 x);
+    int (*insert_fn)(struct akvi_qf *f, akv_hash h);
 } akvi_qf;
 
 /* One fingerprint: its stream bits (left-aligned, zero past the end) and
@@ -167,7 +167,10 @@ unsigned akvi_qf_words_touched(const akvi_qf *f, akv_hash h);
  * identical fingerprints matching h; by invariant N that is always the
  * key's own (see qf_core.c). AKV_EFULL when the table is full, AKV_NOTFOUND
  * when nothing matches h. */
-int akvi_qf_insert(akvi_qf *f, akv_hash h);
+static inline int akvi_qf_insert(akvi_qf *f, akv_hash h)
+{
+    return f->insert_fn(f, h);
+}
 int akvi_qf_remove(akvi_qf *f, akv_hash h);
 
 /* Fix the false positive h using the reverse map: every fingerprint of the

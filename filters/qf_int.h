@@ -94,6 +94,19 @@ static inline void st8(uint8_t *p, uint8_t v)
 }
 #endif
 
+/* A writer's own loads (insert, remove, adapt hold the writer lock, so no
+ * store races them; the racing readers use ld64). Plain loads: the compiler
+ * may keep, merge and fold them. */
+static inline uint64_t wld64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
 static inline uint8_t *blkp(const akvi_qf *f, uint64_t b)
 {
     return f->t + b * f->bbytes;

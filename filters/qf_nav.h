@@ -10,9 +10,6 @@
 #ifndef QF_FN /* read on its own (static analysis): one portable copy */
 #define QF_FN(name) name##_g
 #endif
-#ifndef QF_SLOW
-#define QF_SLOW 2
-#endif
 
 static inline uint64_t QF_FN(pop64)(uint64_t x)
 {
@@ -186,34 +183,47 @@ static inline int64_t QF_FN(run_start)(const akvi_qf *f, uint64_t home)
  * past i. Each of those runs needs a slot at or after i, so slots
  * [i, i + t) are used; t = 0 means slot i is free (every run with a home
  * <= i ended before it). */
-static int64_t QF_FN(first_empty)(const akvi_qf *f, uint64_t i)
+static inline __attribute__((always_inline)) int64_t QF_FN(first_empty_m)(const akvi_qf *f, uint64_t i,
+                                                                          const uint64_t mw)
 {
-    while (i < f->xnslots) {
-        uint64_t b = i >> 6, j = i & 63;
-        uint64_t ext = extw(f, b) >> j;
+    /* a writer's search: plain loads (wld64), the geometry in locals; mw
+     * is f->mwords, a constant where the insert is built per layout */
+    const uint64_t bb = f->bbytes, xn = f->xnslots;
+    const uint8_t *const t = f->t;
+    while (i < xn) {
+        const uint64_t b = i >> 6, j = i & 63;
+        const uint8_t *bp = t + b * bb;
+        const uint64_t ew = mw == 3 ? wld64(bp + 8 * W_EXT) : 0, ext = ew >> j;
         if (ext & 1) { /* an extension slot is used: skip the record's others */
             uint64_t n = ~ext ? (uint64_t)__builtin_ctzll(~ext) : 64 - j;
             i += n < 64 - j ? n : 64 - j;
             continue;
         }
-        int64_t off = QF_FN(block_off)(f, b);
+        int64_t off = bp[8 * mw];
+        if (__builtin_expect(off >= QF_OFF_SAT, 0))
+            off = QF_FN(block_off_sat)(f, b);
         if (off < 0)
             return QF_BAD;
-        uint64_t occ = QF_FN(pop64)(occw(f, b) & (j == 63 ? ~0ULL : (2ULL << j) - 1)), t;
+        uint64_t occ = QF_FN(pop64)(wld64(bp + 8 * W_OCC) & (~0ULL >> (63 - j))), n;
         if ((uint64_t)off > j) {
-            t = (uint64_t)off - j + occ;
+            n = (uint64_t)off - j + occ;
         } else {
-            uint64_t ends = rendw(f, b) & ~extw(f, b) & ((1ULL << j) - 1) & (~0ULL << off);
+            uint64_t ends = wld64(bp + 8 * W_REND) & ~ew & ((1ULL << j) - 1) & (~0ULL << off);
             uint64_t e = QF_FN(pop64)(ends);
             if (e > occ)
                 return QF_BAD;
-            t = occ - e;
+            n = occ - e;
         }
-        if (t == 0)
+        if (n == 0)
             return (int64_t)i;
-        i += t;
+        i += n;
     }
-    return (int64_t)f->xnslots;
+    return (int64_t)xn;
+}
+
+static inline int64_t QF_FN(first_empty)(const akvi_qf *f, uint64_t i)
+{
+    return QF_FN(first_empty_m)(f, i, f->mwords);
 }
 
 /* ---- query --------------------------------------------------------------- */
@@ -281,137 +291,227 @@ static int QF_FN(lookup)(const akvi_qf *f, akv_hash h)
     return QF_FN(lookup_run)(f, h, quo, rem);
 }
 
-/* Shift the bits [lo, hi) of a packed slot area up by r (toward higher
- * positions); bits [lo, lo + r) keep their old value (the caller writes
- * them). Works down from the top in 56-bit pieces, each one unaligned
- * load and one read-modify-write. */
-static inline void QF_FN(shift_bits_up)(uint8_t *base, uint64_t lo, uint64_t hi, unsigned r)
-{
-    uint64_t pos = hi, d0 = lo + r;
-    while (pos > d0) {
-        uint64_t n = pos - d0 < 56 ? pos - d0 : 56, dst = pos - n, src = dst - r;
-        uint64_t v = (ld64(base + (src >> 3)) >> (src & 7)) & ((1ULL << n) - 1);
-        uint8_t *p = base + (dst >> 3);
-        uint64_t m = ((1ULL << n) - 1) << (dst & 7);
-        st64(p, (ld64(p) & ~m) | (v << (dst & 7)));
-        pos = dst;
-    }
-}
-
-/* Bits `mask` of block b's word `which` take their lower neighbours; with
- * carry, bit 0 takes bit 63 of the block before. */
-static inline __attribute__((always_inline)) void QF_FN(shift_word_up)(akvi_qf *f, uint64_t b, int which,
-                                                                       uint64_t mask, bool carry)
-{
-    uint8_t *wp = blkp(f, b) + 8 * which;
-    uint64_t w = ld64(wp), nw = (w & ~mask) | ((w << 1) & mask);
-    if (carry)
-        nw = (nw & ~1ULL) | (ld64(blkp(f, b - 1) + 8 * which) >> 63);
-    st64(wp, nw);
-}
-
 /* Open one blank slot at p: slots [p, e) move up by one (values, runend
- * and extension bits), word by word; e is the first empty slot at or after
- * p. Offsets of the blocks after home's up to e's grow by one. */
-static void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p, uint64_t e)
+ * and extension bits); e is the first empty slot at or after p. Block by
+ * block from the top, and inside a block a word at a time: a block's
+ * 64 r-bit slots are r words, so slot j's bits move up by r, and a later
+ * block's slot 0 takes the top r bits of the block before (the previous
+ * block's words are read before they change). Offsets of the blocks after
+ * home's up to e's grow by one. */
+static inline __attribute__((always_inline)) void QF_FN(open_slot)(akvi_qf *f, uint64_t home, uint64_t p,
+                                                                   uint64_t e, const uint64_t mw)
 {
-    uint64_t pb = p >> 6, r = f->r;
-    for (uint64_t b = e >> 6; e > p; b--) {
-        uint64_t first = b == pb ? (p & 63) : 0, last = b == (e >> 6) ? (e & 63) : 63;
-        uint8_t *base = (uint8_t *)slot_base(f, b);
-        if (last > first)
-            QF_FN(shift_bits_up)(base, first * r, (last + 1) * r, (unsigned)r);
-        /* destination bits (first, last] take their lower neighbours; bit 0
-         * of a later block takes bit 63 of the block before */
-        uint64_t mask = (last == 63 ? ~0ULL : (2ULL << last) - 1) & ~((2ULL << first) - 1);
-        if (b > pb)
-            mask = (last == 63 ? ~0ULL : (2ULL << last) - 1) & ~1ULL;
-        QF_FN(shift_word_up)(f, b, W_REND, mask, b > pb);
-        if (f->mwords == 3)
-            QF_FN(shift_word_up)(f, b, W_EXT, mask, b > pb);
-        if (b > pb) {
-            uint64_t bit = 63 * r;
-            const uint8_t *pv = slot_base(f, b - 1);
-            uint64_t v = (ld64(pv + (bit >> 3)) >> (bit & 7)) & rmask(f->r);
-            uint64_t m = rmask(f->r);
-            st64(base, (ld64(base) & ~m) | v);
+    const uint64_t r = f->r, bb = f->bbytes, pb = p >> 6, eb = e >> 6;
+    uint8_t *const t = f->t;
+    for (uint64_t b = eb; e > p && b >= pb; b--) {
+        /* destination slots [dlo, dhi] of block b */
+        const uint64_t dlo = b == pb ? (p & 63) + 1 : 0, dhi = b == eb ? (e & 63) : 63;
+        if (dlo > dhi) /* p is block pb's last slot: nothing moves inside it */
+            break;
+        const bool carry = b > pb;
+        uint8_t *bp = t + b * bb, *base = bp + 8 * mw + 1;
+        const uint8_t *pp = carry ? bp - bb : bp; /* block b - 1, read only when carry */
+        /* the slot bits [lo, hi) take the bits r below them */
+        const uint64_t lo = dlo * r, hi = (dhi + 1) * r, k0 = lo >> 6;
+        uint64_t k = (hi - 1) >> 6, w = wld64(base + 8 * k);
+        uint64_t m = ~0ULL >> (64 * (k + 1) - hi); /* hi - 64k is 1..64 */
+        for (;;) {
+            uint64_t below = k > 0   ? wld64(base + 8 * (k - 1))
+                             : carry ? wld64(pp + 8 * mw + 1 + 8 * (r - 1))
+                                     : 0;
+            if (k == k0)
+                m &= ~0ULL << (lo & 63);
+            st64(base + 8 * k, (w & ~m) | (((w << r) | (below >> (64 - r))) & m));
+            if (k == k0)
+                break;
+            k--;
+            w = below;
+            m = ~0ULL;
+        }
+        /* run-end and extension bits [dlo, dhi] take their lower neighbours */
+        const uint64_t bm = (~0ULL >> (63 - dhi)) & (~0ULL << dlo);
+        uint64_t rw = wld64(bp + 8 * W_REND);
+        uint64_t nr = (rw & ~bm) | ((rw << 1) & bm);
+        if (carry)
+            nr |= wld64(pp + 8 * W_REND) >> 63;
+        st64(bp + 8 * W_REND, nr);
+        if (mw == 3) {
+            uint64_t ew = wld64(bp + 8 * W_EXT), cin = carry ? wld64(pp + 8 * W_EXT) >> 63 : 0;
+            if (ew | cin) /* all zero (no extended record near): nothing moves */
+                st64(bp + 8 * W_EXT, (ew & ~bm) | ((ew << 1) & bm) | cin);
         }
         if (b == pb)
             break;
     }
-    for (uint64_t b = (home >> 6) + 1; b <= e >> 6; b++)
+    for (uint64_t b = (home >> 6) + 1; b <= eb; b++)
         inc_off(f, b);
 }
 
-/* Insert a key whose record will be one bare slot (no extension): the
- * common case, done in place. Returns QF_SLOW when the caller must take
- * the general path (the key's minirun holds extended records), else an
- * AKV_* code. */
-static int QF_FN(insert_fast)(akvi_qf *f, akvi_u128 x)
+/* The writer's store of value v (below 2^r) into slot bi of the block at
+ * bp (mw: the layout's metadata words). */
+static inline void QF_FN(wslot_set)(uint8_t *bp, uint64_t bi, uint64_t v, uint64_t r, uint64_t mw)
 {
-    uint64_t home = quo_of(f, x), rem = rem_of(f, x);
-    QF_FN(prefetch_block)(f, home >> 6, 1);
-    /* at 90 % fill the run or the shift often crosses into the next block */
-    QF_FN(prefetch_block)(f, (home >> 6) + 1, 1);
-    bool occ = (occw(f, home >> 6) >> (home & 63)) & 1;
-    int64_t s = QF_FN(run_start_in)(f, home);
-    if (s < 0)
-        return AKV_ECORRUPT;
-    uint64_t p = (uint64_t)s;
-    int rend_new = 1;        /* the new slot ends the run */
-    int64_t clear_rend = -1; /* the old last record's remainder slot */
-    if (occ) {
-        for (uint64_t i = (uint64_t)s;;) {
-            if (i >= f->xnslots)
-                return AKV_ECORRUPT;
-            uint64_t v = slot_get(f, i);
-            uint64_t e = i + 1 < f->xnslots && bit_get(f, W_EXT, i + 1) ? (uint64_t)QF_FN(rec_end)(f, i) : i;
-            if (v == rem) {
-                /* the minirun: bare copies of a matching bare record go in
-                 * front of it; any extension means the general path */
-                for (uint64_t j = i;;) {
-                    uint64_t ej =
-                        j + 1 < f->xnslots && bit_get(f, W_EXT, j + 1) ? (uint64_t)QF_FN(rec_end)(f, j) : j;
-                    if (ej != j)
-                        return QF_SLOW;
-                    if (bit_get(f, W_REND, j) || j + 1 >= f->xnslots || slot_get(f, j + 1) != rem)
-                        break;
-                    j = ej + 1;
-                }
-                p = i;
-                rend_new = 0;
-                break;
-            }
-            if (v > rem) {
-                p = i;
-                rend_new = 0;
-                break;
-            }
-            if (bit_get(f, W_REND, i)) {
-                p = e + 1;
-                clear_rend = (int64_t)i;
-                break;
-            }
-            i = e + 1;
+    const uint64_t bit = bi * r, m = rmask((uint32_t)r) << (bit & 7);
+    uint8_t *p = bp + 8 * mw + 1 + (bit >> 3);
+    st64(p, (wld64(p) & ~m) | ((v << (bit & 7)) & m));
+}
+
+/* The writer's select_end (plain loads, the geometry in locals): the end
+ * of the rank-th run end at or after pos (rank >= 1). */
+static inline __attribute__((always_inline)) int64_t QF_FN(wselect_end)(const akvi_qf *f, uint64_t pos,
+                                                                        uint64_t rank, const uint64_t mw)
+{
+    const uint64_t bb = f->bbytes, nb = f->nblocks, xn = f->xnslots;
+    const bool aqf = mw == 3;
+    const uint8_t *const t = f->t;
+    for (uint64_t b = pos >> 6, sh = pos & 63; b < nb; b++, sh = 0) {
+        const uint8_t *bp = t + b * bb;
+        const uint64_t ew = aqf ? wld64(bp + 8 * W_EXT) : 0;
+        const uint64_t w = wld64(bp + 8 * W_REND) & ~ew & (~0ULL << sh), c = QF_FN(pop64)(w);
+        if (c >= rank) {
+            const uint64_t bi = QF_FN(select64)(w, rank - 1), e = b * 64 + bi;
+            /* usually the run's last record has no extension: skip the search */
+            const bool more =
+                aqf && (bi < 63 ? (ew >> (bi + 1)) & 1 : e + 1 < xn && (wld64(bp + bb + 8 * W_EXT) & 1));
+            return more ? QF_FN(rec_end)(f, e) : (int64_t)e;
         }
+        rank -= c;
     }
+    return QF_BAD;
+}
+
+/* Insert a key (f->insert_fn). A record that is one bare slot (no
+ * extension) — every key but one joining a minirun whose records were
+ * adapted — is inserted in place; that one goes to qf_insert_general.
+ *
+ * The run start comes from home's own block: its offset is where the runs
+ * of earlier blocks end, and the runs with a home in the block before home
+ * end at the rank-th run end after that. The walk keeps the current
+ * block's run-end and extension words. The loads are the writer's own
+ * (wld64, see qf_int.h): the writer lock is held. */
+static inline __attribute__((always_inline)) int QF_FN(insert_m)(akvi_qf *f, akv_hash h, const uint64_t mw)
+{
+    uint64_t home, rem;
+    akvi_qf_qr(f, h, &home, &rem);
+    const uint64_t bb = f->bbytes, hb = home >> 6, hi = home & 63;
+    uint8_t *const t = f->t, *const hp = t + hb * bb;
+    QF_FN(prefetch_block)(f, hb, 1);
+    /* at 90 % fill the run or the shift often crosses into the next block */
+    QF_FN(prefetch_block)(f, hb + 1, 1);
+    const uint64_t r = f->r, xn = f->xnslots, rm = rmask(f->r);
+    const bool aqf = mw == 3;
+    const uint64_t occw_h = wld64(hp + 8 * W_OCC);
+    const bool occ = (occw_h >> hi) & 1;
+    int64_t off = hp[8 * mw];
+    if (__builtin_expect(off >= QF_OFF_SAT, 0))
+        off = QF_FN(block_off_sat)(f, hb);
+    if (off < 0 || (uint64_t)off > xn)
+        return AKV_ECORRUPT;
+    uint64_t s = hb * 64 + (uint64_t)off;
+    const uint64_t rank = QF_FN(pop64)(occw_h & ((1ULL << hi) - 1));
+    if (rank) {
+        int64_t e = QF_FN(wselect_end)(f, s, rank, mw);
+        if (e < 0)
+            return AKV_ECORRUPT;
+        s = (uint64_t)e + 1;
+    }
+    if (s < home)
+        s = home;
     if (f->used + 1 > f->insert_limit)
         return AKV_EFULL;
-    /* an unoccupied home whose run would start at home is a free slot: no
-     * earlier run reaches it, no later one starts before its own home */
-    int64_t e = !occ && p == home ? (int64_t)p : QF_FN(first_empty)(f, p);
-    if (e < 0)
-        return AKV_ECORRUPT;
-    if ((uint64_t)e >= f->xnslots)
-        return AKV_EFULL;
-    QF_FN(open_slot)(f, home, p, (uint64_t)e);
-    slot_set(f, p, rem);
-    bit_put(f, W_EXT, p, false);
-    bit_put(f, W_REND, p, rend_new);
-    if (clear_rend >= 0)
-        bit_put(f, W_REND, (uint64_t)clear_rend, false);
-    if (!occ)
-        bit_put(f, W_OCC, home, true);
+    if (!occ && s == home) {
+        /* an unoccupied home whose run would start at home is a free slot:
+         * no earlier run reaches it, no later one starts before its own home */
+        QF_FN(wslot_set)(hp, hi, rem, r, mw);
+        uint64_t bit = 1ULL << hi;
+        st64(hp + 8 * W_REND, wld64(hp + 8 * W_REND) | bit);
+        if (aqf)
+            st64(hp + 8 * W_EXT, wld64(hp + 8 * W_EXT) & ~bit);
+        st64(hp + 8 * W_OCC, occw_h | bit);
+    } else {
+        uint64_t p = s;
+        bool rend_new = true;    /* the new slot ends the run */
+        int64_t clear_rend = -1; /* the old last record's remainder slot */
+        if (occ) {
+            uint64_t cb = ~0ULL, rw = 0, ew = 0;
+            const uint8_t *bp = NULL, *sb = NULL;
+            for (uint64_t i = s;;) {
+                if (i >= xn)
+                    return AKV_ECORRUPT;
+                const uint64_t bi = i & 63;
+                if ((i >> 6) != cb) {
+                    cb = i >> 6;
+                    bp = t + cb * bb;
+                    rw = wld64(bp + 8 * W_REND);
+                    ew = aqf ? wld64(bp + 8 * W_EXT) : 0;
+                    sb = bp + 8 * mw + 1;
+                }
+                const uint64_t bit = bi * r, v = (wld64(sb + (bit >> 3)) >> (bit & 7)) & rm;
+                if (v >= rem) {
+                    /* the minirun: a bare copy of matching bare records goes
+                     * in front of them; any extension means the general path */
+                    for (uint64_t j = i; v == rem; j++) {
+                        if (j + 1 < xn && bit_get(f, W_EXT, j + 1))
+                            return qf_insert_general(f, h);
+                        if (bit_get(f, W_REND, j) || j + 1 >= xn || slot_get(f, j + 1) != rem)
+                            break;
+                    }
+                    p = i;
+                    rend_new = false;
+                    break;
+                }
+                /* does an extension slot follow (the record is longer)? */
+                const bool more =
+                    aqf && (bi < 63 ? (ew >> (bi + 1)) & 1 : i + 1 < xn && (wld64(bp + bb + 8 * W_EXT) & 1));
+                const uint64_t e = more ? (uint64_t)QF_FN(rec_end)(f, i) : i;
+                if ((rw >> bi) & 1) {
+                    p = e + 1;
+                    clear_rend = (int64_t)i;
+                    break;
+                }
+                i = e + 1;
+            }
+        }
+        const int64_t e = QF_FN(first_empty_m)(f, p, mw);
+        if (e < 0)
+            return AKV_ECORRUPT;
+        if ((uint64_t)e >= xn)
+            return AKV_EFULL;
+        QF_FN(open_slot)(f, home, p, (uint64_t)e, mw);
+        /* the new record: its slot, no extension, the run end where it
+         * ends the run (then the old last record no longer does) */
+        uint8_t *pp = t + (p >> 6) * bb;
+        const uint64_t pbit = 1ULL << (p & 63);
+        QF_FN(wslot_set)(pp, p & 63, rem, r, mw);
+        if (mw == 3)
+            st64(pp + 8 * W_EXT, wld64(pp + 8 * W_EXT) & ~pbit);
+        uint64_t rw = wld64(pp + 8 * W_REND);
+        rw = rend_new ? rw | pbit : rw & ~pbit;
+        if (clear_rend >= 0 && (uint64_t)clear_rend >> 6 == p >> 6) {
+            rw &= ~(1ULL << (clear_rend & 63));
+            clear_rend = -1;
+        }
+        st64(pp + 8 * W_REND, rw);
+        if (clear_rend >= 0)
+            bit_put(f, W_REND, (uint64_t)clear_rend, false);
+        if (!occ)
+            st64(hp + 8 * W_OCC, wld64(hp + 8 * W_OCC) | (1ULL << hi));
+    }
+    note_prefix(f, h);
     f->used++;
+    f->nitems++;
+    f->bl_ok = false;
     return AKV_OK;
+}
+
+/* The insert built once per layout (f->insert_fn): a QF's blocks have no
+ * extension word, an AQF's do. */
+static int QF_FN(insert_qf)(akvi_qf *f, akv_hash h)
+{
+    return QF_FN(insert_m)(f, h, 2);
+}
+
+static int QF_FN(insert_aqf)(akvi_qf *f, akv_hash h)
+{
+    return QF_FN(insert_m)(f, h, 3);
 }

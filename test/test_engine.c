@@ -1807,9 +1807,12 @@ static void rest_compaction_test(akv_layout layout)
     /* Without it, how many filters an absent key checks depends on where
      * the background threads' timing left the upper levels' runs (an upper
      * run may cover part of the hash space only: 0.992 was seen), so only
-     * the order is asserted: never more filters at rest. */
-    cr_assert_geq(filters[0], filters[1], "%.3f filters per absent key without compaction at rest, %.3f with",
-                  filters[0], filters[1]);
+     * the order is asserted: never more filters at rest. The two databases
+     * have different seeds, so the share of absent keys that fall in an
+     * empty shard and check nothing differs between them by up to about a
+     * percent (0.992 without against 0.993 with was seen): hence the 0.02. */
+    cr_assert_geq(filters[0] + 0.02, filters[1],
+                  "%.3f filters per absent key without compaction at rest, %.3f with", filters[0], filters[1]);
     cr_assert_eq(levels[1], 1, "%u levels at rest", levels[1]);
     cr_assert_leq(filters[1], 1.0, "%.3f filters per absent key at rest", filters[1]);
 }

@@ -52,15 +52,15 @@
 
 typedef struct fuse {
     akv_filter base;
-    double bpk;              /* build only: the budget */
-    uint64_t seed;           /* mixes h.hi into x */
-    uint32_t f;              /* fingerprint bits, 1..32; 0 with no keys */
-    uint32_t seglen;         /* L, a power of two */
-    uint64_t segments;       /* p0 ranges over segments · L cells */
-    uint64_t cells;          /* m = (segments + 2) · L; 0 when empty */
-    uint8_t *bits;           /* m · f bits, then 8 bytes of padding */
-    uint64_t distinct;       /* keys after deduplication */
-    akv_hash *hs;            /* build only: the added hashes */
+    double bpk;        /* build only: the budget */
+    uint64_t seed;     /* mixes h.hi into x */
+    uint32_t f;        /* fingerprint bits, 1..32; 0 with no keys */
+    uint32_t seglen;   /* L, a power of two */
+    uint64_t segments; /* p0 ranges over segments · L cells */
+    uint64_t cells;    /* m = (segments + 2) · L; 0 when empty */
+    uint8_t *bits;     /* m · f bits, then 8 bytes of padding */
+    uint64_t distinct; /* keys after deduplication */
+    akv_hash *hs;      /* build only: the added hashes */
     size_t n_hs, cap_hs;
     bool finished;
 } fuse;
@@ -223,7 +223,7 @@ static size_t sort_unique(uint64_t *x, uint64_t *tmp, size_t n)
 
 /* One attempt at the current seed and size: true when every key peeled
  * and the cells are assigned. xs: the n distinct values, sorted. */
-static bool peel_and_assign(fuse *u, const uint64_t *xs, size_t n, uint32_t *count, uint64_t *xor,
+static bool peel_and_assign(fuse *u, const uint64_t *xs, size_t n, uint32_t *count, uint64_t * xor,
                             uint64_t *queue, uint64_t *stack, uint8_t *which)
 {
     uint64_t m = u->cells;
@@ -406,8 +406,9 @@ static double fuse_fpr_theory(const akv_filter *f)
 static int fuse_describe(const akv_filter *f, char *buf, size_t cap)
 {
     const fuse *u = (const fuse *)f;
-    return snprintf(buf, cap, "\"fingerprint_bits\":%u,\"segment_length\":%u,\"segments\":%llu,\"cells\":%llu,"
-                              "\"distinct\":%llu",
+    return snprintf(buf, cap,
+                    "\"fingerprint_bits\":%u,\"segment_length\":%u,\"segments\":%llu,\"cells\":%llu,"
+                    "\"distinct\":%llu",
                     u->f, u->seglen, (unsigned long long)u->segments, (unsigned long long)u->cells,
                     (unsigned long long)u->distinct);
 }

@@ -33,7 +33,7 @@ static const size_t sizes[] = {0, 1, 2, 1000, 100000};
 
 Test(fuse, no_false_negatives_at_every_size)
 {
-    static const char *kinds[] = {"fuse"};
+    static const char *kinds[] = {"fuse", "afuse"};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
             for (uint64_t seed = 1; seed <= 3; seed++) {
@@ -147,4 +147,133 @@ Test(fuse, damaged_header_fields_are_refused)
     static const uint8_t val[] = {0x80, 0, 33, 3, 0xff, 0, 0x7f};
     akvt_check_edits_rejected(f, off, val, sizeof off / sizeof *off, false);
     akv_filter_destroy(f);
+}
+
+/* ---- afuse -------------------------------------------------------------- */
+
+/* The list's 0.125 bits a key come out of the budget: afuse stays within
+ * it (100k keys: 10 bits → f = 8, the same width as fuse alone), and its
+ * FPR before any adaptation is the fuse part's 2^-f. */
+Test(afuse, budget_and_fpr)
+{
+    static const double bpk[] = {10, 12, 16};
+    for (size_t i = 0; i < 3; i++) {
+        akv_filter_params p = params(bpk[i], 100000);
+        akv_filter *f = akvt_build("afuse", &p, 41 + i, 100000);
+        double got = (double)akv_filter_memory(f) * 8 / 100000;
+        cr_assert(got <= bpk[i] && got >= bpk[i] * 0.85, "%.0f bits/key: %.3f", bpk[i], got);
+        akvt_check_no_false_negatives(f, 41 + i, 100000);
+        akvt_check_fpr_theory(f, 41 + i, 1000000, 0.15);
+        akv_filter_destroy(f);
+    }
+}
+
+/* Seeded streams of false positives: each adaptation fixes its false
+ * positive at once, stored keys are never adapted away and stay positive
+ * after every step and after save/load, and the memory never grows. */
+Test(afuse, adapt_fixes_and_never_loses_a_key)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        size_t n = 20000;
+        akv_filter_params p = params(8, n);
+        akv_filter *f = akvt_build("afuse", &p, seed, n);
+        akv_hash *keys = akvt_keys(seed, n);
+        akvi_memrevmap *rm;
+        cr_assert_eq(akvi_memrevmap_create(keys, n, &rm), AKV_OK);
+        size_t mem0 = akv_filter_memory(f), nf = 0;
+        akv_hash fixed[16];
+        for (uint64_t i = 0; i < 100000; i++) {
+            akv_hash y = akvt_key(seed + 500, i);
+            if (!akv_filter_may_contain(f, y))
+                continue;
+            cr_assert_eq(akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm)), AKV_OK);
+            cr_assert_not(akv_filter_may_contain(f, y));
+            if (nf < 16) {
+                /* no bucket fills before a 17th value: the first 16 stay */
+                fixed[nf] = y;
+                for (size_t j = 0; j <= nf; j++)
+                    cr_assert_not(akv_filter_may_contain(f, fixed[j]), "early fix %zu forgotten", j);
+            }
+            if (++nf % 64 == 0)
+                akvt_check_no_false_negatives(f, seed, n);
+        }
+        cr_assert_gt(nf, 100, "%zu false positives in 10^5 at 8 bits/key", nf);
+        akvt_check_no_false_negatives(f, seed, n);
+        cr_assert_eq(akv_filter_memory(f) <= mem0 + 16 * sizeof(akv_hash), true);
+        for (size_t i = 0; i < 500; i++)
+            cr_assert_eq(akv_filter_adapt(f, keys[i], akvi_memrevmap_revmap(rm)), AKV_NOTFOUND);
+        akv_filter_stats st;
+        akv_filter_get_stats(f, &st);
+        cr_assert_geq(st.adaptations, nf);
+        uint8_t *buf;
+        size_t len;
+        cr_assert_eq(akv_filter_serialize(f, &buf, &len), AKV_OK);
+        akv_filter *g = NULL;
+        cr_assert_eq(akv_filter_deserialize(buf, len, &g), AKV_OK);
+        akvt_check_no_false_negatives(g, seed, n);
+        for (uint64_t i = 0; i < 100000; i += 7) {
+            akv_hash y = akvt_key(seed + 500, i);
+            /* the exact table is not saved: a loaded filter may say maybe
+             * again, never no where the original said maybe */
+            if (akv_filter_may_contain(f, y))
+                cr_assert(akv_filter_may_contain(g, y));
+        }
+        akv_filter_destroy(g);
+        free(buf);
+        akvi_memrevmap_destroy(rm);
+        free(keys);
+        akv_filter_destroy(f);
+    }
+}
+
+/* Negatives handed to create are listed at build when the fuse part
+ * passes them and no key shares their 31 bits: the slot starts adapted. */
+Test(afuse, build_preadapts_to_negatives)
+{
+    size_t n = 50000, nn = 0;
+    akv_filter_params p = params(8, n);
+    akv_filter *plain = akvt_build("afuse", &p, 7, n);
+    akv_negative *neg = malloc(64 * sizeof *neg);
+    for (uint64_t i = 0; nn < 64 && i < 10000000; i++) {
+        akv_hash y = akvt_key(777, i);
+        if (akv_filter_may_contain(plain, y))
+            neg[nn++] = (akv_negative){y, 1.0};
+    }
+    cr_assert_eq(nn, 64);
+    akv_filter *f = NULL;
+    cr_assert_eq(akv_filter_create(akv_filter_kind_by_name("afuse"), &p, neg, nn, &f), AKV_OK);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(akv_filter_add(f, akvt_key(7, i)), AKV_OK);
+    cr_assert_eq(akv_filter_finish(f), AKV_OK);
+    akvt_check_no_false_negatives(f, 7, n);
+    size_t fixed = 0;
+    for (size_t i = 0; i < nn; i++)
+        fixed += !akv_filter_may_contain(f, neg[i].h);
+    /* 196 buckets of 16: 64 values never fill one */
+    cr_assert_eq(fixed, nn);
+    free(neg);
+    akv_filter_destroy(plain);
+    akv_filter_destroy(f);
+}
+
+Test(afuse, serialization_and_damage)
+{
+    static const size_t n[] = {0, 1, 5000};
+    for (size_t s = 0; s < 3; s++) {
+        akv_filter_params p = params(10, n[s]);
+        akv_filter *f = akvt_build("afuse", &p, 61 + s, n[s]);
+        akv_hash *keys = akvt_keys(61 + s, n[s]);
+        akvi_memrevmap *rm;
+        cr_assert_eq(akvi_memrevmap_create(keys, n[s], &rm), AKV_OK);
+        for (uint64_t i = 0; i < 20000; i++) {
+            akv_hash y = akvt_key(31, i);
+            if (akv_filter_may_contain(f, y))
+                akv_filter_adapt(f, y, akvi_memrevmap_revmap(rm));
+        }
+        akvt_check_serialization(f, 61 + s, n[s], 20000, 300);
+        akvt_check_payload_damage(f, 61 + s, 1000);
+        akvi_memrevmap_destroy(rm);
+        free(keys);
+        akv_filter_destroy(f);
+    }
 }

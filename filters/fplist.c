@@ -183,7 +183,8 @@ static int u32_cmp(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-void akvi_fplist_preadapt(akvi_fplist *l, bool (*passes)(const akv_filter *, akv_hash), const akv_filter *inner)
+void akvi_fplist_preadapt(akvi_fplist *l, bool (*passes)(const akv_filter *, akv_hash),
+                          const akv_filter *inner)
 {
     if (l->n_neg) {
         akvi_sort(l->kfp, l->n_kfp, sizeof *l->kfp, u32_cmp);
@@ -351,7 +352,8 @@ int akvi_fplist_load(akvi_fplist *l, akvi_rbuf *r, bool v1)
         nz++;
         if (v1)
             continue;
-        if (g >> 1 == 0 || bucket_of(l, g >> 1) != l->cells + (i / BUCKET) * BUCKET || listed(l, g >> 1, false)) {
+        if (g >> 1 == 0 || bucket_of(l, g >> 1) != l->cells + (i / BUCKET) * BUCKET ||
+            listed(l, g >> 1, false)) {
             bad = true; /* no value, outside its own bucket, or twice */
         } else {
             l->cells[i] = g;

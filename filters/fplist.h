@@ -46,7 +46,8 @@ int akvi_fplist_add_key(akvi_fplist *l, akv_hash h);
 /* End of build: list each negative, heaviest first, that `passes` (the
  * inner filter's answer) and no key's fingerprint equals; then drop the
  * build state. */
-void akvi_fplist_preadapt(akvi_fplist *l, bool (*passes)(const akv_filter *, akv_hash), const akv_filter *inner);
+void akvi_fplist_preadapt(akvi_fplist *l, bool (*passes)(const akv_filter *, akv_hash),
+                          const akv_filter *inner);
 /* h is a fixed false positive: its value is listed or its hash is in the
  * exact table. Lock-free; marks a listed value referenced. */
 bool akvi_fplist_rejects(const akvi_fplist *l, akv_hash h);

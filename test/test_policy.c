@@ -39,8 +39,16 @@ Test(policy, default_run_kind_follows_the_budget)
 {
     akvi_policy p;
     char note[256];
-    const akv_filter_kind *lean = K("afuse") ? K("afuse") : K("ablocked") ? K("ablocked") : K("aqf") ? K("aqf") : K("blocked") ? K("blocked") : K("bloom");
-    const akv_filter_kind *rich = K("afuse") ? K("afuse") : K("aqf") ? K("aqf") : K("ablocked") ? K("ablocked") : K("blocked") ? K("blocked") : K("bloom");
+    const akv_filter_kind *lean = K("afuse")      ? K("afuse")
+                                  : K("ablocked") ? K("ablocked")
+                                  : K("aqf")      ? K("aqf")
+                                  : K("blocked")  ? K("blocked")
+                                                  : K("bloom");
+    const akv_filter_kind *rich = K("afuse")      ? K("afuse")
+                                  : K("aqf")      ? K("aqf")
+                                  : K("ablocked") ? K("ablocked")
+                                  : K("blocked")  ? K("blocked")
+                                                  : K("bloom");
     const double lean_bits[] = {1, 6, 10, 11.99}, rich_bits[] = {12, 13, 16, 40};
     for (size_t i = 0; i < 4; i++) {
         cr_assert_eq(akvi_policy_parse(NULL, lean_bits[i], &p, note, sizeof note), AKV_OK);

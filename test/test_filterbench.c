@@ -114,3 +114,22 @@ Test(filterbench, real_inserts_adapt_timing_and_qf_baseline)
     cr_expect_eq(r.base.fpr, rq.fpr);
     cr_expect(r.base.bits_per_key > 11.125 / 0.9 && r.base.bits_per_key < 1.04 * 11.125 / 0.9);
 }
+
+/* The binary fuse kinds run through filterbench like any other: no false
+ * negatives, an FPR near 2^-f, a member query timed, and with --adapt
+ * afuse fixes false positives so the replay's FPR drops. */
+Test(filterbench, fuse_and_afuse_run)
+{
+    fb_config fu = config("fuse", "blocked");
+    fb_result r = run_ok(&fu);
+    cr_expect_eq(r.false_negatives, 0);
+    cr_expect(r.fpr > 0 && r.fpr < 2 * r.fpr_theory, "fuse fpr %g theory %g", r.fpr, r.fpr_theory);
+    cr_expect(r.member_query_ns > 0);
+    fb_config af = config("afuse", NULL);
+    af.adapt = true;
+    af.universe = 2000;
+    fb_result ra = run_ok(&af);
+    cr_expect_eq(ra.false_negatives, 0);
+    cr_expect_gt(ra.adaptations, 0);
+    cr_expect_lt(ra.fpr_after, ra.fpr_before);
+}

@@ -32,15 +32,23 @@ Test(policy, deeper_levels_inherit)
         cr_assert_eq(p.level[l], K("bloom"));
 }
 
-/* The default run kind follows the budget: ablocked below 12 bits/key,
- * aqf from 12 up, each falling back to the other, then blocked, then
- * bloom. */
+/* The default run kind is afuse at every budget; without it the fallback
+ * follows the budget: ablocked below 12 bits/key, aqf from 12 up, each
+ * falling back to the other, then blocked, then bloom. */
 Test(policy, default_run_kind_follows_the_budget)
 {
     akvi_policy p;
     char note[256];
-    const akv_filter_kind *lean = K("ablocked") ? K("ablocked") : K("aqf") ? K("aqf") : K("blocked") ? K("blocked") : K("bloom");
-    const akv_filter_kind *rich = K("aqf") ? K("aqf") : K("ablocked") ? K("ablocked") : K("blocked") ? K("blocked") : K("bloom");
+    const akv_filter_kind *lean = K("afuse")      ? K("afuse")
+                                  : K("ablocked") ? K("ablocked")
+                                  : K("aqf")      ? K("aqf")
+                                  : K("blocked")  ? K("blocked")
+                                                  : K("bloom");
+    const akv_filter_kind *rich = K("afuse")      ? K("afuse")
+                                  : K("aqf")      ? K("aqf")
+                                  : K("ablocked") ? K("ablocked")
+                                  : K("blocked")  ? K("blocked")
+                                                  : K("bloom");
     const double lean_bits[] = {1, 6, 10, 11.99}, rich_bits[] = {12, 13, 16, 40};
     for (size_t i = 0; i < 4; i++) {
         cr_assert_eq(akvi_policy_parse(NULL, lean_bits[i], &p, note, sizeof note), AKV_OK);

@@ -37,6 +37,9 @@ typedef struct fb_result {
      * add() of a build, before finish; build_ns: create + adds + finish */
     double bits_per_key, fpr, fpr_theory, insert_ns, add_ns, build_ns, query_ns, batch_query_ns,
         words_per_query;
+    /* member_query_ns: one query of each member key, in insertion order
+     * (the no-false-negative check, timed); query_ns is for absent keys */
+    double member_query_ns;
     /* --adapt; adapt_query_ns: the replay, a query each plus an adapt on
      * every false positive */
     double fpr_before, fpr_during, fpr_after, extra_bits_per_key, adapt_query_ns;

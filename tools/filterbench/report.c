@@ -49,6 +49,7 @@ void fb_print_json(const fb_config *c, const fb_result *r, FILE *o)
     num(o, "build_ns", r->build_ns);
     num(o, "query_ns", r->query_ns);
     num(o, "batch_query_ns", r->batch_query_ns);
+    num(o, "member_query_ns", r->member_query_ns);
     if (isfinite(r->words_per_query))
         num(o, "word_reads_per_query", r->words_per_query);
     if (c->adapt) {
@@ -89,6 +90,7 @@ void fb_print_table(const fb_config *c, const fb_result *r, FILE *o)
     fprintf(o, "%-22s %.1f\n", "insert ns", r->insert_ns);
     fprintf(o, "%-22s %.1f\n", "query ns", r->query_ns);
     fprintf(o, "%-22s %.1f\n", "query ns (batched)", r->batch_query_ns);
+    fprintf(o, "%-22s %.1f\n", "member query ns", r->member_query_ns);
     if (isfinite(r->words_per_query))
         fprintf(o, "%-22s %.3f\n", "words/query", r->words_per_query);
     if (c->adapt) {

@@ -282,7 +282,9 @@ static int measure(const fb_config *c, inputs *in, akv_filter *f, fb_result *r)
     r->keys = in->n;
     r->memory_bytes = akv_filter_memory(f);
     r->bits_per_key = in->n ? (double)r->memory_bytes * 8.0 / (double)in->n : 0;
+    double t = now_ns();
     r->false_negatives = count_fn(f, in->keys, in->n);
+    r->member_query_ns = in->n ? (now_ns() - t) / (double)in->n : 0;
     r->fpr_theory = f->kind->fpr_theory ? f->kind->fpr_theory(f) : NAN;
     akv_hash *q = query_stream(c, SPACE_ABSENT, c->seed * 101);
     if (!q)

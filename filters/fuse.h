@@ -1,0 +1,13 @@
+/*
+ * fuse.h — the `fuse` kind's internals that kind `afuse` (filters/afuse.c)
+ * builds on: a 3-wise binary fuse filter is a static array of f-bit
+ * fingerprints, and afuse wraps one with a verified list. Internal.
+ */
+#ifndef AKV_FUSE_H
+#define AKV_FUSE_H
+
+#include "adaptkv/filter.h"
+
+extern const akv_filter_kind akvi_kind_fuse;
+
+#endif

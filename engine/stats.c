@@ -69,7 +69,8 @@ int akv_get_stats(akv_db *db, akv_stats *st)
         }
     }
     st->filter_budget_bits_per_key = db->opt.bits_per_key;
-    st->filter_budget_bytes = (uint64_t)(akvi_filter_budget(db, (double)st->live_keys_estimate, st->memtables, &g) + 0.5);
+    st->filter_budget_bytes =
+        (uint64_t)(akvi_filter_budget(db, (double)st->live_keys_estimate, st->memtables, &g) + 0.5);
     st->compaction_debt_bytes = akvi_compaction_debt(db, v);
     akvi_version_unref(v);
     st->miss_log_coverage = akvi_misslog_coverage(db->ml);

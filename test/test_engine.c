@@ -1248,8 +1248,9 @@ Test(slots, grown_slots_are_counted_apart_from_the_builds)
     uint64_t grown = atomic_load(&db->grown_bytes);
     akv_stats after;
     cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
-    cr_log_info("grew after %d absent keys: %llu bytes; slots %llu -> %llu bytes", i, (unsigned long long)grown,
-                (unsigned long long)before.filter_bytes, (unsigned long long)after.filter_bytes);
+    cr_log_info("grew after %d absent keys: %llu bytes; slots %llu -> %llu bytes", i,
+                (unsigned long long)grown, (unsigned long long)before.filter_bytes,
+                (unsigned long long)after.filter_bytes);
     cr_assert_gt(grown, 0, "no slot grew after %d absent keys", i);
     cr_assert_eq(after.filter_grown_bytes, grown);
     cr_assert_geq(after.filter_bytes, before.filter_bytes + grown, "the outgrown filter is not counted");
@@ -1266,7 +1267,8 @@ Test(slots, grown_slots_are_counted_apart_from_the_builds)
     double second = (double)(two.filter_bytes - after.filter_bytes) * 8 / N;
     double first = (double)before.filter_bytes * 8 / N;
     cr_log_info("first run %.2f bits/key as built, second %.2f", first, second);
-    cr_assert(second > first - 0.5 && second < first + 0.5, "second run %.2f bits/key, first %.2f", second, first);
+    cr_assert(second > first - 0.5 && second < first + 0.5, "second run %.2f bits/key, first %.2f", second,
+              first);
     cr_assert_leq((double)two.filter_bytes, (1 + o.grown_filter_share) * (double)two.filter_budget_bytes,
                   "%llu bytes of filters against a budget of %llu", (unsigned long long)two.filter_bytes,
                   (unsigned long long)two.filter_budget_bytes);

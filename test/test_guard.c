@@ -262,8 +262,10 @@ Test(guard, sized_by_the_memtable_keys)
     cr_assert_eq(g2.keys, 0);
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
     /* 62,500 keys at 30 bits a key */
-    cr_assert(st.guard_filter_bytes >= 62500ull * 30 / 8 * 9 / 10 && st.guard_filter_bytes <= 62500ull * 30 / 8 * 3 / 2,
-              "after the flush of 50,000 keys the guard takes %llu bytes", (unsigned long long)st.guard_filter_bytes);
+    cr_assert(st.guard_filter_bytes >= 62500ull * 30 / 8 * 9 / 10 &&
+                  st.guard_filter_bytes <= 62500ull * 30 / 8 * 3 / 2,
+              "after the flush of 50,000 keys the guard takes %llu bytes",
+              (unsigned long long)st.guard_filter_bytes);
     check_upto(db, n);
     cr_assert_eq(akv_close(db), AKV_OK);
     /* reopen with the memtable in the WAL: the guard grows while it is re-read */

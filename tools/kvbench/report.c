@@ -33,7 +33,8 @@ static double budget_bits(const akv_kb_result *r)
         return 0;
     if (strcmp(r->engine, "rocksdb") == 0)
         return c->bits_per_key +
-               (r->records ? c->memtable_bloom_ratio * (double)c->memtable_bytes * 8 / (double)r->records : 0);
+               (r->records ? c->memtable_bloom_ratio * (double)c->memtable_bytes * 8 / (double)r->records
+                           : 0);
     return c->bits_per_key;
 }
 
@@ -158,7 +159,8 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
         fprintf(out, "): %s 5 %%\n", m.within ? "within" : "NOT within");
     }
     if (r->es.n_levels) /* adaptkv: its parts */
-        fprintf(out, "[FILTER], GuardBytes, %llu\n[FILTER], GuardBytesAvg, %llu\n[FILTER], GrownBytes, %llu\n",
+        fprintf(out,
+                "[FILTER], GuardBytes, %llu\n[FILTER], GuardBytesAvg, %llu\n[FILTER], GrownBytes, %llu\n",
                 (unsigned long long)r->es.guard_bytes, (unsigned long long)r->es.guard_bytes_avg,
                 (unsigned long long)r->es.grown_bytes);
     fprintf(out, "[FILTER], Adaptations, %llu\n", (unsigned long long)r->adaptations);

@@ -248,12 +248,16 @@ static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *r
  * Then the output gets at most what the budget leaves it: B over the keys
  * the tree will hold, minus the memory every other slot was built with, so
  * that whatever the shape did since they were built the total comes back
- * to B. What slots grew by is not taken from the others: growth has its
- * own allowance over the budget (grown_filter_share, adapt.c), and it
- * leaves with its run. At most 3B, at least B/4 (what the budget leaves
- * may be less); B when there is no version yet (open).
+ * to B. A deficit is paid as if spread over at least an eighth of the
+ * tree's keys: a small run takes its share of it, not all of it (a flush
+ * left with 3 bits per key let a third of the lookups through), and the
+ * total comes back over the next builds. What slots grew by is not taken
+ * from the others: growth has its own allowance over the budget
+ * (grown_filter_share, adapt.c), and it leaves with its run. Clamped to
+ * [B/2, 3B]; B when there is no version yet (open).
  */
 #define RESERVE_SHARE 0.01
+#define SPREAD        0.125
 
 static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_family_handle_t *const *replaces,
                          size_t n_replaces)
@@ -319,10 +323,18 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
         bits = b + (u.n_ln / u.n - log(mine)) / (M_LN2 * M_LN2);
         bits = bits > 3 * b ? 3 * b : bits;
     }
-    /* What the budget leaves the output. */
+    /* What the budget leaves the output: a surplus caps it; a deficit (the
+     * other slots hold more than B over their keys) takes the output's
+     * share of it, over at least SPREAD of the tree's keys, so that a small
+     * run is not left with a useless filter: the total comes back to B
+     * over the next few builds. */
     double room = (b * keys - 8 * held) / (double)n;
+    if (room < b) {
+        double over = (double)n > SPREAD * keys ? (double)n : SPREAD * keys;
+        room = b - (b - room) * (double)n / over;
+    }
     bits = bits > room ? room : bits;
-    bits = bits < b / 4 ? b / 4 : bits;
+    bits = bits < b / 2 ? b / 2 : bits;
     return bits > 64 ? 64 : bits;
 }
 

@@ -250,14 +250,16 @@ static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *r
  * that whatever the shape did since they were built the total comes back
  * to B. A deficit is paid as if spread over at least an eighth of the
  * tree's keys: a small run takes its share of it, not all of it (a flush
- * left with 3 bits per key let a third of the lookups through), and the
- * total comes back over the next builds. What slots grew by is not taken
+ * left with 3 bits per key let a third of the lookups through), and at
+ * most 15 % of the build's fair share (the Monkey bits, or B if less);
+ * the total comes back over the next builds. What slots grew by is not taken
  * from the others: growth has its own allowance over the budget
  * (grown_filter_share, adapt.c), and it leaves with its run. Clamped to
  * [B/2, 3B]; B when there is no version yet (open).
  */
 #define RESERVE_SHARE 0.01
 #define SPREAD        0.125
+#define MAX_CUT       0.15
 
 static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_family_handle_t *const *replaces,
                          size_t n_replaces)
@@ -328,12 +330,16 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
      * share of it, over at least SPREAD of the tree's keys, so that a small
      * run is not left with a useless filter: the total comes back to B
      * over the next few builds. */
-    double room = (b * keys - 8 * held) / (double)n;
+    double room = (b * keys - 8 * held) / (double)n, fair = bits < b ? bits : b;
     if (room < b) {
         double over = (double)n > SPREAD * keys ? (double)n : SPREAD * keys;
         room = b - (b - room) * (double)n / over;
     }
     bits = bits > room ? room : bits;
+    /* A deficit takes at most MAX_CUT of a build's fair share: a quotient
+     * filter's remainder is whole bits, and a few bits less than its
+     * share can quadruple its rate. */
+    bits = bits < (1 - MAX_CUT) * fair ? (1 - MAX_CUT) * fair : bits;
     bits = bits < b / 2 ? b / 2 : bits;
     return bits > 64 ? 64 : bits;
 }

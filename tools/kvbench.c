@@ -114,7 +114,7 @@ static void usage(FILE *out)
                  "  --miss-log-mb N      adaptkv: miss log budget (default 1)\n"
                  "  --grown-share X      adaptkv: grown_filter_share, how far full adaptive\n"
                  "                       filters may grow, a share of the filter budget\n"
-                 "                       (default 0.05; 0 = never, refill in place)\n"
+                 "                       (default 0.03; 0 = never, refill in place)\n"
                  "  --compact-replay     after the run phase, compact everything and run the same\n"
                  "                       operations again (same seed); report that second pass\n"
                  "  --seed S             workload random seed (default 1)\n"

@@ -31,7 +31,7 @@
 #include "util/clock.h"
 #include "util/grow.h"
 
-#define GUARD_MIN 4096 /* keys: 15 KiB at 10 bits/key */
+#define GUARD_MIN AKVI_GUARD_MIN
 
 /* The guard's memory is averaged over about this long for the runs'
  * budget (akvi_guard_memory_parts). Tests shorten it. */

@@ -668,6 +668,8 @@ int akvi_guard_init(akv_db *db);
 /* Close: the guard and every replaced one (no reader is left). */
 void akvi_guard_free(akv_db *db);
 size_t akvi_guard_memory(akv_db *db);
+/* The smallest guard: for this many keys (15 KiB at 10 bits/key). */
+#define AKVI_GUARD_MIN 4096
 /* The guard's memory now, averaged over the last minute or so, what a
  * guard of its minimum size (4096 keys) takes, and what it takes at the
  * size it keeps while a memtable fills (5/4 of the keys the last flushed

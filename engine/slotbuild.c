@@ -251,8 +251,8 @@ static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *r
  * to B. A deficit is paid as if spread over at least an eighth of the
  * tree's keys: a small run takes its share of it, not all of it (a flush
  * left with 3 bits per key let a third of the lookups through), and at
- * most 15 % of the build's fair share (the Monkey bits, or B if less);
- * the total comes back over the next builds. What slots grew by is not taken
+ * most 15 % of the build's fair share (its Monkey bits); the total comes
+ * back over the next builds. What slots grew by is not taken
  * from the others: growth has its own allowance over the budget
  * (grown_filter_share, adapt.c), and it leaves with its run. Clamped to
  * [B/2, 3B]; B when there is no version yet (open).
@@ -294,11 +294,22 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
     akvi_version_unref(v);
     double keys = run_keys + (double)n; /* once the output replaces its inputs */
     b = akvi_runs_budget(db, keys);
+    /* Keys a memtable's worth of raw bytes holds, as the runs hold them. */
+    double per_mem = raw > 0 ? all_keys / raw * (double)db->opt.memtable_bytes : 0;
+    /* Before a memtable has been flushed since the open, the guard has
+     * not grown to the size it keeps (5/4 of a memtable's keys, at 3B bits
+     * each): leave room for that. */
+    if (db->policy.mem && keys >= 1) {
+        double full = db->opt.bits_per_key, per_key = 3 * full / keys; /* a guard key's bits, per tree key */
+        double over = 1.25 * per_mem - AKVI_GUARD_MIN, floor = AKVI_GUARD_MIN * per_key;
+        double want = (over > 0 ? over * per_key : 0) + (floor < GUARD_FLOOR_SHARE * full ? floor : GUARD_FLOOR_SHARE * full);
+        want = want < full / 4 ? want : full / 4;
+        b = full - want < b ? full - want : b;
+    }
     if (level > 0 && level < AKV_MAX_LEVELS && level_keys[level] < (double)n)
         level_keys[level] = (double)n;
     /* The reserve, from the keys a memtable's worth of raw bytes holds, and
      * at most RESERVE_SHARE of the tree's keys. */
-    double per_mem = raw > 0 ? all_keys / raw * (double)db->opt.memtable_bytes : 0;
     if (per_mem >= 1) {
         int want = (db->opt.l0_compaction_trigger + 1) / 2, more = 0;
         for (int i = l0_runs + (level <= 0); i < want; i++)
@@ -330,7 +341,7 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
      * share of it, over at least SPREAD of the tree's keys, so that a small
      * run is not left with a useless filter: the total comes back to B
      * over the next few builds. */
-    double room = (b * keys - 8 * held) / (double)n, fair = bits < b ? bits : b;
+    double room = (b * keys - 8 * held) / (double)n, fair = bits;
     if (room < b) {
         double over = (double)n > SPREAD * keys ? (double)n : SPREAD * keys;
         room = b - (b - room) * (double)n / over;

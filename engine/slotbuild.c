@@ -302,7 +302,8 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
     if (db->policy.mem && keys >= 1) {
         double full = db->opt.bits_per_key, per_key = 3 * full / keys; /* a guard key's bits, per tree key */
         double over = 1.25 * per_mem - AKVI_GUARD_MIN, floor = AKVI_GUARD_MIN * per_key;
-        double want = (over > 0 ? over * per_key : 0) + (floor < GUARD_FLOOR_SHARE * full ? floor : GUARD_FLOOR_SHARE * full);
+        double want = (over > 0 ? over * per_key : 0) +
+                      (floor < GUARD_FLOOR_SHARE * full ? floor : GUARD_FLOOR_SHARE * full);
         want = want < full / 4 ? want : full / 4;
         b = full - want < b ? full - want : b;
     }

@@ -92,12 +92,17 @@ static int adapt_filter(akv_db *db, akvi_run *r, size_t j, akv_filter *f, akv_ha
  * Growth stays within bits_per_key (docs/design.md, "A full adaptive filter
  * grows"): a full filter grows while all filter memory, with this growth,
  * stays within the option grown_filter_share (default 3 %) over the budget
- * (bits_per_key over the runs' keys, akvi_filter_account), and new builds
- * give the excess back (level_bits counts what every slot holds). Past it a
- * full filter is refilled in place: rebuilt at its own size from its SST's
+ * (bits_per_key over the runs' keys, akvi_filter_account); on a database
+ * whose budget is under 8 × GROWN_FLOOR, GROWN_FLOOR bytes over it, so
+ * that a few thousand keys under an attacker's replays can still grow a
+ * slot or two (as the guard's minimum, this puts a tiny database's total
+ * over B). The grown filters leave with their runs. Past it a full filter is refilled
+ * in place: rebuilt at its own size from its SST's
  * keys, pre-adapted to the miss log's negatives in its range with half its
  * room, the rest of what it had learned forgotten.
  */
+#define GROWN_FLOOR (16u << 10)
+
 static bool may_grow(akv_db *db, size_t more)
 {
     double share = db->opt.grown_filter_share;
@@ -105,7 +110,10 @@ static bool may_grow(akv_db *db, size_t more)
         return false;
     akvi_filter_total t;
     akvi_filter_account(db, &t);
-    return t.held + (double)more <= t.budget * (1 + share);
+    double over = share * t.budget;
+    if (t.budget < 8.0 * GROWN_FLOOR && over < GROWN_FLOOR)
+        over = GROWN_FLOOR;
+    return t.held + (double)more <= t.budget + over;
 }
 
 /*

@@ -46,11 +46,11 @@ static double guard_avg_at(const akv_db *db, double now)
     return db->guard_avg + w * (cur - db->guard_avg);
 }
 
-/* Keys a guard is made for when the live memtables hold `needed` (under
- * wmu, or before the database is shared). */
+/* Keys a guard is made for when the live memtables hold `needed`. */
 static uint64_t guard_capacity(const akv_db *db, size_t needed)
 {
-    uint64_t cap = (uint64_t)needed + needed / 2, last = db->guard_mem_keys + db->guard_mem_keys / 4;
+    uint64_t mem = atomic_load_explicit(&db->guard_mem_keys, memory_order_relaxed);
+    uint64_t cap = (uint64_t)needed + needed / 2, last = mem + mem / 4;
     cap = cap < last ? last : cap;
     return cap < GUARD_MIN ? GUARD_MIN : cap;
 }
@@ -358,8 +358,9 @@ void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
      * for their flush). */
     db->guard_keys -= db->guard_keys < m->n_hashes ? db->guard_keys : m->n_hashes;
     /* A small flush (akv_flush, a settle) lowers it a quarter at a time. */
-    db->guard_mem_keys -= db->guard_mem_keys / 4;
-    db->guard_mem_keys = m->n_hashes > db->guard_mem_keys ? m->n_hashes : db->guard_mem_keys;
+    uint64_t mem = atomic_load_explicit(&db->guard_mem_keys, memory_order_relaxed);
+    mem -= mem / 4;
+    atomic_store_explicit(&db->guard_mem_keys, m->n_hashes > mem ? m->n_hashes : mem, memory_order_relaxed);
     free(m->hashes);
     m->hashes = NULL;
     m->n_hashes = m->cap_hashes = 0;

@@ -491,7 +491,7 @@ struct akv_db {
     uint64_t guard_cap;              /* keys the current guard was sized for (under wmu) */
     double guard_avg, guard_avg_since; /* its memory averaged over time, as of then (guard_lock) */
     uint64_t guard_keys;             /* hashes the guard holds for memtables (under wmu) */
-    uint64_t guard_mem_keys;         /* hashes of the last memtable flushed (under wmu) */
+    _Atomic uint64_t guard_mem_keys; /* hashes of the last memtable flushed (written under wmu) */
     akvi_mem *guard_draining;        /* flushed, leaving the version, hashes still in the guard (under wmu) */
 
     /* Background threads: one flushes, one compacts (neither waits for the

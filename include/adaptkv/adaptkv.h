@@ -126,7 +126,8 @@ typedef struct akv_options {
                                   (20 with the defaults, as RocksDB's) */
     /* How far adaptive filters that ran out of room may take all filter
      * memory over its budget (bits_per_key over the runs' keys), as a
-     * share of it: a full filter grows
+     * share of it (16 KiB while the budget is under 128 KiB): a full
+     * filter grows
      * (rebuilt larger) while the total with the growth stays within this,
      * and is refilled at its own size past it, forgetting its older
      * adaptations; the slots built afterwards give the excess back

@@ -574,8 +574,9 @@ typedef struct akv_stats {
      * memtables wait for their flush (RocksDB has a Bloom filter per
      * memtable), and
      * on a tiny database by part of the guard's fixed minimum
-     * (docs/design.md, "Filter memory by level"). filter_bytes stays
-     * within 5 % of filter_budget_bytes. */
+     * (docs/design.md, "Filter memory by level"). filter_bytes is held
+     * at most 5 % over filter_budget_bytes; compactions can leave it
+     * further under (docs/benchmarks.md). */
     double filter_budget_bits_per_key;
     uint64_t filter_budget_bytes;
 } akv_stats;

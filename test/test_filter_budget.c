@@ -65,7 +65,7 @@ static double ratio(akv_db *db, const char *when)
  * probe, so that its second false positive is fixed), with the total
  * checked after every round: at most 5 % over the budget.
  */
-Test(budget, total_filter_memory_stays_within_5_percent, .timeout = 300)
+Test(budget, total_filter_memory_stays_within_5_percent)
 {
     const char *policy = "mem=sscf,l0+=aqf";
     akv_options o;

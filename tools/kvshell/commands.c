@@ -189,8 +189,8 @@ static int cmd_count(kvs_ctx *c, const kvs_words *w)
  * bytes_written_per_level and write_amp_per_level (as --json has them). */
 static void print_levels(const akv_stats *s)
 {
-    printf("%-8s %6s %6s %14s %16s %10s %12s\n", "level", "runs", "ssts", "keys", "bytes_written", "write_amp",
-           "filter_bytes");
+    printf("%-8s %6s %6s %14s %16s %10s %12s\n", "level", "runs", "ssts", "keys", "bytes_written",
+           "write_amp", "filter_bytes");
     for (int i = 0; i < AKV_MAX_LEVELS; i++) {
         uint64_t written = s->bytes_written_per_level[i];
         if (!s->runs_per_level[i] && !s->ssts_per_level[i] && !s->keys_per_level[i] && !written)

@@ -89,6 +89,34 @@ static int adapt_filter(akv_db *db, akvi_run *r, size_t j, akv_filter *f, akv_ha
 }
 
 /*
+ * Growth stays within bits_per_key (docs/design.md, "A full adaptive filter
+ * grows"): a full filter grows while all filter memory, with this growth,
+ * stays within the option grown_filter_share (default 3 %) over the budget
+ * (bits_per_key over the runs' keys, akvi_filter_account); on a database
+ * whose budget is under 8 × GROWN_FLOOR, GROWN_FLOOR bytes over it, so
+ * that a few thousand keys under an attacker's replays can still grow a
+ * slot or two (as the guard's minimum, this puts a tiny database's total
+ * over B). The grown filters leave with their runs. Past it a full filter is refilled
+ * in place: rebuilt at its own size from its SST's
+ * keys, pre-adapted to the miss log's negatives in its range with half its
+ * room, the rest of what it had learned forgotten.
+ */
+#define GROWN_FLOOR (16u << 10)
+
+static bool may_grow(akv_db *db, size_t more)
+{
+    double share = db->opt.grown_filter_share;
+    if (!(share > 0))
+        return false;
+    akvi_filter_total t;
+    akvi_filter_account(db, &t);
+    double over = share * t.budget;
+    if (t.budget < 8.0 * GROWN_FLOOR && over < GROWN_FLOOR)
+        over = GROWN_FLOOR;
+    return t.held + (double)more <= t.budget + over;
+}
+
+/*
  * A filter's room for adaptations is fixed when it is built; a small SST
  * under a steady stream of fresh false positives uses it up, and from then
  * on every replayed key would cost a probe again. So a full filter is
@@ -128,48 +156,29 @@ static int grow_slot(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
     }
     if (rc != AKV_OK)
         return rc;
+    /* Built at what the budget leaves its run now, it may be more than
+     * twice the full one: checked again at its size. */
+    size_t bytes = akv_filter_memory(f);
+    if (!may_grow(db, bytes)) {
+        akv_filter_destroy(f);
+        return AKV_EFULL;
+    }
     /* Two readers may have grown the same full filter at once: the first
      * swap wins, the other's work is dropped. */
-    size_t bytes = akv_filter_memory(f);
     rc = akvi_slot_swap(s, full, f);
     if (rc != AKV_OK) {
         akv_filter_destroy(f);
     } else {
         atomic_fetch_add(&s->grows, 1);
         atomic_fetch_add(&db->st.filter_grows, 1);
-        /* Within bits_per_key: what the slot holds beyond its build comes
-         * off the budget of the slots built from now on (akvi_runs_budget);
-         * the run's slots give it back when the run is freed (grave.c). */
+        /* Within bits_per_key: what the slot holds beyond its build is in
+         * its memory, which the slots built from now on leave room for
+         * (level_bits); counted here for the statistics, given back when
+         * the run is freed (grave.c). */
         atomic_fetch_add(&s->grown_bytes, bytes);
         atomic_fetch_add(&db->grown_bytes, bytes);
     }
     return rc == AKV_NOTFOUND ? AKV_OK : rc;
-}
-
-/*
- * Growth stays within bits_per_key (docs/design.md, "A full adaptive filter
- * grows"): grown filters may hold, beyond their builds, the option
- * grown_filter_share (default 5 %) of the runs' filter budget (bits_per_key
- * over their keys), and new builds give that back (akvi_runs_budget); a
- * database too small for that share to hold a growth gets GROWN_FLOOR
- * bytes. Past it a full filter is refilled in place: rebuilt at its own
- * size from its SST's keys, pre-adapted to the miss log's negatives in its
- * range with half its room, the rest of what it had learned forgotten.
- */
-#define GROWN_FLOOR (16u << 10)
-
-static bool may_grow(akv_db *db, size_t more)
-{
-    akvi_version *v = akvi_current(db);
-    double keys = 0;
-    for (size_t i = 0; v && i < v->n_run; i++)
-        keys += (double)v->runs[i]->info.keys;
-    akvi_version_unref(v);
-    double share = db->opt.grown_filter_share;
-    double cap = share * db->opt.bits_per_key * keys / 8;
-    if (share > 0 && cap < GROWN_FLOOR)
-        cap = GROWN_FLOOR;
-    return (double)(atomic_load(&db->grown_bytes) + more) <= cap;
 }
 
 /* One thread refills a slot's filter at a time; the others' false
@@ -194,8 +203,11 @@ static int refill_slot(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
  * no lock on it). */
 static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
 {
-    if (may_grow(db, 2 * akv_filter_memory(full)))
-        return grow_slot(db, r, j, full);
+    if (may_grow(db, 2 * akv_filter_memory(full))) {
+        int rc = grow_slot(db, r, j, full);
+        if (rc != AKV_EFULL) /* grown, or failed; full: refilled below */
+            return rc;
+    }
     bool refillable = full->kind->refill && (full->kind->flags & AKV_FK_CONCURRENT);
     return refillable ? refill_slot(db, r, j, full) : AKV_EFULL;
 }

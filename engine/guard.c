@@ -8,11 +8,16 @@
  * holding an older version then see `flushed` and probe that memtable
  * directly, so a removal can never turn into a false negative.
  *
- * Sized by what the memtables hold, not by a worst case: twice the keys of
- * the live memtables, at least GUARD_MIN. An insert that finds it full
- * rebuilds it at twice the keys right away (from the hashes each memtable
- * remembers; amortised, like a growing array), and a flush that leaves it
- * more than four times too big rebuilds it smaller. If a rebuild fails the
+ * Sized by what the memtables hold, not by a worst case: 3/2 of the keys of
+ * the live memtables, at least GUARD_MIN, and at least 5/4 of the keys the
+ * last flushed memtable held (or 3/4 of the figure before, after a small
+ * flush), so that once a memtable has been flushed the
+ * guard keeps one size while the next one fills (its memory counts in the
+ * filter budget: a constant size is one the runs can leave room for). An
+ * insert that finds it full rebuilds it at 3/2 of the keys right away (from
+ * the hashes each memtable remembers; amortised, like a growing array),
+ * and a flush that leaves it more than 5/4 of that size rebuilds it
+ * smaller. If a rebuild fails the
  * guard is marked broken (all memtables probed) and rebuilt at the next
  * flush.
  */
@@ -26,10 +31,10 @@
 #include "util/clock.h"
 #include "util/grow.h"
 
-#define GUARD_MIN 4096 /* keys: 15 KiB at 10 bits/key */
+#define GUARD_MIN AKVI_GUARD_MIN
 
 /* The guard's memory is averaged over about this long for the runs'
- * budget (akvi_guard_memory_over_floor). Tests shorten it. */
+ * budget (akvi_guard_memory_parts). Tests shorten it. */
 _Atomic double akvi_guard_avg_seconds = 60.0;
 
 /* Under guard_lock: the guard's memory averaged over time, up to `now`
@@ -42,9 +47,11 @@ static double guard_avg_at(const akv_db *db, double now)
 }
 
 /* Keys a guard is made for when the live memtables hold `needed`. */
-static uint64_t guard_capacity(size_t needed)
+static uint64_t guard_capacity(const akv_db *db, size_t needed)
 {
-    uint64_t cap = 2 * (uint64_t)needed;
+    uint64_t mem = atomic_load_explicit(&db->guard_mem_keys, memory_order_relaxed);
+    uint64_t cap = (uint64_t)needed + needed / 2, last = mem + mem / 4;
+    cap = cap < last ? last : cap;
     return cap < GUARD_MIN ? GUARD_MIN : cap;
 }
 
@@ -86,7 +93,7 @@ int akvi_guard_init(akv_db *db)
     akvi_slot_init(&db->guard_stats, NULL);
     if (!db->policy.mem)
         return AKV_OK;
-    db->guard_cap = guard_capacity(0);
+    db->guard_cap = guard_capacity(db, 0);
     akv_filter *g = NULL;
     int rc = guard_new(db, db->guard_cap, &g);
     atomic_store(&db->guard, g);
@@ -147,7 +154,7 @@ static bool guard_rebuild(akv_db *db, const akvi_mem *also)
     for (size_t i = 0; i < n; i++)
         need += mems[i]->n_hashes;
     akv_filter *f = NULL;
-    uint64_t cap = guard_capacity(need);
+    uint64_t cap = guard_capacity(db, need);
     bool ok = guard_new(db, cap, &f) == AKV_OK;
     for (size_t i = 0; ok && i < n; i++)
         for (size_t j = 0; ok && j < mems[i]->n_hashes; j++)
@@ -346,29 +353,37 @@ void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
     sweep(db); /* replaced guards whose readers are gone */
     if (db->guard_draining == m)
         db->guard_draining = NULL;
-    /* Rebuild when broken, or smaller when what is left in the memtables
-     * would fit a quarter of it. */
+    /* Rebuild when broken, or smaller when it is more than 5/4 of the size
+     * what is left in the memtables needs (it grew while memtables waited
+     * for their flush). */
     db->guard_keys -= db->guard_keys < m->n_hashes ? db->guard_keys : m->n_hashes;
+    /* A small flush (akv_flush, a settle) lowers it a quarter at a time. */
+    uint64_t mem = atomic_load_explicit(&db->guard_mem_keys, memory_order_relaxed);
+    mem -= mem / 4;
+    atomic_store_explicit(&db->guard_mem_keys, m->n_hashes > mem ? m->n_hashes : mem, memory_order_relaxed);
     free(m->hashes);
     m->hashes = NULL;
     m->n_hashes = m->cap_hashes = 0;
-    if (atomic_load(&db->guard_broken) || db->guard_cap > 4 * guard_capacity(db->guard_keys))
+    uint64_t fit = guard_capacity(db, db->guard_keys);
+    if (atomic_load(&db->guard_broken) || db->guard_cap > fit + fit / 4)
         (void)guard_rebuild(db, NULL);
     pthread_mutex_unlock(&db->wmu);
 }
 
-size_t akvi_guard_memory_over_floor(akv_db *db)
+void akvi_guard_memory_parts(akv_db *db, akvi_guard_mem *out)
 {
+    memset(out, 0, sizeof *out);
     if (!db->policy.mem)
-        return 0;
+        return;
     pthread_rwlock_rdlock(&db->guard_lock);
-    double avg = guard_avg_at(db, akvi_mono_seconds());
+    out->avg = guard_avg_at(db, akvi_mono_seconds());
+    out->now = db->guard ? akv_filter_memory(db->guard) : 0;
     /* A guard's memory is proportional to the keys it is sized for. */
-    double floor = 0;
-    if (db->guard && db->guard_cap)
-        floor = (double)akv_filter_memory(db->guard) * GUARD_MIN / (double)db->guard_cap;
+    if (db->guard && db->guard_cap) {
+        out->floor = (double)out->now * GUARD_MIN / (double)db->guard_cap;
+        out->planned = (double)out->now * (double)guard_capacity(db, 0) / (double)db->guard_cap;
+    }
     pthread_rwlock_unlock(&db->guard_lock);
-    return avg > floor ? (size_t)(avg - floor) : 0;
 }
 
 size_t akvi_guard_memory(akv_db *db)

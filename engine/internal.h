@@ -491,6 +491,7 @@ struct akv_db {
     uint64_t guard_cap;              /* keys the current guard was sized for (under wmu) */
     double guard_avg, guard_avg_since; /* its memory averaged over time, as of then (guard_lock) */
     uint64_t guard_keys;             /* hashes the guard holds for memtables (under wmu) */
+    _Atomic uint64_t guard_mem_keys; /* hashes of the last memtable flushed (written under wmu) */
     akvi_mem *guard_draining;        /* flushed, leaving the version, hashes still in the guard (under wmu) */
 
     /* Background threads: one flushes, one compacts (neither waits for the
@@ -671,10 +672,17 @@ int akvi_guard_init(akv_db *db);
 /* Close: the guard and every replaced one (no reader is left). */
 void akvi_guard_free(akv_db *db);
 size_t akvi_guard_memory(akv_db *db);
-/* The guard's memory averaged over the last minute or so, beyond what a
- * guard of its minimum size (4096 keys) takes: the part that grows with the
- * memtables' keys. */
-size_t akvi_guard_memory_over_floor(akv_db *db);
+/* The smallest guard: for this many keys (15 KiB at 10 bits/key). */
+#define AKVI_GUARD_MIN 4096
+/* The guard's memory now, averaged over the last minute or so, what a
+ * guard of its minimum size (4096 keys) takes, and what it takes at the
+ * size it keeps while a memtable fills (5/4 of the keys the last flushed
+ * one held); bytes, all 0 without a guard. */
+typedef struct akvi_guard_mem {
+    size_t now;
+    double avg, floor, planned;
+} akvi_guard_mem;
+void akvi_guard_memory_parts(akv_db *db, akvi_guard_mem *out);
 /* Test knob: the period that average is taken over (60 s). */
 extern _Atomic double akvi_guard_avg_seconds;
 
@@ -736,9 +744,21 @@ int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_ha
  * a costed kind the miss log cannot train). */
 const akv_filter_kind *akvi_build_kind(akv_db *db, int level);
 /* The bits per key the runs' slots of `keys` keys share now: bits_per_key
- * less what the memtable guard and grown slots hold over their share
- * (less `leaving` grown bytes, in the runs a compaction replaces). */
-double akvi_runs_budget(akv_db *db, double keys, uint64_t leaving);
+ * less what the memtable guard holds (at most a quarter). */
+double akvi_runs_budget(akv_db *db, double keys);
+/* The filter memory budget of a database whose runs hold `keys` keys, with
+ * `mems` live memtables and guard g, in bytes: bits_per_key over them, plus
+ * the part of a minimal guard that does not count on a tiny database, plus
+ * what the guard grew beyond its usual size while memtables wait for their
+ * flush (docs/design.md, "Filter memory by level"). */
+double akvi_filter_budget(akv_db *db, double keys, size_t mems, const akvi_guard_mem *g);
+/* All filter memory now (every slot, grown filters and the outgrown ones
+ * still held included, and the guard), the runs' keys, and the budget
+ * (akvi_filter_budget, with one memtable); bytes. */
+typedef struct akvi_filter_total {
+    double held, keys, budget;
+} akvi_filter_total;
+void akvi_filter_account(akv_db *db, akvi_filter_total *t);
 /* A new filter for SST j of r from its data, `capacity` keys of room. */
 int akvi_build_from_sst(akv_db *db, const akvi_run *r, size_t j, size_t capacity, akv_filter **out);
 /* Refill f, the filter of SST j of r, in place from the SST's keys, pre-

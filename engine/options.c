@@ -21,7 +21,7 @@ void akv_options_init(akv_options *opt)
     opt->l0_stall_runs = 36;
     opt->level_multiplier = 10;
     opt->create_if_missing = 1;
-    opt->grown_filter_share = 0.05;
+    opt->grown_filter_share = 0.03;
     opt->rest_compaction = 1; /* bounded: docs/design.md, "LSM shape" */
 }
 

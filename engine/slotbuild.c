@@ -110,22 +110,75 @@ static void add_unit(units *u, double keys)
 }
 
 /*
- * The bits per key the runs' slots share (docs/design.md, "Filter memory by
- * level"): bits_per_key bounds all filter memory per key, so what the
- * memtable guard holds over its fixed minimum, spread over the runs' keys,
- * comes off B, and so does what grown slots hold beyond their build (the
- * filters they grew into and those they outgrew: docs/design.md, "A full
- * adaptive filter grows"), but for `leaving` bytes of it in runs about to
- * be replaced. At most a quarter comes off: a small database whose
- * memtables are a large part of it keeps three quarters of B in its runs.
+ * The guard in the budget (docs/design.md, "Filter memory by level"):
+ * bits_per_key bounds all filter memory per key, the memtable guard's
+ * included, so the guard's memory (averaged over about a minute, or the
+ * size it keeps while a memtable fills, if more) comes off
+ * what the runs' slots share. Its fixed minimum (a guard for 4096 keys)
+ * counts only up to GUARD_FLOOR_SHARE of the budget, so that a tiny
+ * database keeps its runs' bits; and at most a quarter of B comes off, so
+ * that a small database whose memtables are a large part of it keeps three
+ * quarters of B in its runs. What grown slots hold beyond their build is
+ * not taken here: it is in the slots' memory that level_bits counts.
  */
-double akvi_runs_budget(akv_db *db, double keys, uint64_t leaving)
+#define GUARD_FLOOR_SHARE 0.02
+
+static double guard_counted(const akvi_guard_mem *g, double b_bytes)
+{
+    double floor = g->floor < GUARD_FLOOR_SHARE * b_bytes ? g->floor : GUARD_FLOOR_SHARE * b_bytes;
+    double over = g->avg - g->floor;
+    return (over > 0 ? over : 0) + floor;
+}
+
+/* For the runs' share: the guard's average, or the size it keeps while a
+ * memtable fills if more (after a flush it may be small, and grows back as
+ * the next memtable fills). Not its size now: memtables waiting for a
+ * flush make it larger for a while, and have a budget of their own
+ * (akvi_filter_budget). */
+static double guard_taken(const akvi_guard_mem *g, double b_bytes)
+{
+    akvi_guard_mem m = *g;
+    m.avg = g->planned > g->avg ? g->planned : g->avg;
+    return guard_counted(&m, b_bytes);
+}
+
+double akvi_runs_budget(akv_db *db, double keys)
 {
     double b = db->opt.bits_per_key;
-    uint64_t grown = atomic_load(&db->grown_bytes);
-    double over = (double)akvi_guard_memory_over_floor(db) + (double)(grown > leaving ? grown - leaving : 0);
-    over = keys >= 1 ? over * 8 / keys : 0;
-    return b - (over < b / 4 ? over : b / 4);
+    akvi_guard_mem g;
+    akvi_guard_memory_parts(db, &g);
+    double off = keys >= 1 ? guard_taken(&g, b * keys / 8) * 8 / keys : 0;
+    return b - (off < b / 4 ? off : b / 4);
+}
+
+double akvi_filter_budget(akv_db *db, double keys, size_t mems, const akvi_guard_mem *g)
+{
+    double b = db->opt.bits_per_key * keys / 8, counted = guard_counted(g, b);
+    /* Over B by what of the guard does not count; by the guard beyond a
+     * quarter of B on a small database; and by what the guard grew beyond
+     * the size it keeps while memtables wait for their flush (as RocksDB
+     * has a Bloom filter per memtable). */
+    double exempt = g->avg - counted > 0 ? g->avg - counted : 0;
+    double small = 0.75 * b + g->avg;
+    double waiting = mems > 1 && (double)g->now > g->planned ? (double)g->now - g->planned : 0;
+    return (small > b + exempt ? small : b + exempt) + waiting;
+}
+
+void akvi_filter_account(akv_db *db, akvi_filter_total *t)
+{
+    memset(t, 0, sizeof *t);
+    akvi_guard_mem g;
+    akvi_guard_memory_parts(db, &g);
+    akvi_version *v = akvi_current(db);
+    for (size_t i = 0; v && i < v->n_run; i++) {
+        akvi_run *r = v->runs[i];
+        t->keys += (double)r->info.keys;
+        for (size_t j = 0; r->slots && j < r->info.n_sst; j++)
+            t->held += (double)akvi_slot_memory(&r->slots[j]);
+    }
+    akvi_version_unref(v);
+    t->held += (double)g.now;
+    t->budget = akvi_filter_budget(db, t->keys, 1, &g); /* none for memtables waiting */
 }
 
 /*
@@ -178,10 +231,36 @@ static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *r
  * mean weighted by keys, so the units' bits average B. The units are the
  * current version's, with the output being built (n keys: a flush's whole
  * L0 run, or a compaction's whole output) as an L0 run of its own, or its
- * level at least n keys, and without the runs it replaces. Clamped to
- * [B/2, 3B]; B when there is no version yet (open) or a single unit. B is
- * what the runs' slots share now (akvi_runs_budget).
+ * level at least n keys, and without the runs it replaces; B is what the
+ * runs' slots share now (akvi_runs_budget).
+ *
+ * The reserve: the units the tree is expected to hold above its deepest
+ * level but does not hold now count as if they were there, so that a level
+ * built while the upper ones are empty (after a compaction at rest or
+ * akv_compact) leaves them their share: L0 counts at least half of
+ * l0_compaction_trigger runs of a memtable's keys, and each level between
+ * L1 and the deepest at least half its capacity (keys per raw byte as the
+ * runs hold them), all scaled down to at most 1 % of the tree's keys when
+ * they would hold more: a reserve that goes unused leaves the total below
+ * B by that share times the extra bits of the units it stands for (at most
+ * 2B: 2 %).
+ *
+ * Then the output gets at most what the budget leaves it: B over the keys
+ * the tree will hold, minus the memory every other slot was built with, so
+ * that whatever the shape did since they were built the total comes back
+ * to B. A deficit is paid as if spread over at least an eighth of the
+ * tree's keys: a small run takes its share of it, not all of it (a flush
+ * left with 3 bits per key let a third of the lookups through), and at
+ * most 15 % of the build's fair share (its Monkey bits); the total comes
+ * back over the next builds. What slots grew by is not taken
+ * from the others: growth has its own allowance over the budget
+ * (grown_filter_share, adapt.c), and it leaves with its run. Clamped to
+ * [B/2, 3B]; B when there is no version yet (open).
  */
+#define RESERVE_SHARE 0.01
+#define SPREAD        0.125
+#define MAX_CUT       0.15
+
 static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_family_handle_t *const *replaces,
                          size_t n_replaces)
 {
@@ -191,36 +270,89 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
         akvi_version_unref(v);
         return b;
     }
-    double level_keys[AKV_MAX_LEVELS] = {0}, run_keys = 0;
+    double level_keys[AKV_MAX_LEVELS] = {0}, run_keys = 0, all_keys = 0, raw = 0, held = 0;
+    int l0_runs = 0, deepest = level > 0 && level < AKV_MAX_LEVELS ? level : 0;
     units u = {0, 0, 0};
-    uint64_t leaving = 0; /* grown bytes of the runs being replaced */
     for (size_t i = 0; i < v->n_run; i++) {
-        if (replaced(v->runs[i], replaces, n_replaces)) {
-            for (size_t j = 0; v->runs[i]->slots && j < v->runs[i]->info.n_sst; j++)
-                leaving += atomic_load(&v->runs[i]->slots[j].grown_bytes);
-            continue;
-        }
         const akvi_cat_run *r = &v->runs[i]->info;
+        all_keys += (double)r->keys; /* keys per raw byte: the replaced runs' too */
+        raw += (double)r->raw_bytes;
+        if (replaced(v->runs[i], replaces, n_replaces))
+            continue;
         run_keys += (double)r->keys;
+        for (size_t j = 0; v->runs[i]->slots && j < r->n_sst; j++) /* as built: growth is apart */
+            held += (double)akvi_slot_memory(&v->runs[i]->slots[j]) -
+                    (double)atomic_load(&v->runs[i]->slots[j].grown_bytes);
         if (r->level == 0) {
             add_unit(&u, (double)r->keys);
+            l0_runs += r->keys >= 1;
         } else if (r->level < AKV_MAX_LEVELS) {
             level_keys[r->level] += (double)r->keys;
+            deepest = (int)r->level > deepest ? (int)r->level : deepest;
         }
     }
     akvi_version_unref(v);
-    b = akvi_runs_budget(db, run_keys > (double)n ? run_keys : (double)n, leaving);
+    double keys = run_keys + (double)n; /* once the output replaces its inputs */
+    b = akvi_runs_budget(db, keys);
+    /* Keys a memtable's worth of raw bytes holds, as the runs hold them. */
+    double per_mem = raw > 0 ? all_keys / raw * (double)db->opt.memtable_bytes : 0;
+    /* Before a memtable has been flushed since the open, the guard has
+     * not grown to the size it keeps (5/4 of a memtable's keys, at 3B bits
+     * each): leave room for that. */
+    if (db->policy.mem && keys >= 1) {
+        double full = db->opt.bits_per_key, per_key = 3 * full / keys; /* a guard key's bits, per tree key */
+        double over = 1.25 * per_mem - AKVI_GUARD_MIN, floor = AKVI_GUARD_MIN * per_key;
+        double want = (over > 0 ? over * per_key : 0) +
+                      (floor < GUARD_FLOOR_SHARE * full ? floor : GUARD_FLOOR_SHARE * full);
+        want = want < full / 4 ? want : full / 4;
+        b = full - want < b ? full - want : b;
+    }
     if (level > 0 && level < AKV_MAX_LEVELS && level_keys[level] < (double)n)
         level_keys[level] = (double)n;
+    /* The reserve, from the keys a memtable's worth of raw bytes holds, and
+     * at most RESERVE_SHARE of the tree's keys. */
+    if (per_mem >= 1) {
+        int want = (db->opt.l0_compaction_trigger + 1) / 2, more = 0;
+        for (int i = l0_runs + (level <= 0); i < want; i++)
+            more++;
+        double add[AKV_MAX_LEVELS] = {0}, sum = more * per_mem, cap = per_mem;
+        for (int l = 1; l < deepest; l++) {
+            cap *= db->opt.level_multiplier;
+            if (l != level && level_keys[l] < cap / 2)
+                sum += add[l] = cap / 2 - level_keys[l];
+        }
+        double scale = sum > RESERVE_SHARE * keys ? RESERVE_SHARE * keys / sum : 1;
+        for (int i = 0; i < more; i++)
+            add_unit(&u, per_mem * scale);
+        for (int l = 1; l < deepest; l++)
+            level_keys[l] += add[l] * scale;
+    }
     for (int l = 1; l < AKV_MAX_LEVELS; l++)
         add_unit(&u, level_keys[l]);
     double mine = level > 0 && level < AKV_MAX_LEVELS ? level_keys[level] : (double)n;
     if (level <= 0)
         add_unit(&u, mine);
-    if (u.count < 2)
-        return b;
-    double bits = b + (u.n_ln / u.n - log(mine)) / (M_LN2 * M_LN2);
-    bits = bits < b / 2 ? b / 2 : bits > 3 * b ? 3 * b : bits;
+    double bits = b;
+    if (u.count >= 2) {
+        bits = b + (u.n_ln / u.n - log(mine)) / (M_LN2 * M_LN2);
+        bits = bits > 3 * b ? 3 * b : bits;
+    }
+    /* What the budget leaves the output: a surplus caps it; a deficit (the
+     * other slots hold more than B over their keys) takes the output's
+     * share of it, over at least SPREAD of the tree's keys, so that a small
+     * run is not left with a useless filter: the total comes back to B
+     * over the next few builds. */
+    double room = (b * keys - 8 * held) / (double)n, fair = bits;
+    if (room < b) {
+        double over = (double)n > SPREAD * keys ? (double)n : SPREAD * keys;
+        room = b - (b - room) * (double)n / over;
+    }
+    bits = bits > room ? room : bits;
+    /* A deficit takes at most MAX_CUT of a build's fair share: a quotient
+     * filter's remainder is whole bits, and a few bits less than its
+     * share can quadruple its rate. */
+    bits = bits < (1 - MAX_CUT) * fair ? (1 - MAX_CUT) * fair : bits;
+    bits = bits < b / 2 ? b / 2 : bits;
     return bits > 64 ? 64 : bits;
 }
 

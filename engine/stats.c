@@ -46,7 +46,11 @@ int akv_get_stats(akv_db *db, akv_stats *st)
         st->bytes_written_per_level[l] = atomic_load(&db->st.bytes_written_level[l]);
     st->bytes_written_user = atomic_load(&db->st.bytes_written_user);
     st->bytes_written_disk = atomic_load(&db->st.bytes_written_disk);
-    st->filter_bytes = akvi_guard_memory(db);
+    akvi_guard_mem g;
+    akvi_guard_memory_parts(db, &g);
+    st->guard_filter_bytes = g.now;
+    st->guard_filter_bytes_avg = (uint64_t)g.avg;
+    st->filter_bytes = g.now;
     akvi_version *v = akvi_current(db);
     st->memtables = (uint32_t)v->n_mem;
     for (size_t i = 0; i < v->n_run; i++) {
@@ -57,9 +61,16 @@ int akv_get_stats(akv_db *db, akv_stats *st)
         st->ssts_per_level[l] += (uint32_t)r->info.n_sst;
         st->keys_per_level[l] += r->info.keys;
         st->live_keys_estimate += r->info.keys;
-        for (size_t j = 0; j < r->info.n_sst; j++)
-            st->filter_bytes += akvi_slot_memory(&r->slots[j]);
+        for (size_t j = 0; r->slots && j < r->info.n_sst; j++) {
+            size_t m = akvi_slot_memory(&r->slots[j]);
+            st->filter_bytes += m;
+            st->filter_bytes_per_level[l] += m;
+            st->filter_grown_bytes += atomic_load(&r->slots[j].grown_bytes);
+        }
     }
+    st->filter_budget_bits_per_key = db->opt.bits_per_key;
+    st->filter_budget_bytes =
+        (uint64_t)(akvi_filter_budget(db, (double)st->live_keys_estimate, st->memtables, &g) + 0.5);
     st->compaction_debt_bytes = akvi_compaction_debt(db, v);
     akvi_version_unref(v);
     st->miss_log_coverage = akvi_misslog_coverage(db->ml);
@@ -92,7 +103,7 @@ int akv_stats_json(akv_db *db, char **json)
     int rc = akv_get_stats(db, &s);
     if (rc != AKV_OK)
         return rc;
-    size_t cap = 4096;
+    size_t cap = 8192;
     char *buf = malloc(cap);
     if (!buf)
         return akvi_err(AKV_ENOMEM, "out of memory");
@@ -132,11 +143,17 @@ int akv_stats_json(akv_db *db, char **json)
     U64(family_drops);
     U64(wal_damaged_recoveries);
     U64(wal_records_dropped);
+    U64(filter_grown_bytes);
+    U64(guard_filter_bytes);
+    U64(guard_filter_bytes_avg);
+    U64(filter_budget_bytes);
 #undef U64
     put_array32(&p, end, "runs_per_level", s.runs_per_level);
     put_array32(&p, end, "ssts_per_level", s.ssts_per_level);
     put_array64(&p, end, "keys_per_level", s.keys_per_level);
     put_array64(&p, end, "bytes_written_per_level", s.bytes_written_per_level);
+    put_array64(&p, end, "filter_bytes_per_level", s.filter_bytes_per_level);
+    p += snprintf(p, (size_t)(end - p), ",\"filter_budget_bits_per_key\":%.4f", s.filter_budget_bits_per_key);
     p += snprintf(p, (size_t)(end - p), ",\"miss_log_coverage\":%.4f", s.miss_log_coverage);
     p += snprintf(p, (size_t)(end - p), ",\"write_amp_per_level\":[");
     for (int i = 0; i < AKV_MAX_LEVELS; i++)

@@ -124,12 +124,15 @@ typedef struct akv_options {
     int l0_slowdown_runs;      /* writers slow down (rate-limited) from this many L0 runs;
                                   0 (default) = half-way between the trigger and l0_stall_runs
                                   (20 with the defaults, as RocksDB's) */
-    /* How far adaptive filters that ran out of room may grow, as a share
-     * of the filter budget (bits_per_key over the runs' keys; at least
-     * 16 KiB while above 0): a full filter grows (rebuilt larger) while
-     * the grown filters add no more than this, and is refilled at its own
-     * size past it, forgetting its older adaptations (docs/design.md, "A
-     * full adaptive filter grows"). [0, 64]; default 0.05. A larger share
+    /* How far adaptive filters that ran out of room may take all filter
+     * memory over its budget (bits_per_key over the runs' keys), as a
+     * share of it (16 KiB while the budget is under 128 KiB): a full
+     * filter grows
+     * (rebuilt larger) while the total with the growth stays within this,
+     * and is refilled at its own size past it, forgetting its older
+     * adaptations; the slots built afterwards give the excess back
+     * (docs/design.md, "A full adaptive filter grows"). [0, 64]; default
+     * 0.03, so the total stays within 5 % of the budget. A larger share
      * keeps more repeated false positives fixed when they outnumber the
      * filters' room, at that much more memory; 0 never grows. */
     double grown_filter_share;
@@ -560,6 +563,25 @@ typedef struct akv_stats {
      * file, the byte and the counts (docs/reliability.md, "A damaged
      * WAL"). With wal_strict set, open refuses instead. */
     uint64_t wal_damaged_recoveries, wal_records_dropped;
+    /* Filter memory by part (docs/design.md, "Filter memory by level"),
+     * in bytes: the SST slots of each level, grown filters and the
+     * outgrown ones still held included; of all slots, what they grew by
+     * since open (the filters they grew into, each held beside the one it
+     * replaced); the memtable guard now, and averaged over about a minute.
+     * filter_bytes is the slots' sum plus the guard now. */
+    uint64_t filter_bytes_per_level[AKV_MAX_LEVELS];
+    uint64_t filter_grown_bytes;
+    uint64_t guard_filter_bytes, guard_filter_bytes_avg;
+    /* The budget all filter memory is held to, in bytes: bits_per_key (B)
+     * times live_keys_estimate; more by what the memtable guard grew while
+     * memtables wait for their flush (RocksDB has a Bloom filter per
+     * memtable), and
+     * on a tiny database by part of the guard's fixed minimum
+     * (docs/design.md, "Filter memory by level"). filter_bytes is held
+     * at most 5 % over filter_budget_bytes; compactions can leave it
+     * further under (docs/benchmarks.md). */
+    double filter_budget_bits_per_key;
+    uint64_t filter_budget_bytes;
 } akv_stats;
 
 /* The statistics now, into *st (counters restart at zero on open).

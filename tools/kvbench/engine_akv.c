@@ -181,6 +181,10 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
     s->keys = st.live_keys_estimate;
     s->filter_bits_per_key =
         st.live_keys_estimate ? (double)st.filter_bytes * 8 / (double)st.live_keys_estimate : 0;
+    s->guard_bytes = st.guard_filter_bytes;
+    s->guard_bytes_avg = st.guard_filter_bytes_avg;
+    s->grown_bytes = st.filter_grown_bytes;
+    s->budget_bytes = st.filter_budget_bytes;
     slot_levels(e->db, s);
     s->write_amp = st.bytes_written_user ? (double)st.bytes_written_disk / (double)st.bytes_written_user : 0;
     for (int l = 0; st.bytes_written_user && l < AKV_MAX_LEVELS && l < AKV_KB_MAX_LEVELS; l++) {

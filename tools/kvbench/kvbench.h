@@ -268,6 +268,10 @@ typedef struct akv_kb_estats {
     char slot_policy[160];                 /* adaptkv: the policy in effect ("" unknown) */
     double filter_bits_per_key;     /* all filter memory (memtable guard too) per key */
     double sst_filter_bits_per_key; /* SST filters only: what RocksDB's figure measures */
+    /* adaptkv: its filter memory by part, bytes (akv_stats): the memtable
+     * guard now and averaged over about a minute, what slots grew by since
+     * open, the engine's own budget; the SST slots by level are in levels[]. */
+    uint64_t guard_bytes, guard_bytes_avg, grown_bytes, budget_bytes;
     /* Write amplification: SST bytes written by flushes and compactions
      * over the key+value bytes the application wrote (each engine's own
      * statistics); 0 when unknown. */
@@ -509,8 +513,9 @@ typedef struct akv_kb_result {
      * background work the run started with (each engine's own figures). */
     akv_kb_settle_result settle;
     uint64_t start_l0_files, start_pending_bytes;
-    /* All filter memory per key averaged over the timeline's rows (the
-     * memtable filters come and go with flushes); 0 without --timeline. */
+    /* All filter memory per key averaged over the run (sampled every
+     * --interval; the memtable filters come and go with flushes); 0 when
+     * the run was shorter than one interval. */
     double filter_bits_mean;
     uint64_t adaptations; /* during the run phase */
     /* --compact-replay: the first pass, before the compaction. */

@@ -22,6 +22,40 @@ static double throughput(const akv_kb_result *r)
     return r->seconds > 0 ? (double)r->ops / r->seconds : 0;
 }
 
+/* The filter memory per key an engine is held to: adaptkv its bits_per_key
+ * (with --equal-filter-memory, RocksDB's figure below); RocksDB its bits per
+ * key plus its memtable Bloom filter (one live memtable) spread over the
+ * records. 0 when unknown. */
+static double budget_bits(const akv_kb_result *r)
+{
+    const akv_kb_cfg *c = r->cfg;
+    if (!c || !r->engine)
+        return 0;
+    if (strcmp(r->engine, "rocksdb") == 0)
+        return c->bits_per_key +
+               (r->records ? c->memtable_bloom_ratio * (double)c->memtable_bytes * 8 / (double)r->records
+                           : 0);
+    return c->bits_per_key;
+}
+
+/* Filter memory over that budget, at the end and averaged over the run (0
+ * unknown), and whether both are within 5 %. */
+typedef struct mem_ratio {
+    double budget, end, mean;
+    bool within;
+} mem_ratio;
+
+static mem_ratio memory_ratio(const akv_kb_result *r)
+{
+    mem_ratio m = {budget_bits(r), 0, 0, false};
+    if (m.budget > 0) {
+        m.end = r->es.filter_bits_per_key / m.budget;
+        m.mean = r->filter_bits_mean / m.budget;
+        m.within = m.end >= 0.95 && m.end <= 1.05 && (m.mean == 0 || (m.mean >= 0.95 && m.mean <= 1.05));
+    }
+    return m;
+}
+
 static const char *const ret_names[AKV_KB_NRET] = {"OK", "NOT_FOUND", "ERROR"};
 
 /* One measurement as YCSB's OneMeasurementHdrHistogram exports it. */
@@ -111,6 +145,24 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
     if (r->filter_bits_mean > 0)
         fprintf(out, "[FILTER], BitsPerKeyMean, %.2f\n", r->filter_bits_mean);
     fprintf(out, "[FILTER], SstBitsPerKey, %.2f\n", r->es.sst_filter_bits_per_key);
+    mem_ratio m = memory_ratio(r);
+    if (m.budget > 0) {
+        fprintf(out, "[FILTER], BudgetBitsPerKey, %.2f\n[FILTER], MemoryRatio, %.3f\n", m.budget, m.end);
+        if (m.mean > 0)
+            fprintf(out, "[FILTER], MemoryRatioMean, %.3f\n", m.mean);
+        fprintf(out, "# Filter memory: %.2f bits/key at the end", r->es.filter_bits_per_key);
+        if (m.mean > 0)
+            fprintf(out, ", %.2f averaged over the run", r->filter_bits_mean);
+        fprintf(out, ", against %.2f (%.3fx", m.budget, m.end);
+        if (m.mean > 0)
+            fprintf(out, ", %.3fx averaged", m.mean);
+        fprintf(out, "): %s 5 %%\n", m.within ? "within" : "NOT within");
+    }
+    if (r->es.n_levels) /* adaptkv: its parts */
+        fprintf(out,
+                "[FILTER], GuardBytes, %llu\n[FILTER], GuardBytesAvg, %llu\n[FILTER], GrownBytes, %llu\n",
+                (unsigned long long)r->es.guard_bytes, (unsigned long long)r->es.guard_bytes_avg,
+                (unsigned long long)r->es.grown_bytes);
     fprintf(out, "[FILTER], Adaptations, %llu\n", (unsigned long long)r->adaptations);
     if (r->es.filter_grows || r->es.filter_refills)
         fprintf(out, "[FILTER], Grows, %llu\n[FILTER], Refills, %llu\n",
@@ -222,6 +274,19 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     if (r->filter_bits_mean > 0)
         json_f64(out, "filter_bits_per_key_mean", r->filter_bits_mean);
     json_f64(out, "sst_filter_bits_per_key", r->es.sst_filter_bits_per_key);
+    mem_ratio m = memory_ratio(r);
+    if (m.budget > 0) {
+        json_f64(out, "filter_budget_bits_per_key", m.budget);
+        json_f64(out, "filter_memory_ratio", m.end);
+        if (m.mean > 0)
+            json_f64(out, "filter_memory_ratio_mean", m.mean);
+        fprintf(out, "\"filter_memory_within_5pct\":%s,", m.within ? "true" : "false");
+    }
+    if (r->es.n_levels) {
+        json_u64(out, "guard_filter_bytes", r->es.guard_bytes);
+        json_u64(out, "guard_filter_bytes_avg", r->es.guard_bytes_avg);
+        json_u64(out, "filter_grown_bytes", r->es.grown_bytes);
+    }
     json_u64(out, "filter_bytes", r->es.filter_bytes);
     json_f64(out, "write_amp", r->es.write_amp);
     if (r->es.n_write_amp_levels > 0) {

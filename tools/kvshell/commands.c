@@ -189,14 +189,16 @@ static int cmd_count(kvs_ctx *c, const kvs_words *w)
  * bytes_written_per_level and write_amp_per_level (as --json has them). */
 static void print_levels(const akv_stats *s)
 {
-    printf("%-8s %6s %6s %14s %16s %10s\n", "level", "runs", "ssts", "keys", "bytes_written", "write_amp");
+    printf("%-8s %6s %6s %14s %16s %10s %12s\n", "level", "runs", "ssts", "keys", "bytes_written",
+           "write_amp", "filter_bytes");
     for (int i = 0; i < AKV_MAX_LEVELS; i++) {
         uint64_t written = s->bytes_written_per_level[i];
         if (!s->runs_per_level[i] && !s->ssts_per_level[i] && !s->keys_per_level[i] && !written)
             continue;
         double amp = s->bytes_written_user ? (double)written / (double)s->bytes_written_user : 0.0;
-        printf("L%-7d %6u %6u %14llu %16llu %10.3f\n", i, s->runs_per_level[i], s->ssts_per_level[i],
-               (unsigned long long)s->keys_per_level[i], (unsigned long long)written, amp);
+        printf("L%-7d %6u %6u %14llu %16llu %10.3f %12llu\n", i, s->runs_per_level[i], s->ssts_per_level[i],
+               (unsigned long long)s->keys_per_level[i], (unsigned long long)written, amp,
+               (unsigned long long)s->filter_bytes_per_level[i]);
     }
 }
 
@@ -236,7 +238,12 @@ static void print_stats(const akv_stats *s)
     ROW(family_drops);
     ROW(wal_damaged_recoveries);
     ROW(wal_records_dropped);
+    ROW(filter_grown_bytes);
+    ROW(guard_filter_bytes);
+    ROW(guard_filter_bytes_avg);
+    ROW(filter_budget_bytes);
 #undef ROW
+    printf("%-20s %.4f\n", "filter_budget_bits_per_key", s->filter_budget_bits_per_key);
     printf("%-20s %.4f\n", "miss_log_coverage", s->miss_log_coverage);
     print_levels(s);
 }

@@ -1424,14 +1424,14 @@ static void run_slot_kinds(akv_db *db, char *kinds, size_t cap)
 }
 
 /* A costed kind learns only the negatives the miss log hands it: while the
- * log has lost most of the absent keys it met, new slots are ablocked
+ * log has lost most of the absent keys it met, new slots are afuse
  * instead; a log that holds the stream gets the kind asked for. */
 Test(slots, costed_kind_needs_a_miss_log_that_holds_the_stream)
 {
-    if (!policy_available("mem=sscf,l0+=habf") || !policy_available("mem=sscf,l0+=ablocked"))
-        cr_skip_test("habf or ablocked is not registered");
+    if (!policy_available("mem=sscf,l0+=habf") || !policy_available("mem=sscf,l0+=afuse"))
+        cr_skip_test("habf or afuse is not registered");
     const uint64_t budgets[] = {64u << 10, 8u << 20};
-    const char *want[] = {"ablocked", "habf"};
+    const char *want[] = {"afuse", "habf"};
     for (int b = 0; b < 2; b++) {
         char dir[512];
         akvt_tmpdir(dir, sizeof dir, "costed-cover");

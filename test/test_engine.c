@@ -1832,7 +1832,8 @@ static void rest_compaction_test(akv_layout layout)
      * empty shard and check nothing differs between them by up to about a
      * percent (0.992 without against 0.993 with was seen): hence the 0.02. */
     cr_assert_geq(filters[0] + 0.02, filters[1],
-                  "%.3f filters per absent key without compaction at rest, %.3f with", filters[0], filters[1]);
+                  "%.3f filters per absent key without compaction at rest, %.3f with", filters[0],
+                  filters[1]);
     cr_assert_eq(levels[1], 1, "%u levels at rest", levels[1]);
     cr_assert_leq(filters[1], 1.0, "%.3f filters per absent key at rest", filters[1]);
 }

@@ -131,8 +131,8 @@ Test(budget, total_filter_memory_stays_within_5_percent)
     akv_stats end;
     cr_assert_eq(akv_get_stats(db, &end), AKV_OK);
     double mean = sum / points;
-    cr_log_info("ratio %.3f .. %.3f, mean %.3f; %llu adaptations, %llu grows, %llu refills, %llu compactions", lo,
-                hi, mean, (unsigned long long)end.adaptations, (unsigned long long)end.filter_grows,
+    cr_log_info("ratio %.3f .. %.3f, mean %.3f; %llu adaptations, %llu grows, %llu refills, %llu compactions",
+                lo, hi, mean, (unsigned long long)end.adaptations, (unsigned long long)end.filter_grows,
                 (unsigned long long)end.filter_refills, (unsigned long long)end.compactions);
     /* the workload did what it is for */
     cr_assert_gt(end.adaptations, 1000, "%llu adaptations", (unsigned long long)end.adaptations);

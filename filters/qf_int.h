@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "filters/qf_core.h"
+#include "util/bits.h"
 
 #define QF_BAD (-2)
 #define W_OCC  0
@@ -99,12 +100,7 @@ static inline void st8(uint8_t *p, uint8_t v)
  * may keep, merge and fold them. */
 static inline uint64_t wld64(const uint8_t *p)
 {
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
+    return akvi_load_le64(p);
 }
 
 static inline uint8_t *blkp(const akvi_qf *f, uint64_t b)

@@ -100,6 +100,24 @@ long akvf_key_index(const void *key, size_t klen)
     return v < (long)AKVF_KEYS ? v : -1;
 }
 
+int akvf_write_phase(akv_db *db, unsigned p, unsigned *failed)
+{
+    char k[32], v[32];
+    for (unsigned i = 0; i < AKVF_KEYS; i++) {
+        int op = akvf_op(p, i), rc = AKV_OK;
+        size_t kl = akvf_key(k, i);
+        if (op == AKVF_PUT)
+            rc = akv_put(db, k, kl, v, akvf_value(v, p, i));
+        else if (op == AKVF_DEL)
+            rc = akv_delete(db, k, kl);
+        if (rc != AKV_OK) {
+            *failed = i;
+            return rc;
+        }
+    }
+    return AKV_OK;
+}
+
 void akvf_options(akv_options *o, akv_layout layout)
 {
     akv_options_init(o);

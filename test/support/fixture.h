@@ -34,6 +34,9 @@ size_t akvf_value(char *buf, unsigned phase, unsigned i);
 /* After phases 1 .. upto: the phase whose put key i holds, or 0 when it is
  * absent (never written, or deleted last). */
 unsigned akvf_state(unsigned phases_done, unsigned i);
+/* Phase p's writes (puts and deletes) into db: AKV_OK, or the first
+ * failure's code with *failed set to its key's number. */
+int akvf_write_phase(akv_db *db, unsigned p, unsigned *failed);
 /* Parse a name akvf_key wrote back into i; -1 if it is not one. */
 long akvf_key_index(const void *key, size_t klen);
 /* The options the fixture was written with (and is opened with): small

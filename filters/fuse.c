@@ -1,38 +1,45 @@
 /*
- * fuse.c — kind `fuse` (id 7): a 3-wise binary fuse filter (Graf & Lemire,
- * "Binary Fuse Filters: Fast and Smaller Than Xor Filters", 2022). A
- * static filter whose false-positive rate is 2^-f for f-bit fingerprints
- * at about 1.125·f bits a key for large n, against a Bloom filter's
- * 1.44·log2(1/ε) (docs/filters.md, "Binary fuse filter").
+ * fuse.c — kind `fuse` (id 7): a binary fuse filter, 3- or 4-wise (Graf &
+ * Lemire, "Binary Fuse Filters: Fast and Smaller Than Xor Filters", 2022).
+ * A static filter whose false-positive rate is 2^-f for f-bit fingerprints
+ * at about 1.125·f bits a key (3-wise) or 1.075·f (4-wise) for large n,
+ * against a Bloom filter's 1.44·log2(1/ε) (docs/filters.md, "Binary fuse
+ * filter").
  *
- * Layout: an array of m = (segments + 2) · L cells of f bits each, packed
- * into a bit array (f is any width from 1 to 32, so the budget is used to
- * the bit); L, the segment length, is a power of two. A key's 64-bit
- * value x = mix64(h.hi + seed) ^ h.lo names three cells: p0 in the first
- * `segments` segments (multiply-shift of x over segments · L), p1 in the
- * next segment and p2 in the one after (p0 + L and p0 + 2L, each with
- * its offset inside the segment flipped by 18 bits of x), and a
- * fingerprint fp(x) = the low f bits of x ^ (x >> 32). The filter holds a
- * key when cell[p0] ^ cell[p1] ^ cell[p2] == fp(x): a stored key always
- * matches (no false negatives); another key matches with probability 2^-f.
+ * Layout: an array of m = (segments + k − 1) · L cells of f bits each, k
+ * the arity, packed into a bit array (f is any width from 1 to 32, so the
+ * budget is used to the bit); L, the segment length, is a power of two. A
+ * key's 64-bit value x = mix64(h.hi + seed) ^ h.lo names k cells: p0 in
+ * the first `segments` segments (multiply-shift of x over segments · L),
+ * then one in each of the next k − 1 segments (p0 + L, p0 + 2L, p0 + 3L,
+ * each with its offset inside the segment flipped by 18 bits of x, or of
+ * mix64(x) for the fourth), and a fingerprint fp(x) = the low f bits of
+ * x ^ (x >> 32). The filter holds a key when its k cells xor to fp(x): a
+ * stored key always matches (no false negatives); another key matches
+ * with probability 2^-f.
  *
  * Build (finish): the keys' values are sorted and deduplicated (equal
  * values name the same cells and fingerprint, so one entry answers for
  * all of them), then peeled: every cell counts the keys that name it and
  * xors their values; a cell named by one key gives that key to a stack
- * and the key leaves its two other cells, which may become single in
- * turn. When every key is on the stack, the cells are assigned in reverse
- * stack order, each key's own cell set so that its three cells xor to its
+ * and the key leaves its other cells, which may become single in turn.
+ * When every key is on the stack, the cells are assigned in reverse stack
+ * order, each key's own cell set so that its k cells xor to its
  * fingerprint. When some remain (a cycle, rare at the paper's sizes), the
  * build retries with a new seed, and every 32 failed seeds with one more
  * segment. Sorting the values first makes p0 ascend, so the peeling walks
  * the array nearly in order (the paper's cache argument).
  *
- * Sizing (the paper's, for arity 3, n distinct keys): L = 2^⌊ln n / ln 3.33
- * + 2.25⌋ capped at 2^18; capacity n · max(1.125, 0.875 + 0.25 · ln 10^6 /
- * ln n); segments = max(1, ⌈capacity / L⌉ − 2). The fingerprint width f
- * is the largest whose m · f bits fit bits_per_key · n (at least 1: a tiny
- * budget builds a 1-bit filter, over budget, rather than fail).
+ * Sizing (the paper's, n distinct keys): 3-wise, L = 2^⌊ln n / ln 3.33 +
+ * 2.25⌋ and capacity n · max(1.125, 0.875 + 0.25 · ln 10^6 / ln n); 4-wise,
+ * L = 2^⌊ln n / ln 2.91 − 0.5⌋ and capacity n · max(1.075, 0.77 + 0.305 ·
+ * ln 600000 / ln n); L within 4..2^18, segments = max(1, ⌈capacity / L⌉ −
+ * (k − 1)). The fingerprint width f is the largest whose m · f bits fit
+ * bits_per_key · n (at least 1: a tiny budget builds a 1-bit filter, over
+ * budget, rather than fail). The arity is the one that leaves the wider f,
+ * 3 on a tie: the fourth cell costs a query one more cache line, and pays
+ * when it halves the false-positive rate (at 10 bits a key, from ~300k
+ * keys: docs/filters.md).
  */
 #include <math.h>
 #include <stdio.h>
@@ -45,6 +52,7 @@
 #include "util/grow.h"
 
 #define MAX_F       32u
+#define MAX_ARITY   4
 #define MAX_SEGLEN  (1u << 18)
 #define MAX_SEEDS   1024u /* seeds tried before the build gives up */
 #define GROW_EVERY  32u   /* failed seeds before one more segment */
@@ -55,9 +63,10 @@ typedef struct fuse {
     double bpk;        /* build only: the budget */
     uint64_t seed;     /* mixes h.hi into x */
     uint32_t f;        /* fingerprint bits, 1..32; 0 with no keys */
+    uint32_t arity;    /* cells a key names: 3 or 4 */
     uint32_t seglen;   /* L, a power of two */
     uint64_t segments; /* p0 ranges over segments · L cells */
-    uint64_t cells;    /* m = (segments + 2) · L; 0 when empty */
+    uint64_t cells;    /* m = (segments + arity − 1) · L; 0 when empty */
     uint8_t *bits;     /* m · f bits, then 8 bytes of padding */
     uint64_t distinct; /* keys after deduplication */
     akv_hash *hs;      /* build only: the added hashes */
@@ -78,12 +87,17 @@ static inline uint32_t fingerprint(const fuse *u, uint64_t x)
     return (uint32_t)(v & (((uint64_t)1 << u->f) - 1));
 }
 
-static inline void positions(const fuse *u, uint64_t x, uint64_t p[3])
+/* The key's cells: p0 from the high bits of x, one cell in each of the
+ * next arity − 1 segments, offsets flipped by bits of x the high bits do
+ * not feed (bits 0–17 and 18–35; the fourth cell's from a second mix). */
+static inline void positions(const fuse *u, uint64_t x, uint64_t p[MAX_ARITY])
 {
-    uint64_t mask = u->seglen - 1;
-    p[0] = akv_reduce(x, u->segments * u->seglen);
-    p[1] = (p[0] + u->seglen) ^ ((x >> 18) & mask);
-    p[2] = (p[0] + 2 * (uint64_t)u->seglen) ^ (x & mask);
+    uint64_t mask = u->seglen - 1, L = u->seglen;
+    p[0] = akv_reduce(x, u->segments * L);
+    p[1] = (p[0] + L) ^ ((x >> 18) & mask);
+    p[2] = (p[0] + 2 * L) ^ (x & mask);
+    if (u->arity == 4)
+        p[3] = (p[0] + 3 * L) ^ (akv_mix64(x) & mask);
 }
 
 /* ---- the packed array --------------------------------------------------- */
@@ -127,20 +141,24 @@ static size_t bits_bytes(uint64_t cells, uint32_t f)
 
 /* ---- sizing ------------------------------------------------------------- */
 
-static uint32_t seglen_for(uint64_t n)
+static uint32_t seglen_for(uint64_t n, uint32_t arity)
 {
     if (n < 2)
         return 4;
-    double e = floor(log((double)n) / log(3.33) + 2.25);
-    return e >= 18 ? MAX_SEGLEN : (uint32_t)1 << (int)e;
+    double ln = log((double)n);
+    double e = floor(arity == 4 ? ln / log(2.91) - 0.5 : ln / log(3.33) + 2.25);
+    return e <= 2 ? 4 : e >= 18 ? MAX_SEGLEN : (uint32_t)1 << (int)e;
 }
 
-static uint64_t segments_for(uint64_t n, uint32_t seglen)
+static uint64_t segments_for(uint64_t n, uint32_t seglen, uint32_t arity)
 {
-    double factor = n < 2 ? 4 : fmax(1.125, 0.875 + 0.25 * log(1e6) / log((double)n));
+    double ln = log((double)n);
+    double factor = n < 2                ? 4
+                    : arity == 4         ? fmax(1.075, 0.77 + 0.305 * log(6e5) / ln)
+                                         : fmax(1.125, 0.875 + 0.25 * log(1e6) / ln);
     double cap = ceil((double)n * factor);
     uint64_t s = (uint64_t)ceil(cap / seglen);
-    return s > 3 ? s - 2 : 1;
+    return s > arity ? s - (arity - 1) : 1;
 }
 
 /* Largest f whose cells fit the budget; at least 1. */
@@ -161,6 +179,7 @@ static int fuse_create(const akv_filter_params *p, const akv_negative *neg, size
         return AKV_ENOMEM;
     u->base.kind = &akvi_kind_fuse;
     u->bpk = p->bits_per_key > 0 ? p->bits_per_key : 10;
+    u->arity = 3;
     u->seed = p->seed;
     size_t want = p->expected_keys && p->expected_keys < (1u << 20) ? (size_t)p->expected_keys : 1024;
     u->hs = malloc(want * sizeof *u->hs);
@@ -229,10 +248,11 @@ static bool peel_and_assign(fuse *u, const uint64_t *xs, size_t n, uint32_t *cou
     uint64_t m = u->cells;
     memset(count, 0, (size_t)m * sizeof *count);
     memset(xor, 0, (size_t)m * sizeof *xor);
+    const int k = (int)u->arity;
     for (size_t i = 0; i < n; i++) {
-        uint64_t p[3];
+        uint64_t p[MAX_ARITY];
         positions(u, xs[i], p);
-        for (int j = 0; j < 3; j++) {
+        for (int j = 0; j < k; j++) {
             count[p[j]]++;
             xor[p[j]] ^= xs[i];
         }
@@ -245,12 +265,14 @@ static bool peel_and_assign(fuse *u, const uint64_t *xs, size_t n, uint32_t *cou
         uint64_t c = queue[--qn];
         if (count[c] != 1)
             continue;
-        uint64_t x = xor[c], p[3];
+        uint64_t x = xor[c], p[MAX_ARITY];
         positions(u, x, p);
-        int own = p[0] == c ? 0 : p[1] == c ? 1 : 2;
+        int own = 0;
+        while (p[own] != c)
+            own++;
         stack[sn] = x;
         which[sn++] = (uint8_t)own;
-        for (int j = 0; j < 3; j++) {
+        for (int j = 0; j < k; j++) {
             count[p[j]]--;
             xor[p[j]] ^= x;
             if (j != own && count[p[j]] == 1)
@@ -261,11 +283,11 @@ static bool peel_and_assign(fuse *u, const uint64_t *xs, size_t n, uint32_t *cou
         return false;
     memset(u->bits, 0, bits_bytes(m, u->f));
     while (sn--) {
-        uint64_t x = stack[sn], p[3];
+        uint64_t x = stack[sn], p[MAX_ARITY];
         positions(u, x, p);
         int own = which[sn];
         uint32_t v = fingerprint(u, x);
-        for (int j = 0; j < 3; j++)
+        for (int j = 0; j < k; j++)
             if (j != own)
                 v ^= cell_get(u, p[j]);
         cell_set(u, p[own], v);
@@ -273,13 +295,30 @@ static bool peel_and_assign(fuse *u, const uint64_t *xs, size_t n, uint32_t *cou
     return true;
 }
 
-/* Size u for n distinct keys at `segments` segments (0: the paper's). */
+/* Size u for n distinct keys. segments 0: the paper's sizing, at the arity
+ * whose cells leave the wider fingerprint in the budget (3 on a tie: one
+ * cell less to read); else that many segments at the arity chosen. */
 static int size_cells(fuse *u, uint64_t n, uint64_t segments)
 {
-    u->seglen = seglen_for(n);
-    u->segments = segments ? segments : segments_for(n, u->seglen);
-    u->cells = (u->segments + 2) * u->seglen;
-    u->f = width_for(u->bpk * (double)u->base.n_keys, u->cells);
+    double budget = u->bpk * (double)u->base.n_keys;
+    if (!segments) {
+        uint32_t best_f = 0;
+        for (uint32_t a = 3; a <= MAX_ARITY; a++) {
+            uint32_t L = seglen_for(n, a);
+            uint64_t s = segments_for(n, L, a);
+            uint32_t fw = width_for(budget, (s + a - 1) * L);
+            if (fw > best_f) {
+                best_f = fw;
+                u->arity = a;
+                u->seglen = L;
+                u->segments = s;
+            }
+        }
+    } else {
+        u->segments = segments;
+    }
+    u->cells = (u->segments + u->arity - 1) * u->seglen;
+    u->f = width_for(budget, u->cells);
     free(u->bits);
     u->bits = malloc(bits_bytes(u->cells, u->f));
     return u->bits ? AKV_OK : AKV_ENOMEM;
@@ -368,9 +407,12 @@ static bool fuse_may_contain(const akv_filter *f, akv_hash h)
     const fuse *u = (const fuse *)f;
     if (!u->cells)
         return false;
-    uint64_t x = key_value(u->seed, h), p[3];
+    uint64_t x = key_value(u->seed, h), p[MAX_ARITY];
     positions(u, x, p);
-    return (cell_get(u, p[0]) ^ cell_get(u, p[1]) ^ cell_get(u, p[2])) == fingerprint(u, x);
+    uint32_t v = cell_get(u, p[0]) ^ cell_get(u, p[1]) ^ cell_get(u, p[2]);
+    if (u->arity == 4)
+        v ^= cell_get(u, p[3]);
+    return v == fingerprint(u, x);
 }
 
 static void fuse_prefetch(const akv_filter *f, akv_hash h)
@@ -378,16 +420,17 @@ static void fuse_prefetch(const akv_filter *f, akv_hash h)
     const fuse *u = (const fuse *)f;
     if (!u->cells)
         return;
-    uint64_t p[3];
+    uint64_t p[MAX_ARITY];
     positions(u, key_value(u->seed, h), p);
-    for (int j = 0; j < 3; j++)
+    for (uint32_t j = 0; j < u->arity; j++)
         __builtin_prefetch(u->bits + p[j] * u->f / 8);
 }
 
 static unsigned fuse_words_touched(const akv_filter *f, akv_hash h)
 {
     (void)h;
-    return ((const fuse *)f)->cells ? 3 : 0;
+    const fuse *u = (const fuse *)f;
+    return u->cells ? u->arity : 0;
 }
 
 static size_t fuse_memory(const akv_filter *f)
@@ -407,18 +450,20 @@ static int fuse_describe(const akv_filter *f, char *buf, size_t cap)
 {
     const fuse *u = (const fuse *)f;
     return snprintf(buf, cap,
-                    "\"fingerprint_bits\":%u,\"segment_length\":%u,\"segments\":%llu,\"cells\":%llu,"
-                    "\"distinct\":%llu",
-                    u->f, u->seglen, (unsigned long long)u->segments, (unsigned long long)u->cells,
+                    "\"fingerprint_bits\":%u,\"arity\":%u,\"segment_length\":%u,\"segments\":%llu,"
+                    "\"cells\":%llu,\"distinct\":%llu",
+                    u->f, u->arity, u->seglen, (unsigned long long)u->segments, (unsigned long long)u->cells,
                     (unsigned long long)u->distinct);
 }
 
 /* ---- serialization ------------------------------------------------------ */
 
-/* Payload version 1: u64 keys, u64 distinct, u64 seed, u32 f, u32 segment
- * length, u64 segments, then ⌈m · f / 8⌉ bytes of packed cells, m = (segments
- * + 2) · segment length (cell i at bit i · f, little-endian). An empty
- * filter has f = 0, segment length 0, segments 0 and no cell bytes. */
+/* Payload version 2: u64 keys, u64 distinct, u64 seed, u32 f, u32 segment
+ * length, u64 segments, u32 arity, then ⌈m · f / 8⌉ bytes of packed cells,
+ * m = (segments + arity − 1) · segment length (cell i at bit i · f,
+ * little-endian). An empty filter has f = 0, segment length 0, segments 0,
+ * arity 0 and no cell bytes. Version 1 (written until 2026-11-27) has no
+ * arity field: always 3. */
 static int fuse_save(const akv_filter *f, uint8_t *buf, size_t *len)
 {
     const fuse *u = (const fuse *)f;
@@ -431,6 +476,7 @@ static int fuse_save(const akv_filter *f, uint8_t *buf, size_t *len)
     akvi_w_u32(&w, u->cells ? u->f : 0);
     akvi_w_u32(&w, u->cells ? u->seglen : 0);
     akvi_w_u64(&w, u->cells ? u->segments : 0);
+    akvi_w_u32(&w, u->cells ? u->arity : 0);
     if (u->cells)
         akvi_w_bytes(&w, u->bits, (size_t)((u->cells * u->f + 7) / 8));
     *len = w.len;
@@ -439,24 +485,25 @@ static int fuse_save(const akv_filter *f, uint8_t *buf, size_t *len)
 
 static int fuse_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **out)
 {
-    if (ver != 1)
+    if (ver != 1 && ver != 2)
         return AKV_ENOTSUP;
     akvi_rbuf r = {buf, len, 0, false};
     uint64_t n = akvi_r_u64(&r), distinct = akvi_r_u64(&r), seed = akvi_r_u64(&r);
     uint32_t fw = akvi_r_u32(&r), seglen = akvi_r_u32(&r);
     uint64_t segments = akvi_r_u64(&r);
+    uint32_t arity = ver == 1 ? (fw ? 3 : 0) : akvi_r_u32(&r);
     if (r.err || distinct > n)
         return AKV_ECORRUPT;
     uint64_t left = akvi_r_left(&r), cells = 0;
     if (fw == 0) {
-        if (seglen || segments || left || distinct)
+        if (seglen || segments || arity || left || distinct)
             return AKV_ECORRUPT;
     } else {
         /* each cell takes at least one bit: bound segments before multiplying */
-        if (fw > MAX_F || seglen < 4 || seglen > MAX_SEGLEN || (seglen & (seglen - 1)) || segments < 1 ||
-            segments > left * 8 / seglen || distinct == 0)
+        if (fw > MAX_F || (arity != 3 && arity != 4) || seglen < 4 || seglen > MAX_SEGLEN ||
+            (seglen & (seglen - 1)) || segments < 1 || segments > left * 8 / seglen || distinct == 0)
             return AKV_ECORRUPT;
-        cells = (segments + 2) * seglen;
+        cells = (segments + arity - 1) * seglen;
         if (cells > (uint64_t)SIZE_MAX / 64 || (cells * fw + 7) / 8 != left)
             return AKV_ECORRUPT;
     }
@@ -470,6 +517,7 @@ static int fuse_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **
     u->distinct = distinct;
     if (cells) {
         u->f = fw;
+        u->arity = arity;
         u->seglen = seglen;
         u->segments = segments;
         u->cells = cells;
@@ -495,9 +543,9 @@ static void fuse_destroy(akv_filter *f)
 const akv_filter_kind akvi_kind_fuse = {
     .name = "fuse",
     .id = 7,
-    .payload_version = 1,
+    .payload_version = 2,
     .flags = 0,
-    .summary = "3-wise binary fuse filter (f-bit fingerprints, FPR 2^-f at ~1.125 f bits/key)",
+    .summary = "binary fuse filter, 3- or 4-wise (f-bit fingerprints, FPR 2^-f at ~1.08-1.13 f bits/key)",
     .create = fuse_create,
     .add = fuse_add,
     .finish = fuse_finish,

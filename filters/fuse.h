@@ -1,6 +1,6 @@
 /*
  * fuse.h — the `fuse` kind's internals that kind `afuse` (filters/afuse.c)
- * builds on: a 3-wise binary fuse filter is a static array of f-bit
+ * builds on: a binary fuse filter (3- or 4-wise) is a static array of f-bit
  * fingerprints, and afuse wraps one with a verified list. Internal.
  */
 #ifndef AKV_FUSE_H

@@ -150,7 +150,7 @@ static int af_load(const uint8_t *buf, size_t len, uint16_t ver, akv_filter **ou
     rc = r.err || ulen != len - r.off ? AKV_ECORRUPT
                                       : akvi_kind_fuse.load(r.p + r.off, (size_t)ulen, uver, &a->fuse);
     if (rc == AKV_ENOTSUP)
-        rc = AKV_ECORRUPT; /* an afuse v1 payload holds a fuse v1 payload */
+        rc = AKV_ECORRUPT; /* an afuse v1 payload holds a fuse v1 or v2 payload */
     if (rc != AKV_OK) {
         akvi_fplist_free(&a->list);
         free(a);

@@ -572,8 +572,9 @@ static void replayed_pool_is_fixed(size_t mult, uint64_t seed)
         }
     cr_log_info("pool %zu x the table: %zu of %zu replayed keys unfixed after %d passes", mult, left, n,
                 pass);
-    cr_assert_leq(left, n / 1000, "pool %zu x the table: %zu of %zu replayed keys still unfixed after %d passes",
-                  mult, left, n, pass);
+    cr_assert_leq(left, n / 1000,
+                  "pool %zu x the table: %zu of %zu replayed keys still unfixed after %d passes", mult, left,
+                  n, pass);
     free(pool);
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
     rmrf(dir);
@@ -655,8 +656,8 @@ static void no_false_negatives_under_the_rule(akv_layout layout, uint64_t seed)
     cr_assert_gt(adaptations(db), 0);
     for (uint64_t i = 0; i < BASE_KEYS; i++) {
         size_t kl = key(k, 2 * i);
-        cr_assert_eq(akv_get(db, k, kl, NULL, NULL), AKV_OK, "seed %llx: key %s lost", (unsigned long long)seed,
-                     k);
+        cr_assert_eq(akv_get(db, k, kl, NULL, NULL), AKV_OK, "seed %llx: key %s lost",
+                     (unsigned long long)seed, k);
     }
     cr_assert_eq(akv_close(db), AKV_OK);
     rmrf(dir);

@@ -534,7 +534,8 @@ struct akv_db {
     uint64_t meta_wal_bytes, meta_flush_user; /* under catmu: WAL growth since the meta family's last flush */
     akvi_misslog *ml;
     /* Keys whose false positive was not fixed (adapt.c): a 32-bit tag of
-     * the hash per entry, direct-mapped, AKVI_FP_SEEN entries. */
+     * the hash per entry, direct-mapped, AKVI_FP_SEEN entries, the first
+     * 8,192 of them for the sampled ones. */
     _Atomic uint32_t *fp_seen;
     /* Of the sampled first false positives left unfixed lately, how many
      * came back as a second, and how many a later sample took the place of

@@ -252,24 +252,12 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
 #define SAMPLE_SHIFT 3          /* at most one first false positive in 8 is a sample */
 #define MAX_THIN     9          /* at least one in 2^12 */
 #define THIN_BITS    0xfu       /* a sample's tag: fp_thin + 1 in its low bits, never 0 */
-#define FIXED        0x10u      /* and this bit once it came back and was fixed */
-#define TAG_BITS     (~0x1fu)   /* the rest: the top bits of the key's hash */
 #define WINDOW       256        /* samples */
 #define MIN_LEFT     16         /* samples */
 #define BACK_ONE_IN  4
 
 _Static_assert(SAMPLE < AKVI_FP_SEEN / 4, "most of the table remembers unsampled keys");
 _Static_assert(MAX_THIN + 1 <= THIN_BITS, "a sample's rate fits its tag");
-
-/* Whether fixes last: unless enough sampled fixes were seen (weighed, as
- * the other counts), at least half of them did not come back as a false
- * positive again while the sample region still held them. */
-static bool fixes_last(akv_db *db, uint32_t thin)
-{
-    uint32_t fixed = atomic_load_explicit(&db->fp_fixed, memory_order_relaxed);
-    return fixed < (uint32_t)MIN_LEFT << thin ||
-           2 * atomic_load_explicit(&db->fp_relapsed, memory_order_relaxed) < fixed;
-}
 
 /* This thread's coin for samples and replacements (xorshift64). */
 static _Thread_local uint64_t t_coin;
@@ -321,8 +309,6 @@ static void sample_left(akv_db *db, uint32_t thin)
     store(&db->fp_left, left / 2);
     store(&db->fp_back, back / 2);
     store(&db->fp_lost, lost / 2);
-    store(&db->fp_fixed, load(&db->fp_fixed) / 2);
-    store(&db->fp_relapsed, load(&db->fp_relapsed) / 2);
 }
 
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
@@ -332,28 +318,13 @@ bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
     _Atomic uint32_t *sample = &db->fp_seen[m & (SAMPLE - 1)];
     _Atomic uint32_t *kept = &db->fp_seen[SAMPLE + (size_t)(((m >> 32) * (AKVI_FP_SEEN - SAMPLE)) >> 32)];
     uint32_t was = load(sample);
-    if (was != 0 && (was & TAG_BITS) == (tag & TAG_BITS)) {
-        uint32_t w = 1u << ((was & THIN_BITS) - 1);
-        if (was & FIXED) {
-            /* Fixed at its comeback, and a false positive again: that fix
-             * did not last (the filter's room for fixes evicted it, or a
-             * rebuild dropped it). Fixed again only while most last. */
-            if (!take(sample, was))
-                return false;
-            add(&db->fp_relapsed, w);
-            return fixes_last(db, load(&db->fp_thin));
-        }
+    if (was != 0 && (was & ~THIN_BITS) == (tag & ~THIN_BITS) && take(sample, was)) {
         /* A sample came back: counted at the rate it was drawn at, and
          * only while what came back does not outweigh what was left (a
          * burst of old samples coming back right after the counts were
-         * halved cannot tip the rule alone). It stays, flagged, to see
-         * whether its fix lasts. */
-        if (!atomic_compare_exchange_strong_explicit(sample, &was, was | FIXED, memory_order_relaxed,
-                                                     memory_order_relaxed))
-            return false;
+         * halved cannot tip the rule alone). */
         if (load(&db->fp_back) < load(&db->fp_left))
-            add(&db->fp_back, w);
-        add(&db->fp_fixed, w);
+            add(&db->fp_back, 1u << ((was & THIN_BITS) - 1));
         return true;
     }
     uint32_t ktag = tag | 1; /* never the empty 0 */
@@ -368,8 +339,8 @@ bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
          * only, as below; one that loses it is no sample. */
         was = load(sample);
         if (was == 0 || (x & 1)) {
-            store(sample, (tag & TAG_BITS) | (thin + 1));
-            if (was != 0 && !(was & FIXED)) /* a fixed one had come back */
+            store(sample, (tag & ~THIN_BITS) | (thin + 1));
+            if (was != 0)
                 add(&db->fp_lost, 1u << ((was & THIN_BITS) - 1));
             sample_left(db, thin);
             return false;
@@ -382,8 +353,8 @@ bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
     if (load(kept) == 0 || (x & 2))
         store(kept, ktag);
     uint32_t left = load(&db->fp_left);
-    return left >= (uint32_t)MIN_LEFT << thin && load(&db->fp_back) * BACK_ONE_IN >= left &&
-           fixes_last(db, thin); /* many come back, and fixes last: buy now */
+    return left >= (uint32_t)MIN_LEFT << thin &&
+           load(&db->fp_back) * BACK_ONE_IN >= left; /* many come back: buy now */
 }
 
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)

@@ -539,10 +539,9 @@ struct akv_db {
     _Atomic uint32_t *fp_seen;
     /* Of the sampled first false positives left unfixed lately, how many
      * came back as a second, and how many a later sample took the place of
-     * first; the sampling rate's exponent over its least; of the samples
-     * fixed at their comeback, how many were false positives again
-     * (adapt.c): decide whether a first one is fixed at once. */
-    _Atomic uint32_t fp_left, fp_back, fp_lost, fp_thin, fp_fixed, fp_relapsed;
+     * first; the sampling rate's exponent over its least (adapt.c): decide
+     * whether a first one is fixed at once. */
+    _Atomic uint32_t fp_left, fp_back, fp_lost, fp_thin;
 
     struct {
         _Atomic uint64_t puts, deletes, flushes, compactions, write_stalls, write_slowdowns, l0_merges,

@@ -218,77 +218,143 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
  * that comes back. A fresh absent key that will never return is not worth
  * it; so, in the spirit of ski rental, a key's first false positive is
  * paid as a wasted probe and remembered (a 32-bit tag of its hash in a
- * direct-mapped table, overwritten by later ones), and its second is fixed.
- * A key the miss log already holds (looked up in vain before: hot, or an
- * earlier false positive the table forgot) is fixed at once. The table has
- * AKVI_FP_SEEN entries, and a false positive takes an entry another key
- * holds on a coin toss, so it remembers one for about as long as
- * 2 × AKVI_FP_SEEN others take to come: about twenty seconds at the 6,500
- * a second of a fresh-key stream at 10M keys.
+ * direct-mapped table, overwritten by later ones on a coin toss), and its
+ * second is fixed. A key the miss log already holds (looked up in vain
+ * before: hot, or an earlier false positive the table forgot) is fixed at
+ * once.
  *
- * Renting stops when it keeps costing: of the first false positives left
- * unfixed lately (fp_left, halved with fp_back past WINDOW), the share that
- * came back as a second (fp_back) is measured; while it is at least
- * 1/BACK_ONE_IN, a first false positive is fixed at once, except one in
- * AKVI_MISSLOG_SAMPLE, left unfixed to keep measuring. An attacker who
- * replays what cost a probe, or a skewed stream, then pays one probe per
- * key (and one in eight a second); a fresh-key stream, whose keys never
- * come back, pays no adaptation.
+ * Renting stops when it keeps costing, and whether it does is measured on
+ * a sample, so that the measurement does not depend on how many keys come
+ * back: a pool of replayed keys many times the table would overwrite every
+ * entry before its key came back, and read as a fresh stream. One first
+ * false positive in 2^k (a coin; k = SAMPLE_SHIFT + db->fp_thin) is a
+ * *sample*: left unfixed and remembered in a region of the table of its
+ * own (SAMPLE entries, which only a later sample takes over, on a coin
+ * toss), its tag carrying the k it was drawn at. Counted in first false
+ * positives (a sample weighs 2^fp_thin): fp_left, the samples left;
+ * fp_back, those that came back as a second (then fixed), weighed at the
+ * rate they were drawn at, so a change of rate between a sample and its
+ * comeback does not tilt the ratio; fp_lost, those a later sample took the
+ * place of first. Past WINDOW samples' weight, the rate follows the
+ * region's churn: while more is lost than comes back, k grows by one (a
+ * sample then stays twice as long: about 2 × SAMPLE × 2^k first false
+ * positives), and while less than a quarter as much is lost, it shrinks,
+ * to SAMPLE_SHIFT at least; then the three counts are halved. A replayed
+ * pool of any size thus ends up sampled slowly enough for its samples to
+ * come back while they are remembered. While what came back is at least
+ * 1/BACK_ONE_IN of what was left, every first false positive but the
+ * samples is fixed at once. An attacker who replays what cost a probe, or
+ * a skewed stream, then pays one probe per key (and a sampled key a
+ * second); a fresh-key stream, whose keys never come back, pays no
+ * adaptation.
  */
-#define WINDOW      1024
-#define MIN_LEFT    64
-#define BACK_ONE_IN 4
+#define SAMPLE       (1u << 13) /* entries of db->fp_seen that hold samples: 32 KiB */
+#define SAMPLE_SHIFT 3          /* at most one first false positive in 8 is a sample */
+#define MAX_THIN     9          /* at least one in 2^12 */
+#define THIN_BITS    0xfu       /* a sample's tag: fp_thin + 1 in its low bits, never 0 */
+#define WINDOW       256        /* samples */
+#define MIN_LEFT     16         /* samples */
+#define BACK_ONE_IN  4
 
-/* This thread's coin for the table's replacements (xorshift64). */
+_Static_assert(SAMPLE < AKVI_FP_SEEN / 4, "most of the table remembers unsampled keys");
+_Static_assert(MAX_THIN + 1 <= THIN_BITS, "a sample's rate fits its tag");
+
+/* This thread's coin for samples and replacements (xorshift64). */
 static _Thread_local uint64_t t_coin;
 
-static bool coin(void)
+static uint64_t coin(void)
 {
     uint64_t x = t_coin ? t_coin : akv_mix64((uint64_t)(uintptr_t)&t_coin) | 1;
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
     t_coin = x;
-    return (x >> 32) & 1;
+    return x;
+}
+
+static uint32_t load(_Atomic uint32_t *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+static void store(_Atomic uint32_t *c, uint32_t v)
+{
+    atomic_store_explicit(c, v, memory_order_relaxed);
+}
+
+static void add(_Atomic uint32_t *c, uint32_t v)
+{
+    atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* Take entry e out if it holds `was` (a comeback): whether it did. */
+static bool take(_Atomic uint32_t *e, uint32_t was)
+{
+    return atomic_compare_exchange_strong_explicit(e, &was, 0, memory_order_relaxed, memory_order_relaxed);
+}
+
+/* One more sample left, weighing w: past WINDOW samples, the rate follows
+ * the churn and the counts are halved (approximate under races; only the
+ * ratios matter). */
+static void sample_left(akv_db *db, uint32_t thin)
+{
+    uint32_t w = 1u << thin;
+    if (atomic_fetch_add_explicit(&db->fp_left, w, memory_order_relaxed) + w <= (uint32_t)WINDOW << thin)
+        return;
+    uint32_t back = load(&db->fp_back), lost = load(&db->fp_lost), left = load(&db->fp_left);
+    if (lost > back && thin < MAX_THIN)
+        store(&db->fp_thin, thin + 1);
+    else if (4 * lost < back && thin > 0)
+        store(&db->fp_thin, thin - 1);
+    store(&db->fp_left, left / 2);
+    store(&db->fp_back, back / 2);
+    store(&db->fp_lost, lost / 2);
 }
 
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
 {
-    uint32_t tag = (uint32_t)(h.hi >> 32) | 1; /* never the empty 0 */
-    size_t i = (size_t)(akv_mix64(h.lo) & (AKVI_FP_SEEN - 1));
-    uint32_t was = atomic_load_explicit(&db->fp_seen[i], memory_order_relaxed);
-    if (was == tag) {
-        /* Taken out as it is found, and counted only while the comebacks do
-         * not outnumber the first false positives left: a key whose fix
-         * keeps failing comes back as a first false positive next time, so
-         * one hot key cannot tip the rule below. */
-        uint32_t t = tag;
-        if (atomic_compare_exchange_strong_explicit(&db->fp_seen[i], &t, 0, memory_order_relaxed,
-                                                    memory_order_relaxed) &&
-            atomic_load_explicit(&db->fp_back, memory_order_relaxed) <
-                atomic_load_explicit(&db->fp_left, memory_order_relaxed))
-            atomic_fetch_add_explicit(&db->fp_back, 1, memory_order_relaxed);
+    uint32_t tag = (uint32_t)(h.hi >> 32);
+    uint64_t m = akv_mix64(h.lo);
+    _Atomic uint32_t *sample = &db->fp_seen[m & (SAMPLE - 1)];
+    _Atomic uint32_t *kept = &db->fp_seen[SAMPLE + (size_t)(((m >> 32) * (AKVI_FP_SEEN - SAMPLE)) >> 32)];
+    uint32_t was = load(sample);
+    if (was != 0 && (was & ~THIN_BITS) == (tag & ~THIN_BITS) && take(sample, was)) {
+        /* A sample came back: counted at the rate it was drawn at, and
+         * only while what came back does not outweigh what was left (a
+         * burst of old samples coming back right after the counts were
+         * halved cannot tip the rule alone). */
+        if (load(&db->fp_back) < load(&db->fp_left))
+            add(&db->fp_back, 1u << ((was & THIN_BITS) - 1));
         return true;
+    }
+    uint32_t ktag = tag | 1; /* never the empty 0 */
+    if (load(kept) == ktag && take(kept, ktag))
+        return true; /* a second false positive */
+    if (akvi_misslog_holds(db->ml, h, key, klen))
+        return true;
+    uint64_t x = coin();
+    uint32_t thin = load(&db->fp_thin);
+    if ((x >> (64 - SAMPLE_SHIFT - thin)) == 0) {
+        /* A sample takes an entry another sample holds on a coin toss
+         * only, as below; one that loses it is no sample. */
+        was = load(sample);
+        if (was == 0 || (x & 1)) {
+            store(sample, (tag & ~THIN_BITS) | (thin + 1));
+            if (was != 0)
+                add(&db->fp_lost, 1u << ((was & THIN_BITS) - 1));
+            sample_left(db, thin);
+            return false;
+        }
     }
     /* An entry another key holds is taken over on a coin toss only: with
      * two replayed keys on one entry, always taking it would let each evict
-     * the other at every pass, forever (a pool larger than the table); so
-     * each pass fixes a share of what is left. */
-    if (was == 0 || coin())
-        atomic_store_explicit(&db->fp_seen[i], tag, memory_order_relaxed);
-    if (akvi_misslog_holds(db->ml, h, key, klen))
-        return true;
-    uint64_t left = atomic_load_explicit(&db->fp_left, memory_order_relaxed);
-    uint64_t back = atomic_load_explicit(&db->fp_back, memory_order_relaxed);
-    if (left >= MIN_LEFT && back * BACK_ONE_IN >= left && !akvi_misslog_sampled())
-        return true; /* most come back: buy now */
-    if (atomic_fetch_add_explicit(&db->fp_left, 1, memory_order_relaxed) + 1 > WINDOW) {
-        /* Approximate under races; only the ratio matters. */
-        atomic_store_explicit(&db->fp_left, WINDOW / 2, memory_order_relaxed);
-        atomic_store_explicit(&db->fp_back, atomic_load_explicit(&db->fp_back, memory_order_relaxed) / 2,
-                              memory_order_relaxed);
-    }
-    return false;
+     * the other at every pass, forever; so each pass fixes a share of what
+     * is left. */
+    if (load(kept) == 0 || (x & 2))
+        store(kept, ktag);
+    uint32_t left = load(&db->fp_left);
+    return left >= (uint32_t)MIN_LEFT << thin &&
+           load(&db->fp_back) * BACK_ONE_IN >= left; /* many come back: buy now */
 }
 
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)

@@ -534,11 +534,14 @@ struct akv_db {
     uint64_t meta_wal_bytes, meta_flush_user; /* under catmu: WAL growth since the meta family's last flush */
     akvi_misslog *ml;
     /* Keys whose false positive was not fixed (adapt.c): a 32-bit tag of
-     * the hash per entry, direct-mapped, AKVI_FP_SEEN entries. */
+     * the hash per entry, direct-mapped, AKVI_FP_SEEN entries, the first
+     * 8,192 of them for the sampled ones. */
     _Atomic uint32_t *fp_seen;
-    /* Of the first false positives left unfixed lately, how many came back
-     * as a second (adapt.c): decides whether a first one is fixed at once. */
-    _Atomic uint32_t fp_left, fp_back;
+    /* Of the sampled first false positives left unfixed lately, how many
+     * came back as a second, and how many a later sample took the place of
+     * first; the sampling rate's exponent over its least (adapt.c): decide
+     * whether a first one is fixed at once. */
+    _Atomic uint32_t fp_left, fp_back, fp_lost, fp_thin;
 
     struct {
         _Atomic uint64_t puts, deletes, flushes, compactions, write_stalls, write_slowdowns, l0_merges,
@@ -808,9 +811,10 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
 /* Whether fixing a false positive of key (hash h, the key's own) pays: on
  * its second false positive (remembered in db->fp_seen), when the miss log
- * already holds it as a returning absent key, or, while most unfixed first
- * false positives come back, on its first (docs/design.md, "Adaptation
- * where it pays"). Records this false positive. */
+ * already holds it as a returning absent key, or, while at least a quarter
+ * of a random sample of unfixed first false positives come back, on its
+ * first unless it is sampled (docs/design.md, "Adaptation where it pays").
+ * Records this false positive. */
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen);
 #define AKVI_FP_SEEN (1u << 16) /* entries of db->fp_seen: 256 KiB */
 /* Test hook: called before the reverse map is read, outside every lock. */

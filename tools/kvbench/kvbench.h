@@ -417,6 +417,7 @@ typedef struct akv_kb_req {
     char key[48];
     const char *ext; /* key owned by someone else (a trace), used instead of key */
     size_t klen;
+    size_t pool_at; /* a replay: where its key was in the attacker's pool */
 } akv_kb_req;
 
 typedef struct akv_kb_client {

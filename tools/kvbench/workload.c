@@ -359,8 +359,10 @@ static void adversary_key(akv_kb_client *c, akv_kb_req *r)
     r->keynum = 0;
     if (akv_kb_rng_double(&c->rng) >= c->w->adv_explore) {
         pthread_mutex_lock(&s->pool_mu);
-        if (s->pool_n)
-            r->keynum = s->pool[akv_kb_rng_below(&c->rng, s->pool_n)];
+        if (s->pool_n) {
+            r->pool_at = akv_kb_rng_below(&c->rng, s->pool_n);
+            r->keynum = s->pool[r->pool_at];
+        }
         pthread_mutex_unlock(&s->pool_mu);
     }
     r->kind = r->keynum ? AKV_KB_REQ_REPLAY : AKV_KB_REQ_EXPLORE;
@@ -434,8 +436,14 @@ static void pool_add(akv_kb_shared *s, akv_kb_rng *rng, uint64_t k)
         s->pool[akv_kb_rng_below(rng, s->pool_cap)] = k;
 }
 
-static void pool_drop(akv_kb_shared *s, uint64_t k)
+/* Drop key k, found at `at` unless another client moved it since (then
+ * searched for: a pool of 500,000 keys would make every drop a scan). */
+static void pool_drop(akv_kb_shared *s, uint64_t k, size_t at)
 {
+    if (at < s->pool_n && s->pool[at] == k) {
+        s->pool[at] = s->pool[--s->pool_n];
+        return;
+    }
     for (size_t i = 0; i < s->pool_n; i++)
         if (s->pool[i] == k) {
             s->pool[i] = s->pool[--s->pool_n];
@@ -457,6 +465,6 @@ void akv_kb_client_done(akv_kb_client *c, const akv_kb_req *r, int rc, const akv
     if (slow)
         pool_add(c->sh, &c->rng, r->keynum);
     else
-        pool_drop(c->sh, r->keynum);
+        pool_drop(c->sh, r->keynum, r->pool_at);
     pthread_mutex_unlock(&c->sh->pool_mu);
 }

@@ -820,6 +820,21 @@ typedef struct state {
     size_t n_orph;
 } state;
 
+/* The memtable generation family i holds: an older format's mem.<gen> by
+ * its name, one of the pool's by its record (0: none, or not a memtable
+ * family). */
+static uint64_t mem_gen(state *S, size_t i, bool *pool)
+{
+    uint64_t g = akvi_parse_id(S->cfs.names[i], "mem."), p = akvi_parse_id(S->cfs.names[i], "pool.");
+    *pool = p && p <= AKVI_POOL_MAX;
+    if (*pool && S->cfs.h[i] && akvi_pool_marker(S->db, S->cfs.h[i], &g) != AKV_OK) {
+        note(S->R, "memtable family %s: its generation is unreadable (%s); it is emptied at the next open",
+             S->cfs.names[i], akv_errmsg());
+        g = 0;
+    }
+    return g;
+}
+
 /* Is the catalog the newest state (so that runs it does not name are
  * leftovers)? Only when nothing is newer than it and nothing it names or
  * keeps is missing: the rules open applies. */
@@ -835,7 +850,7 @@ static bool catalog_is_newest(state *S)
         if ((id = akvi_parse_id(S->cfs.names[i], "run.")) || (id = akvi_parse_id(S->cfs.names[i], "rmap."))) {
             if (id >= c->next_run_id)
                 return false;
-        } else if ((id = akvi_parse_id(S->cfs.names[i], "mem.")) && id > c->flushed_mem_gen) {
+        } else if ((id = mem_gen(S, i, &(bool){false})) && id > c->flushed_mem_gen) {
             lo = n_mem == 0 || id < lo ? id : lo;
             hi = id > hi ? id : hi;
             n_mem++;
@@ -1134,9 +1149,17 @@ static int merge_levels(state *S)
 static uint64_t settle_mems(state *S)
 {
     uint64_t flushed = S->have_cat ? S->cat.flushed_mem_gen : 0, hi = 0;
+    uint64_t *gen = calloc(S->cfs.n + 1, sizeof *gen);
+    bool *pool = calloc(S->cfs.n + 1, sizeof *pool);
+    if (!gen || !pool) {
+        free(gen);
+        free(pool);
+        note(S->R, "out of memory settling the memtables; they are left as they are");
+        return flushed;
+    }
     for (size_t i = 0; i < S->cfs.n; i++) {
-        uint64_t g = akvi_parse_id(S->cfs.names[i], "mem.");
-        hi = g > hi ? g : hi;
+        gen[i] = mem_gen(S, i, &pool[i]);
+        hi = gen[i] > hi ? gen[i] : hi;
     }
     if (!S->trust_cat && hi) {
         /* the newest consecutive block */
@@ -1144,7 +1167,7 @@ static uint64_t settle_mems(state *S)
         for (bool more = true; more && lo > 1;) {
             more = false;
             for (size_t i = 0; i < S->cfs.n; i++)
-                if (akvi_parse_id(S->cfs.names[i], "mem.") == lo - 1) {
+                if (gen[i] == lo - 1) {
                     lo--;
                     more = true;
                     break;
@@ -1153,19 +1176,27 @@ static uint64_t settle_mems(state *S)
         if (lo - 1 > flushed)
             flushed = lo - 1;
     }
+    unsigned emptied = 0;
     for (size_t i = 0; i < S->cfs.n; i++) {
-        uint64_t g = akvi_parse_id(S->cfs.names[i], "mem.");
-        if (!g)
+        if (!gen[i])
             continue;
-        if (g <= flushed) {
+        if (gen[i] <= flushed && pool[i]) {
+            emptied++; /* the pool's families are never dropped: open empties it */
+        } else if (gen[i] <= flushed) {
             S->cfs.state[i] = AKVI_CF_LEFTOVER;
             S->R->r.memtables_dropped++;
         } else
             S->R->r.memtables_kept++;
     }
+    free(gen);
+    free(pool);
     if (S->R->r.memtables_dropped)
         note(S->R, "%u memtable families at or below generation %llu: already flushed; dropped",
              S->R->r.memtables_dropped, (unsigned long long)flushed);
+    if (emptied)
+        note(S->R, "%u memtable pool families hold memtables at or below generation %llu: already flushed; "
+                   "the next open empties them",
+             emptied, (unsigned long long)flushed);
     if (S->R->r.memtables_kept)
         note(S->R, "%u memtable families kept (their writes come back from RocksDB's WAL)",
              S->R->r.memtables_kept);
@@ -1368,7 +1399,7 @@ static int repair(akv_db *db, rep *R)
             S.cfs.state[i] = AKVI_CF_LEFTOVER;
         else if (strcmp(S.cfs.names[i], "default") != 0 && strcmp(S.cfs.names[i], "meta") != 0 &&
                  !akvi_parse_id(S.cfs.names[i], "run.") && !akvi_parse_id(S.cfs.names[i], "rmap.") &&
-                 !akvi_parse_id(S.cfs.names[i], "mem."))
+                 !akvi_parse_id(S.cfs.names[i], "mem.") && !akvi_parse_id(S.cfs.names[i], "pool."))
             note(R, "family '%s' is not adaptkv's; left alone (open refuses while it exists)",
                  S.cfs.names[i]);
     if (rc == AKV_OK)

@@ -698,7 +698,8 @@ static int cf_has_data(akv_db *db, rocksdb_column_family_handle_t *cf, bool *any
 static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_out)
 {
     akvi_mem **mems = calloc(cfs->n + 2, sizeof *mems);
-    uint64_t *pool_gen = calloc(cfs->n + 1, sizeof *pool_gen); /* per family: the generation a pool one holds */
+    uint64_t *pool_gen =
+        calloc(cfs->n + 1, sizeof *pool_gen); /* per family: the generation a pool one holds */
     if (!mems || !pool_gen) {
         free(mems);
         free(pool_gen);

@@ -1194,8 +1194,9 @@ static uint64_t settle_mems(state *S)
         note(S->R, "%u memtable families at or below generation %llu: already flushed; dropped",
              S->R->r.memtables_dropped, (unsigned long long)flushed);
     if (emptied)
-        note(S->R, "%u memtable pool families hold memtables at or below generation %llu: already flushed; "
-                   "the next open empties them",
+        note(S->R,
+             "%u memtable pool families hold memtables at or below generation %llu: already flushed; "
+             "the next open empties them",
              emptied, (unsigned long long)flushed);
     if (S->R->r.memtables_kept)
         note(S->R, "%u memtable families kept (their writes come back from RocksDB's WAL)",

@@ -1669,8 +1669,9 @@ Test(stats, family_ops_count_what_a_flush_does)
     cr_assert_eq(drops, 0, "%llu families dropped by a flush", (unsigned long long)drops);
     cr_assert_geq(ops, creates + drops + 1, "%llu operations, %llu creates, %llu drops: no ingestion counted",
                   (unsigned long long)ops, (unsigned long long)creates, (unsigned long long)drops);
-    cr_assert_eq(after.memtable_empties, before.memtable_empties + 1, "%llu -> %llu memtable families emptied",
-                 (unsigned long long)before.memtable_empties, (unsigned long long)after.memtable_empties);
+    cr_assert_eq(after.memtable_empties, before.memtable_empties + 1,
+                 "%llu -> %llu memtable families emptied", (unsigned long long)before.memtable_empties,
+                 (unsigned long long)after.memtable_empties);
     char *json = NULL;
     cr_assert_eq(akv_stats_json(db, &json), AKV_OK);
     cr_assert_not_null(strstr(json, "\"family_ops\":"), "%s", json);

@@ -103,7 +103,8 @@ static void no_family_changes(akv_layout layout)
     load(db, 0, 6000); /* some 7 memtables of 32 KiB */
     cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
     cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
-    uint64_t flushes = after.flushes - before.flushes, empties = after.memtable_empties - before.memtable_empties;
+    uint64_t flushes = after.flushes - before.flushes,
+             empties = after.memtable_empties - before.memtable_empties;
     cr_assert_geq(flushes, 3, "%llu flushes", (unsigned long long)flushes);
     /* every flushed memtable's family was emptied (akv_flush empties the
      * grave before it returns), none created or dropped for it */
@@ -239,7 +240,8 @@ static void bare_open(bare *b, const char *dir)
     b->h = calloc(b->n, sizeof *b->h);
     for (size_t i = 0; i < b->n; i++)
         cfo[i] = b->o;
-    b->db = rocksdb_open_column_families(b->o, rdir, (int)b->n, (const char *const *)b->names, cfo, b->h, &err);
+    b->db =
+        rocksdb_open_column_families(b->o, rdir, (int)b->n, (const char *const *)b->names, cfo, b->h, &err);
     free(cfo);
     cr_assert_null(err, "%s", err);
 }
@@ -302,7 +304,8 @@ Test(mempool, a_stale_family_is_emptied_at_open)
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     akv_stats st;
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
-    cr_assert_eq(st.memtable_empties, 1, "%llu families emptied at open", (unsigned long long)st.memtable_empties);
+    cr_assert_eq(st.memtable_empties, 1, "%llu families emptied at open",
+                 (unsigned long long)st.memtable_empties);
     cr_assert_eq(akv_get(db, "ghost", 5, NULL, NULL), AKV_NOTFOUND, "a stale family's key is visible");
     akvt_expect_numbered(db, 100);
     cr_assert_eq(pool_files(db, "pool.6"), 0, "the emptied family still holds SST files");

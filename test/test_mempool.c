@@ -393,3 +393,40 @@ Test(mempool, an_interrupted_move_into_the_pool_keeps_the_copy)
     cr_assert_eq(mem, 0, "the moved memtable's old family survived");
     rmrf(dir);
 }
+
+/* A family of the pool gone (dropped by hand): open creates it again;
+ * repair keeps the memtables the others hold, drops no pool family, and
+ * the database opens with the whole pool. */
+Test(mempool, a_missing_family_is_created_again_and_repair_keeps_the_pool)
+{
+    char dir[512];
+    tmpdir(dir, sizeof dir, "miss");
+    akv_options o;
+    opts(&o, AKV_LAYOUT_HASH);
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    load(db, 0, 2000); /* a few memtables, some flushed, the newest not */
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    bare b = {0};
+    bare_open(&b, dir);
+    char *err = NULL;
+    rocksdb_drop_column_family(b.db, bare_cf(&b, "pool.6"), &err);
+    cr_assert_null(err, "%s", err);
+    bare_close(&b);
+    size_t pool, mem;
+    count_families(dir, &pool, &mem);
+    cr_assert_eq(pool, AKVI_POOL_SIZE - 1);
+    akv_repair_report r;
+    cr_assert_eq(akv_repair(dir, &o, &r), AKV_OK, "%s", akv_errmsg());
+    akv_free(r.text);
+    count_families(dir, &pool, &mem);
+    cr_assert_geq(pool, AKVI_POOL_SIZE - 1, "repair dropped a pool family");
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    akvt_expect_numbered(db, 2000);
+    load(db, 2000, 4000);
+    akvt_expect_numbered(db, 4000);
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    count_families(dir, &pool, &mem);
+    cr_assert_eq(pool, AKVI_POOL_SIZE, "%zu pool families after open", pool);
+    rmrf(dir);
+}

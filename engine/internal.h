@@ -389,7 +389,7 @@ void akvi_grave_empty(akv_db *db);
 /* Does the grave hold a memtable (whose pool family writers may wait for)? */
 bool akvi_grave_has_mems(akv_db *db);
 
-/* ---- the pool of memtable families (mempool.c) ------------------------- */
+/* ---- the pool of memtable families: its state (mempool.c) -------------- */
 
 /* Immutable memtables a writer lets wait for their flush before it stops
  * (write.c); the pool holds them, the active one, and two more while

@@ -1342,6 +1342,57 @@ static int renew_meta(akv_db *db, rep *R, const akvi_live_sst *l, size_t nl)
     return akvi_cf_create(db, "meta", 0, &db->meta_cf);
 }
 
+/* A family of the memtable pool one of whose files RocksDB records but is
+ * gone (a cut MANIFEST forgot that an emptying deleted it; every open
+ * refuses it) is made anew, empty. A family is emptied only after its
+ * memtable's run is committed, so what it held is in runs, unless its
+ * generation is above the catalog's flushed one: those entries are counted
+ * as lost. */
+static int renew_pool(state *S, const akvi_live_sst *l, size_t nl)
+{
+    akv_db *db = S->db;
+    for (size_t i = 0; i < S->cfs.n; i++) {
+        uint64_t p = akvi_parse_id(S->cfs.names[i], "pool.");
+        if (!p || p > AKVI_POOL_MAX || !S->cfs.h[i])
+            continue;
+        size_t first, n = akvi_live_ssts_of(l, nl, S->cfs.names[i], &first);
+        const char *gone = NULL;
+        for (size_t j = first; j < first + n && !gone; j++) {
+            char *path = akvi_path_join(db->rdir, l[j].name + (l[j].name[0] == '/'));
+            if (!path)
+                return akvi_err(AKV_ENOMEM, "out of memory");
+            if (!akvi_path_exists(path))
+                gone = l[j].name;
+            free(path);
+        }
+        if (!gone)
+            continue;
+        uint64_t gen = 0, lost = 0;
+        if (akvi_pool_marker(db, S->cfs.h[i], &gen) == AKV_OK && S->have_cat && gen > S->cat.flushed_mem_gen) {
+            rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, S->cfs.h[i]);
+            for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it))
+                lost++;
+            rocksdb_iter_destroy(it);
+        }
+        note(S->R,
+             "RocksDB's file %s of memtable family %s is missing: the family is made anew (%llu entries of "
+             "memtable %llu lost; a memtable at or below the flushed generation is in runs already)",
+             gone + (gone[0] == '/'), S->cfs.names[i], (unsigned long long)lost, (unsigned long long)gen);
+        S->R->r.entries_lost += lost;
+        akvi_cf_drop(db, S->cfs.h[i]);
+        rocksdb_column_family_handle_destroy(S->cfs.h[i]);
+        S->cfs.h[i] = NULL;
+        int rc = atomic_load(&db->bg_error);
+        if (rc != AKV_OK)
+            return akvi_err(rc, "cannot repair %s: dropping family %s failed: %s", db->dir, S->cfs.names[i],
+                            akv_errmsg());
+        rc = akvi_cf_create(db, S->cfs.names[i], -1, &S->cfs.h[i]);
+        if (rc != AKV_OK)
+            return rc;
+    }
+    return AKV_OK;
+}
+
 static int repair(akv_db *db, rep *R)
 {
     state S = {.db = db, .R = R};
@@ -1389,6 +1440,8 @@ static int repair(akv_db *db, rep *R)
         rc = akvi_live_ssts(db->rdb, &l, &nl);
     if (rc == AKV_OK)
         rc = renew_meta(db, R, l, nl);
+    if (rc == AKV_OK)
+        rc = renew_pool(&S, l, nl);
     if (rc == AKV_OK)
         rc = settle_runs(&S, l, nl);
     akvi_live_ssts_free(l, nl);

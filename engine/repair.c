@@ -1368,7 +1368,8 @@ static int renew_pool(state *S, const akvi_live_sst *l, size_t nl)
         if (!gone)
             continue;
         uint64_t gen = 0, lost = 0;
-        if (akvi_pool_marker(db, S->cfs.h[i], &gen) == AKV_OK && S->have_cat && gen > S->cat.flushed_mem_gen) {
+        if (akvi_pool_marker(db, S->cfs.h[i], &gen) == AKV_OK && S->have_cat &&
+            gen > S->cat.flushed_mem_gen) {
             rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, S->cfs.h[i]);
             for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it))
                 lost++;

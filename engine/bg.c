@@ -100,7 +100,10 @@ static bool pending(akv_db *db, int role)
     bool yes = role == FLUSHER ? v->n_mem > 1 || akvi_l0_merge_due(db, v) || db->save_req > db->save_done
                                : db->compact_req > db->compact_done || akvi_compaction_needed(db, v);
     akvi_version_unref(v);
-    return yes;
+    /* A flushed memtable readers let go of: its pool family is emptied at
+     * the turn's start (akvi_grave_empty), which a writer short of a free
+     * family waits for. */
+    return yes || (role == FLUSHER && akvi_grave_has_mems(db));
 }
 
 /* The flush thread's turn: the oldest waiting memtable, then the adapted
@@ -134,10 +137,14 @@ static void wait_for_work(akv_db *db, int role)
         until.tv_sec += ADAPT_SAVE_SECONDS;
         if (pthread_cond_timedwait(&db->bg_cv, &db->bgmu, &until) == ETIMEDOUT) {
             pthread_mutex_unlock(&db->bgmu);
-            if (role == COMPACTOR)
+            if (role == COMPACTOR) {
                 akvi_save_adapted_slots(db);
-            else
+            } else {
                 akvi_grave_empty(db);
+                pthread_mutex_lock(&db->wmu); /* a pool family may be free now */
+                pthread_cond_broadcast(&db->stall_cv);
+                pthread_mutex_unlock(&db->wmu);
+            }
             pthread_mutex_lock(&db->bgmu);
         }
     }
@@ -233,6 +240,28 @@ static bool flushed_through(akv_db *db, uint64_t gen)
     return done;
 }
 
+int akvi_rotate_when_free(akv_db *db)
+{
+    bool counted = false;
+    for (;;) {
+        int rc = akvi_rotate(db);
+        if (rc != AKVI_POOL_WAIT)
+            return rc;
+        pthread_mutex_lock(&db->bgmu);
+        int err = db->bg_error;
+        bool down = db->shutdown;
+        pthread_cond_broadcast(&db->bg_cv); /* the flush thread empties the family */
+        pthread_mutex_unlock(&db->bgmu);
+        if (err || down)
+            return akvi_err(err ? err : AKV_EBUSY, "background flush/compaction failed; writes are stopped");
+        if (!counted) {
+            atomic_fetch_add_explicit(&db->st.write_stalls, 1, memory_order_relaxed);
+            counted = true;
+        }
+        pthread_cond_wait(&db->stall_cv, &db->wmu);
+    }
+}
+
 int akv_flush(akv_db *db)
 {
     if (!db)
@@ -241,11 +270,12 @@ int akv_flush(akv_db *db)
     akvi_version *v = akvi_current(db);
     int rc = AKV_OK;
     uint64_t target = v->mems[0]->gen;
-    if (atomic_load(&v->mems[0]->entries) > 0)
-        rc = akvi_rotate(db);
-    else
+    bool rotate = atomic_load(&v->mems[0]->entries) > 0;
+    if (!rotate)
         target = v->n_mem > 1 ? v->mems[1]->gen : 0;
-    akvi_version_unref(v);
+    akvi_version_unref(v); /* first: a rotation may wait for a memtable it holds */
+    if (rotate)
+        rc = akvi_rotate_when_free(db);
     pthread_mutex_unlock(&db->wmu);
     if (rc != AKV_OK)
         return rc;

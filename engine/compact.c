@@ -491,6 +491,13 @@ int akvi_compact_step(akv_db *db, bool full)
          * (flushes and L0 merges only add to L0, so this holds until the
          * publish). */
         bool last = akvi_deepest_level(v) <= p.out_level;
+        /* The inputs, not the version, held through the merge: a version
+         * also holds its memtables, whose pool families a flush meanwhile
+         * must be able to empty and reuse (mempool.c). */
+        for (size_t i = 0; i < p.n; i++)
+            akvi_run_ref(p.in[i]);
+        akvi_version_unref(v);
+        v = NULL;
         /* At rest, L0 pushed into L1 and a run cut finer in its level
          * come out as one run per shard (at least 2^REST_MIN_BITS of them),
          * so that the rest can push a part at a time and stop with gaps
@@ -504,10 +511,13 @@ int akvi_compact_step(akv_db *db, bool full)
         db->compacting = false;
         db->l0_held_below = 0;
         pthread_mutex_unlock(&db->bgmu);
+        for (size_t i = 0; i < p.n; i++)
+            akvi_run_unref(p.in[i]);
     }
     free(p.in);
     free(p.cfs);
-    akvi_version_unref(v);
+    if (v)
+        akvi_version_unref(v);
     return rc;
 }
 
@@ -576,6 +586,9 @@ int akvi_compact_l0(akv_db *db)
     db->l0_merging = n > 0;
     pthread_mutex_unlock(&db->bgmu);
     int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) /* held instead of the version, as above */
+        akvi_run_ref(p.in[i]);
+    akvi_version_unref(v);
     if (n > 0) {
         for (size_t i = 0; i < n; i++)
             take(&p, p.in[i]); /* in[i] stays; cfs, bytes and shards follow */
@@ -589,8 +602,9 @@ int akvi_compact_l0(akv_db *db)
         pthread_cond_broadcast(&db->done_cv);
         pthread_mutex_unlock(&db->bgmu);
     }
+    for (size_t i = 0; i < n; i++)
+        akvi_run_unref(p.in[i]);
     free(p.in);
     free(p.cfs);
-    akvi_version_unref(v);
     return rc;
 }

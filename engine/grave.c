@@ -3,7 +3,9 @@
  *
  * When the last reference to a run or memtable goes, it is destroyed; if it
  * is obsolete (a flush or compaction replaced it), its column family is
- * dropped and its filter files deleted. Dropping a column family writes
+ * dropped and its filter files deleted, or, for a memtable in a family of
+ * the pool, that family is emptied and freed (mempool.c): a range deletion,
+ * a RocksDB flush and a compaction. Dropping a column family writes
  * and syncs RocksDB's MANIFEST: tens of milliseconds on a disk, which must
  * not land on a reader's get. A reader usually holds that last reference
  * (it pinned the version the compaction just replaced), so:
@@ -64,10 +66,15 @@ static void destroy_run(akvi_run *r)
 
 static void destroy_mem(akvi_mem *m)
 {
-    if (atomic_load(&m->obsolete) && m->cf)
-        akvi_cf_drop(m->db, m->cf);
-    if (m->cf)
-        rocksdb_column_family_handle_destroy(m->cf);
+    if (m->pool >= 0) { /* the pool owns the family */
+        if (atomic_load(&m->obsolete))
+            akvi_pool_empty(m->db, (size_t)m->pool);
+    } else {
+        if (atomic_load(&m->obsolete) && m->cf)
+            akvi_cf_drop(m->db, m->cf);
+        if (m->cf)
+            rocksdb_column_family_handle_destroy(m->cf);
+    }
     free(m->hashes);
     free(m);
 }
@@ -99,8 +106,19 @@ void akvi_grave_run(akvi_run *r)
 
 void akvi_grave_mem(akvi_mem *m)
 {
-    if (!atomic_load(&m->obsolete) || !defer(m->db, NULL, m))
+    bool obsolete = atomic_load(&m->obsolete);
+    if (obsolete && m->pool >= 0) /* writers short of a family wait for it */
+        akvi_pool_retire(m->db, (size_t)m->pool);
+    if (!obsolete || !defer(m->db, NULL, m))
         destroy_mem(m);
+}
+
+bool akvi_grave_has_mems(akv_db *db)
+{
+    pthread_mutex_lock(&db->gravemu);
+    bool any = db->grave_mems != NULL;
+    pthread_mutex_unlock(&db->gravemu);
+    return any;
 }
 
 void akvi_grave_set_open(akv_db *db, bool open)

@@ -342,7 +342,8 @@ typedef struct akvi_mem {
     _Atomic int refs;
     akv_db *db;
     uint64_t gen;
-    rocksdb_column_family_handle_t *cf;
+    rocksdb_column_family_handle_t *cf; /* the pool's (mempool.c), or its own mem.<gen> (older format) */
+    int pool;                           /* index in db->pool; -1: a mem.<gen> family */
     _Atomic uint64_t bytes;   /* key+value bytes written */
     _Atomic uint64_t entries; /* writes (with overwrites) */
     /* Set before RocksDB can show the memtable's first key to a reader
@@ -353,7 +354,7 @@ typedef struct akvi_mem {
     akv_hash *hashes;         /* guard inserts, removed again at flush */
     size_t n_hashes, cap_hashes;
     _Atomic bool flushed;  /* its data is in a run; guard entries may be gone */
-    _Atomic bool obsolete; /* drop the CF at last unref */
+    _Atomic bool obsolete; /* at last unref: its pool family emptied (mem.<gen>: dropped) */
     struct akvi_mem *grave_next; /* in db->grave_mems */
 } akvi_mem;
 
@@ -385,6 +386,33 @@ void akvi_grave_background_thread(void);
 void akvi_grave_set_open(akv_db *db, bool open);
 /* Destroy everything deferred so far. */
 void akvi_grave_empty(akv_db *db);
+/* Does the grave hold a memtable (whose pool family writers may wait for)? */
+bool akvi_grave_has_mems(akv_db *db);
+
+/* ---- the pool of memtable families: its state (mempool.c) -------------- */
+
+/* Immutable memtables a writer lets wait for their flush before it stops
+ * (write.c); the pool holds them, the active one, and two more while
+ * flushed ones are emptied. */
+#define AKVI_MEM_WAITING_MAX 3
+#define AKVI_POOL_SIZE       (AKVI_MEM_WAITING_MAX + 3)
+/* Readers holding flushed memtables grow the pool up to this. */
+#define AKVI_POOL_MAX 64
+/* akvi_pool_take: none free, one being emptied; wait as for a stall. */
+#define AKVI_POOL_WAIT 1
+enum {
+    AKVI_POOL_FREE,     /* empty, takes the next rotation */
+    AKVI_POOL_BUSY,     /* holds a memtable (live, or flushed and still pinned) */
+    AKVI_POOL_EMPTYING, /* its flushed memtable is gone: being emptied */
+    AKVI_POOL_STALE,    /* open: holds a flushed memtable's data, emptied in phase 2 */
+    AKVI_POOL_BROKEN    /* emptying failed, or the database stopped: emptied at reopen */
+};
+typedef struct akvi_pool {
+    pthread_mutex_t mu; /* state and handles; nothing is locked or written under it */
+    size_t n;           /* families pool.1 .. pool.<n> (a slot may be NULL: missing) */
+    rocksdb_column_family_handle_t *cf[AKVI_POOL_MAX];
+    uint8_t state[AKVI_POOL_MAX];
+} akvi_pool;
 
 /* Pin the current version (never NULL while the db is open). */
 akvi_version *akvi_current(akv_db *db);
@@ -476,6 +504,7 @@ struct akv_db {
     pthread_mutex_t wmu; /* serialises writers, rotation and guard rebuild */
     pthread_cond_t stall_cv;
     uint64_t next_mem_gen;
+    akvi_pool pool; /* the memtable families (mempool.c) */
 
     /* Memtable guard: one dynamic filter over the keys of all live memtables. */
     pthread_rwlock_t guard_lock;
@@ -546,7 +575,8 @@ struct akv_db {
     struct {
         _Atomic uint64_t puts, deletes, flushes, compactions, write_stalls, write_slowdowns, l0_merges,
             bytes_written_user, bytes_written_disk, filter_grows, filter_refills, family_ops, family_op_us,
-            family_creates, family_drops, wal_damaged_recoveries, wal_records_dropped;
+            family_creates, family_drops, wal_damaged_recoveries, wal_records_dropped, memtable_empties,
+            memtable_empty_us;
         _Atomic uint64_t bytes_written_level[AKV_MAX_LEVELS];
     } st;
 };
@@ -610,6 +640,10 @@ static inline uint64_t akvi_get_be64(const uint8_t *p)
 }
 
 /* ---- rocksdb helpers (rocks.c) ----------------------------------------- */
+
+/* "\0": where scans of a family start, after the empty key under which a
+ * memtable family records its generation (mempool.c). */
+extern const char akvi_scan_lower_bound[1];
 
 int akvi_rocks_setup(akv_db *db);
 void akvi_rocks_teardown(akv_db *db);
@@ -689,11 +723,43 @@ void akvi_guard_memory_parts(akv_db *db, akvi_guard_mem *out);
 /* Test knob: the period that average is taken over (60 s). */
 extern _Atomic double akvi_guard_avg_seconds;
 
+/* ---- the pool of memtable families (mempool.c) ------------------------- */
+
+/* "pool.<i+1>": the name of family i. */
+void akvi_pool_name(size_t i, char *buf, size_t cap);
+/* The memtable generation family cf holds: its record under the empty key
+ * (8 bytes little-endian); 0 when it has none. */
+int akvi_pool_marker(akv_db *db, rocksdb_column_family_handle_t *cf, uint64_t *gen);
+void akvi_pool_init(akv_db *db);
+/* Open: family i's handle (owned by the pool from now on) and state. */
+void akvi_pool_set(akv_db *db, size_t i, rocksdb_column_family_handle_t *cf, int state);
+/* Create the families of the pool that do not exist (create, open). */
+int akvi_pool_fill(akv_db *db);
+/* Under wmu: a free family for memtable `gen`, its record written; a new
+ * family when none is free or being emptied (readers pin the rest);
+ * AKVI_POOL_WAIT when one is being emptied. */
+int akvi_pool_take(akv_db *db, uint64_t gen, size_t *idx);
+/* Open: a copy of an older format's memtable family src (generation gen)
+ * in a free family of the pool, written in one synced batch. */
+int akvi_pool_adopt(akv_db *db, rocksdb_column_family_handle_t *src, uint64_t gen, size_t *idx);
+/* A taken family that no memtable used after all. */
+void akvi_pool_put_back(akv_db *db, size_t i);
+/* Its flushed memtable's last reference is gone: it is to be emptied. */
+void akvi_pool_retire(akv_db *db, size_t i);
+/* Empty family i and make it free (a background thread, or open). */
+int akvi_pool_empty(akv_db *db, size_t i);
+/* Open, phase 2: empty the families that hold flushed memtables' data. */
+int akvi_pool_empty_stale(akv_db *db);
+/* Close: the handles, before RocksDB closes (the lock stays, for reuse). */
+void akvi_pool_free(akv_db *db);
+
 /* ---- memtables (memtable.c) -------------------------------------------- */
 
-int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf, akvi_mem **out);
-/* Under wmu: make a new active memtable (the caller wakes the background
- * thread to flush the old one). */
+/* pool: the pool family cf is (-1: a mem.<gen> family of its own). */
+int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf, int pool, akvi_mem **out);
+/* Under wmu: make a new active memtable in a pool family (the caller wakes
+ * the background thread to flush the old one); AKVI_POOL_WAIT: none is
+ * free yet. */
 int akvi_rotate(akv_db *db);
 /* Rebuild the guard entries of a memtable recovered from the WAL. */
 int akvi_mem_recover(akv_db *db, akvi_mem *m);
@@ -861,6 +927,9 @@ int akvi_bg_start(akv_db *db);
 void akvi_bg_stop(akv_db *db);
 void akvi_bg_wake(akv_db *db);
 /* Rewrite the files of slots adapted since they were written. */
+/* Under wmu: akvi_rotate; while no family of the pool is free yet (one is
+ * being emptied), wait as a stalled writer does, counted as a stall. */
+int akvi_rotate_when_free(akv_db *db);
 int akvi_save_adapted_slots(akv_db *db);
 
 /* ---- write path (write.c) --------------------------------------------- */

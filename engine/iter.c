@@ -42,6 +42,8 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     pthread_mutex_unlock(&db->wmu);
     it->ro_mem = rocksdb_readoptions_create();
     rocksdb_readoptions_set_snapshot(it->ro_mem, it->snap);
+    /* past a memtable family's generation record (mempool.c) */
+    rocksdb_readoptions_set_iterate_lower_bound(it->ro_mem, akvi_scan_lower_bound, 1);
     size_t n = it->v->n_mem + it->v->n_run;
     rocksdb_iterator_t **its = calloc(n ? n : 1, sizeof *its);
     if (!its) {

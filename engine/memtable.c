@@ -1,6 +1,8 @@
 /*
- * memtable.c — memtables as column families (mem.<gen>): creation, rotation
- * and recovery from the WAL. Their keys' hashes go to the guard (guard.c).
+ * memtable.c — memtables: creation, rotation into a family of the pool
+ * (mempool.c) and recovery from the WAL. Their keys' hashes go to the guard
+ * (guard.c). A database of an older format also has memtables in families
+ * of their own (mem.<gen>) until open has flushed them (recover.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +10,7 @@
 
 #include "engine/internal.h"
 
-int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf, akvi_mem **out)
+int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf, int pool, akvi_mem **out)
 {
     akvi_mem *m = calloc(1, sizeof *m);
     if (!m)
@@ -17,32 +19,33 @@ int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf
     m->db = db;
     m->gen = gen;
     m->cf = cf;
+    m->pool = pool;
     *out = m;
     return AKV_OK;
 }
 
 int akvi_rotate(akv_db *db)
 {
-    char name[64];
-    /* A generation is used up only when its family exists: open refuses a
-     * gap in the memtable generations (recover.c). */
+    /* No family is created: one of the pool's, its generation recorded
+     * before the first write reaches it (open refuses a gap in the
+     * memtable generations, recover.c). */
     uint64_t gen = db->next_mem_gen;
-    snprintf(name, sizeof name, "mem.%llu", (unsigned long long)gen);
-    rocksdb_column_family_handle_t *cf;
-    int rc = akvi_cf_create(db, name, -1, &cf);
+    size_t idx;
+    int rc = akvi_pool_take(db, gen, &idx);
     if (rc != AKV_OK)
         return rc;
-    db->next_mem_gen++;
     akvi_mem *m = NULL;
-    rc = akvi_mem_create(db, gen, cf, &m);
+    rc = akvi_mem_create(db, gen, db->pool.cf[idx], (int)idx, &m);
+    if (rc == AKV_OK)
+        rc = akvi_apply(db, m, NULL, NULL, 0, NULL, 0);
     if (rc != AKV_OK) {
-        rocksdb_column_family_handle_destroy(cf);
+        if (m)
+            akvi_mem_unref(m); /* not obsolete: the family is left alone */
+        akvi_pool_put_back(db, idx);
         return rc;
     }
-    rc = akvi_apply(db, m, NULL, NULL, 0, NULL, 0);
-    if (rc != AKV_OK)
-        akvi_mem_unref(m);
-    return rc;
+    db->next_mem_gen++;
+    return AKV_OK;
 }
 
 int akvi_mem_recover(akv_db *db, akvi_mem *m)

@@ -277,12 +277,10 @@ static const akvi_cat_run *catalog_run(const akvi_catalog *c, uint64_t id)
 }
 
 /* Every family accounted for (docs/reliability.md): named by the catalog,
- * or a leftover the catalog explains; memtables newer than the flushed
- * generation consecutive. Marks leftovers. */
+ * a leftover the catalog explains, or one of the memtable pool's (whose
+ * memtables load_mems checks). Marks leftovers. */
 static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
 {
-    uint64_t lo = 0, hi = 0;
-    size_t n_mem = 0;
     for (size_t i = 0; i < s->n; i++) {
         const char *name = s->names[i];
         uint64_t id;
@@ -299,28 +297,15 @@ static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
                     name, (unsigned long long)c->next_run_id);
             s->state[i] = CF_LEFTOVER; /* a run the catalog replaced, or one never committed */
         } else if ((id = akvi_parse_id(name, "mem."))) {
-            if (id <= c->flushed_mem_gen) {
-                s->state[i] = CF_LEFTOVER; /* already in a run */
-                continue;
-            }
-            lo = n_mem == 0 || id < lo ? id : lo;
-            hi = id > hi ? id : hi;
-            n_mem++;
+            if (id <= c->flushed_mem_gen)
+                s->state[i] = CF_LEFTOVER; /* already in a run (an older format's memtable) */
+        } else if ((id = akvi_parse_id(name, "pool.")) && id <= AKVI_POOL_MAX) {
+            continue; /* the pool's: load_mems reads which memtable it holds */
         } else {
             return akvi_err(AKV_ECORRUPT, "RocksDB holds family '%s', which is not adaptkv's" REPAIR_HINT,
                             name);
         }
     }
-    /* Memtables are flushed oldest first and dropped only after the
-     * catalog says so: those above the flushed generation are consecutive
-     * and start right after it. A gap means a memtable was flushed by a
-     * commit this catalog does not have. */
-    if (n_mem && (lo != c->flushed_mem_gen + 1 || hi - lo + 1 != n_mem))
-        return akvi_err(AKV_ECORRUPT,
-                        "memtable families %llu..%llu (%zu of them) do not follow the catalog's flushed "
-                        "generation %llu: the catalog is older than the data" REPAIR_HINT,
-                        (unsigned long long)lo, (unsigned long long)hi, n_mem,
-                        (unsigned long long)c->flushed_mem_gen);
     for (size_t i = 0; i < c->n_run; i++) {
         char name[64];
         snprintf(name, sizeof name, "run.%llu", (unsigned long long)c->runs[i].id);
@@ -694,51 +679,126 @@ static int cmp_mem_desc(const void *a, const void *b)
     return (x->gen < y->gen) - (x->gen > y->gen);
 }
 
-/* Memtable families newer than the catalog's flushed generation; their
- * keys go back into the guard. */
+/* Does family cf hold anything? */
+static int cf_has_data(akv_db *db, rocksdb_column_family_handle_t *cf, bool *any)
+{
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
+    rocksdb_iter_seek_to_first(it);
+    *any = rocksdb_iter_valid(it);
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    return err ? akvi_rocks_err(err, "reading a memtable family") : AKV_OK;
+}
+
+/* Memtables newer than the catalog's flushed generation: in the pool's
+ * families, by the generation each one's record names (older than that:
+ * stale, emptied in phase 2), and in mem.<gen> families of an older
+ * format. Their keys go back into the guard. */
 static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_out)
 {
     akvi_mem **mems = calloc(cfs->n + 2, sizeof *mems);
-    if (!mems)
+    uint64_t *pool_gen =
+        calloc(cfs->n + 1, sizeof *pool_gen); /* per family: the generation a pool one holds */
+    if (!mems || !pool_gen) {
+        free(mems);
+        free(pool_gen);
         return akvi_err(AKV_ENOMEM, "out of memory");
+    }
     size_t n = 0;
     uint64_t maxgen = db->flushed_mem_gen;
     int rc = AKV_OK;
+    /* The pool's families first: what each holds. */
+    for (size_t i = 0; rc == AKV_OK && i < cfs->n; i++) {
+        uint64_t gen = 0, p = akvi_parse_id(cfs->names[i], "pool.");
+        if (!p || p > AKVI_POOL_MAX || cfs->state[i] != CF_FREE)
+            continue;
+        cfs->state[i] = CF_USED; /* the pool owns the handle */
+        rc = akvi_pool_marker(db, cfs->h[i], &gen);
+        bool any = false;
+        if (rc == AKV_OK && gen <= db->flushed_mem_gen)
+            rc = cf_has_data(db, cfs->h[i], &any);
+        /* Its generation is written before its first key and removed with
+         * its last, by one range deletion. */
+        if (rc == AKV_OK && any && gen == 0)
+            rc = akvi_err(AKV_ECORRUPT, "memtable family %s holds data but no generation" REPAIR_HINT,
+                          cfs->names[i]);
+        akvi_pool_set(db, p - 1, cfs->h[i],
+                      gen > db->flushed_mem_gen ? AKVI_POOL_BUSY
+                      : gen || any              ? AKVI_POOL_STALE
+                                                : AKVI_POOL_FREE);
+        if (rc != AKV_OK || gen <= db->flushed_mem_gen)
+            continue;
+        pool_gen[i] = gen;
+        rc = akvi_mem_create(db, gen, cfs->h[i], (int)(p - 1), &mems[n]);
+        if (rc == AKV_OK)
+            rc = akvi_mem_recover(db, mems[n++]);
+        maxgen = gen > maxgen ? gen : maxgen;
+    }
+    /* An older format's mem.<gen> families. One a pool family holds a copy
+     * of (open moved it there and stopped before dropping it) is a
+     * leftover: the copy was written in one batch. */
     for (size_t i = 0; rc == AKV_OK && i < cfs->n; i++) {
         uint64_t gen = akvi_parse_id(cfs->names[i], "mem.");
         if (gen == 0 || gen <= db->flushed_mem_gen || cfs->state[i] != CF_FREE)
             continue;
+        bool copied = false;
+        for (size_t j = 0; j < cfs->n; j++)
+            copied |= pool_gen[j] == gen;
+        if (copied) {
+            cfs->state[i] = CF_LEFTOVER;
+            continue;
+        }
         cfs->state[i] = CF_USED;
-        rc = akvi_mem_create(db, gen, cfs->h[i], &mems[n]);
+        rc = akvi_mem_create(db, gen, cfs->h[i], -1, &mems[n]);
         if (rc == AKV_OK)
             rc = akvi_mem_recover(db, mems[n++]);
-        if (gen > maxgen)
-            maxgen = gen;
+        maxgen = gen > maxgen ? gen : maxgen;
     }
+    free(pool_gen);
     db->next_mem_gen = maxgen + 1;
     akvi_sort(mems, n, sizeof *mems, cmp_mem_desc);
     *out = mems;
     *n_out = n;
+    /* Memtables are flushed oldest first and their families emptied (or
+     * dropped) only after the catalog says so: those above the flushed
+     * generation are consecutive and start right after it. A gap, or a
+     * generation twice, means a memtable was flushed by a commit this
+     * catalog does not have. */
+    if (rc == AKV_OK && n &&
+        (mems[n - 1]->gen != db->flushed_mem_gen + 1 || mems[0]->gen - mems[n - 1]->gen + 1 != n))
+        rc = akvi_err(AKV_ECORRUPT,
+                      "memtables %llu..%llu (%zu of them) do not follow the catalog's flushed "
+                      "generation %llu: the catalog is older than the data" REPAIR_HINT,
+                      (unsigned long long)mems[n - 1]->gen, (unsigned long long)mems[0]->gen, n,
+                      (unsigned long long)db->flushed_mem_gen);
     return rc;
 }
 
-/* Phase 2: a database always has an active memtable. */
+/* Phase 2, and create: a database always has an active memtable, in a
+ * family of the pool. One of an older format's mem.<gen> families is not
+ * written again: it waits for its flush like any recovered one. */
 static int add_active_mem(akv_db *db, akvi_mem **mems, size_t *n)
 {
-    if (*n > 0)
+    if (*n > 0 && mems[0]->pool >= 0)
         return AKV_OK;
-    char name[64];
-    rocksdb_column_family_handle_t *cf;
     uint64_t gen = db->next_mem_gen;
-    snprintf(name, sizeof name, "mem.%llu", (unsigned long long)gen);
-    int rc = akvi_cf_create(db, name, -1, &cf);
-    if (rc == AKV_OK)
-        rc = akvi_mem_create(db, gen, cf, &mems[0]);
-    if (rc == AKV_OK) {
-        db->next_mem_gen++;
-        *n = 1;
+    size_t idx;
+    int rc = akvi_pool_take(db, gen, &idx);
+    if (rc == AKVI_POOL_WAIT) /* nothing is being emptied at open */
+        rc = akvi_err(AKV_EIO, "no family of the memtable pool is free");
+    if (rc != AKV_OK)
+        return rc;
+    memmove(mems + 1, mems, *n * sizeof *mems);
+    rc = akvi_mem_create(db, gen, db->pool.cf[idx], (int)idx, &mems[0]);
+    if (rc != AKV_OK) {
+        memmove(mems, mems + 1, *n * sizeof *mems);
+        akvi_pool_put_back(db, idx);
+        return rc;
     }
-    return rc;
+    db->next_mem_gen++;
+    ++*n;
+    return AKV_OK;
 }
 
 /* ---- open ---------------------------------------------------------------- */
@@ -873,7 +933,8 @@ static int load_existing(akv_db *db, bool have_identity, loaded *L)
             for (size_t i = 0; i < L->cfs.n; i++)
                 only_meta &= strcmp(L->cfs.names[i], "default") == 0 ||
                              strcmp(L->cfs.names[i], "meta") == 0 ||
-                             akvi_parse_id(L->cfs.names[i], "mem.") != 0;
+                             akvi_parse_id(L->cfs.names[i], "mem.") != 0 ||
+                             akvi_parse_id(L->cfs.names[i], "pool.") != 0;
             return only_meta ? AKV_NOTFOUND
                              : akvi_err(AKV_ECORRUPT,
                                         "%s holds RocksDB data but no adaptkv identity" REPAIR_HINT, db->dir);
@@ -938,6 +999,8 @@ static int reopen_rw(akv_db *db, loaded *L)
         L->runs[i]->cf = L->runs[i]->rmap_cf = NULL;
     for (size_t i = 0; i < L->n_mem; i++)
         L->mems[i]->cf = NULL;
+    for (size_t i = 0; i < db->pool.n; i++) /* destroyed with the rest below */
+        db->pool.cf[i] = NULL;
     for (size_t i = 0; i < L->cfs.n; i++) {
         if (L->cfs.h[i])
             rocksdb_column_family_handle_destroy(L->cfs.h[i]);
@@ -977,9 +1040,13 @@ static int reopen_rw(akv_db *db, loaded *L)
         snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->info.id);
         r->rmap_cf = take_cf(&L->cfs, name);
     }
+    for (size_t i = 0; i < db->pool.n; i++) {
+        akvi_pool_name(i, name, sizeof name);
+        akvi_pool_set(db, i, take_cf(&L->cfs, name), db->pool.state[i]);
+    }
     for (size_t i = 0; i < L->n_mem; i++) {
         snprintf(name, sizeof name, "mem.%llu", (unsigned long long)L->mems[i]->gen);
-        L->mems[i]->cf = take_cf(&L->cfs, name);
+        L->mems[i]->cf = L->mems[i]->pool >= 0 ? db->pool.cf[L->mems[i]->pool] : take_cf(&L->cfs, name);
     }
     return AKV_OK;
 }
@@ -1027,6 +1094,30 @@ static int go_live(akv_db *db, loaded *L)
         rc = make_dir(db->fdir, &made);
     if (rc == AKV_OK)
         rc = make_dir(db->tdir, &made);
+    /* The pool: created once for a database of an older format (or where
+     * a family of it went missing), families of flushed memtables
+     * emptied, and a free one taken for the active memtable. */
+    if (rc == AKV_OK)
+        rc = akvi_pool_fill(db);
+    if (rc == AKV_OK)
+        rc = akvi_pool_empty_stale(db);
+    /* An older format's memtables move into the pool, each copied in one
+     * synced batch before its own family is dropped (a crash in between:
+     * load_mems takes the copy and drops the family). */
+    for (size_t i = 0; rc == AKV_OK && i < L->n_mem; i++) {
+        akvi_mem *m = L->mems[i];
+        size_t idx;
+        if (m->pool >= 0)
+            continue;
+        rc = akvi_pool_adopt(db, m->cf, m->gen, &idx);
+        if (rc == AKV_OK) {
+            akvi_cf_drop(db, m->cf);
+            rc = atomic_load(&db->bg_error);
+            rocksdb_column_family_handle_destroy(m->cf);
+            m->cf = db->pool.cf[idx];
+            m->pool = (int)idx;
+        }
+    }
     if (rc == AKV_OK)
         rc = add_active_mem(db, L->mems, &L->n_mem);
     if (rc == AKV_OK)
@@ -1136,9 +1227,15 @@ static int create_db(akv_db *db, loaded *L, created *m)
         ;
     db->next_run_id = 1;
     db->flushed_mem_gen = 0;
-    for (size_t i = 0; i < L->cfs.n; i++) /* memtables of an interrupted create: empty */
+    for (size_t i = 0; i < L->cfs.n; i++) { /* memtables of an interrupted create: empty */
+        uint64_t p = akvi_parse_id(L->cfs.names[i], "pool.");
         if (L->cfs.state[i] == CF_FREE && akvi_parse_id(L->cfs.names[i], "mem."))
             L->cfs.state[i] = CF_LEFTOVER;
+        else if (L->cfs.state[i] == CF_FREE && p && p <= AKVI_POOL_MAX) {
+            L->cfs.state[i] = CF_USED;
+            akvi_pool_set(db, p - 1, L->cfs.h[i], AKVI_POOL_FREE);
+        }
+    }
     rc = hook("rocksdb");
     if (rc == AKV_OK)
         rc = akvi_guard_init(db);
@@ -1159,6 +1256,8 @@ static int create_db(akv_db *db, loaded *L, created *m)
     if (rc == AKV_OK && !L->mems)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
     db->next_mem_gen = 1;
+    if (rc == AKV_OK)
+        rc = akvi_pool_fill(db);
     if (rc == AKV_OK)
         rc = add_active_mem(db, L->mems, &L->n_mem);
     if (rc == AKV_OK)
@@ -1186,7 +1285,9 @@ static void db_free(akv_db *db)
     free((void *)db->fp_seen);
     pthread_mutex_destroy(&db->retmu);
     akvi_guard_free(db);
+    akvi_pool_free(db);
     akvi_rocks_teardown(db);
+    pthread_mutex_destroy(&db->pool.mu);
     if (db->lock_fd >= 0) /* released last: RocksDB is closed */
         close(db->lock_fd);
     akvi_misslog_destroy(db->ml);
@@ -1268,6 +1369,7 @@ akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
     pthread_rwlock_init(&db->vmu, &va);
     pthread_rwlockattr_destroy(&va);
     pthread_mutex_init(&db->wmu, NULL);
+    akvi_pool_init(db);
     pthread_mutex_init(&db->bgmu, NULL);
     pthread_mutex_init(&db->savemu, NULL);
     pthread_mutex_init(&db->catmu, NULL);
@@ -1447,6 +1549,7 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, b
         rc = load_existing(db, mode == OPEN_EXISTING, &L);
         if (rc == AKV_NOTFOUND) { /* an interrupted create: create again */
             loaded_free(db, &L, false);
+            akvi_pool_free(db);
             akvi_rocks_teardown(db);
             rc = akvi_rocks_setup(db);
             mode = OPEN_CREATE;
@@ -1480,6 +1583,7 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, b
         char msg[512];
         snprintf(msg, sizeof msg, "%s", akv_errmsg());
         if (mode == OPEN_CREATE) {
+            akvi_pool_free(db);
             akvi_rocks_teardown(db);
             uncreate(db, &made);
         }

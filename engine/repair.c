@@ -820,6 +820,21 @@ typedef struct state {
     size_t n_orph;
 } state;
 
+/* The memtable generation family i holds: an older format's mem.<gen> by
+ * its name, one of the pool's by its record (0: none, or not a memtable
+ * family). */
+static uint64_t mem_gen(state *S, size_t i, bool *pool)
+{
+    uint64_t g = akvi_parse_id(S->cfs.names[i], "mem."), p = akvi_parse_id(S->cfs.names[i], "pool.");
+    *pool = p && p <= AKVI_POOL_MAX;
+    if (*pool && S->cfs.h[i] && akvi_pool_marker(S->db, S->cfs.h[i], &g) != AKV_OK) {
+        note(S->R, "memtable family %s: its generation is unreadable (%s); it is emptied at the next open",
+             S->cfs.names[i], akv_errmsg());
+        g = 0;
+    }
+    return g;
+}
+
 /* Is the catalog the newest state (so that runs it does not name are
  * leftovers)? Only when nothing is newer than it and nothing it names or
  * keeps is missing: the rules open applies. */
@@ -835,7 +850,7 @@ static bool catalog_is_newest(state *S)
         if ((id = akvi_parse_id(S->cfs.names[i], "run.")) || (id = akvi_parse_id(S->cfs.names[i], "rmap."))) {
             if (id >= c->next_run_id)
                 return false;
-        } else if ((id = akvi_parse_id(S->cfs.names[i], "mem.")) && id > c->flushed_mem_gen) {
+        } else if ((id = mem_gen(S, i, &(bool){false})) && id > c->flushed_mem_gen) {
             lo = n_mem == 0 || id < lo ? id : lo;
             hi = id > hi ? id : hi;
             n_mem++;
@@ -1134,9 +1149,17 @@ static int merge_levels(state *S)
 static uint64_t settle_mems(state *S)
 {
     uint64_t flushed = S->have_cat ? S->cat.flushed_mem_gen : 0, hi = 0;
+    uint64_t *gen = calloc(S->cfs.n + 1, sizeof *gen);
+    bool *pool = calloc(S->cfs.n + 1, sizeof *pool);
+    if (!gen || !pool) {
+        free(gen);
+        free(pool);
+        note(S->R, "out of memory settling the memtables; they are left as they are");
+        return flushed;
+    }
     for (size_t i = 0; i < S->cfs.n; i++) {
-        uint64_t g = akvi_parse_id(S->cfs.names[i], "mem.");
-        hi = g > hi ? g : hi;
+        gen[i] = mem_gen(S, i, &pool[i]);
+        hi = gen[i] > hi ? gen[i] : hi;
     }
     if (!S->trust_cat && hi) {
         /* the newest consecutive block */
@@ -1144,7 +1167,7 @@ static uint64_t settle_mems(state *S)
         for (bool more = true; more && lo > 1;) {
             more = false;
             for (size_t i = 0; i < S->cfs.n; i++)
-                if (akvi_parse_id(S->cfs.names[i], "mem.") == lo - 1) {
+                if (gen[i] == lo - 1) {
                     lo--;
                     more = true;
                     break;
@@ -1153,19 +1176,28 @@ static uint64_t settle_mems(state *S)
         if (lo - 1 > flushed)
             flushed = lo - 1;
     }
+    unsigned emptied = 0;
     for (size_t i = 0; i < S->cfs.n; i++) {
-        uint64_t g = akvi_parse_id(S->cfs.names[i], "mem.");
-        if (!g)
+        if (!gen[i])
             continue;
-        if (g <= flushed) {
+        if (gen[i] <= flushed && pool[i]) {
+            emptied++; /* the pool's families are never dropped: open empties it */
+        } else if (gen[i] <= flushed) {
             S->cfs.state[i] = AKVI_CF_LEFTOVER;
             S->R->r.memtables_dropped++;
         } else
             S->R->r.memtables_kept++;
     }
+    free(gen);
+    free(pool);
     if (S->R->r.memtables_dropped)
         note(S->R, "%u memtable families at or below generation %llu: already flushed; dropped",
              S->R->r.memtables_dropped, (unsigned long long)flushed);
+    if (emptied)
+        note(S->R,
+             "%u memtable pool families hold memtables at or below generation %llu: already flushed; "
+             "the next open empties them",
+             emptied, (unsigned long long)flushed);
     if (S->R->r.memtables_kept)
         note(S->R, "%u memtable families kept (their writes come back from RocksDB's WAL)",
              S->R->r.memtables_kept);
@@ -1310,6 +1342,58 @@ static int renew_meta(akv_db *db, rep *R, const akvi_live_sst *l, size_t nl)
     return akvi_cf_create(db, "meta", 0, &db->meta_cf);
 }
 
+/* A family of the memtable pool one of whose files RocksDB records but is
+ * gone (a cut MANIFEST forgot that an emptying deleted it; every open
+ * refuses it) is made anew, empty. A family is emptied only after its
+ * memtable's run is committed, so what it held is in runs, unless its
+ * generation is above the catalog's flushed one: those entries are counted
+ * as lost. */
+static int renew_pool(state *S, const akvi_live_sst *l, size_t nl)
+{
+    akv_db *db = S->db;
+    for (size_t i = 0; i < S->cfs.n; i++) {
+        uint64_t p = akvi_parse_id(S->cfs.names[i], "pool.");
+        if (!p || p > AKVI_POOL_MAX || !S->cfs.h[i])
+            continue;
+        size_t first, n = akvi_live_ssts_of(l, nl, S->cfs.names[i], &first);
+        const char *gone = NULL;
+        for (size_t j = first; j < first + n && !gone; j++) {
+            char *path = akvi_path_join(db->rdir, l[j].name + (l[j].name[0] == '/'));
+            if (!path)
+                return akvi_err(AKV_ENOMEM, "out of memory");
+            if (!akvi_path_exists(path))
+                gone = l[j].name;
+            free(path);
+        }
+        if (!gone)
+            continue;
+        uint64_t gen = 0, lost = 0;
+        if (akvi_pool_marker(db, S->cfs.h[i], &gen) == AKV_OK && S->have_cat &&
+            gen > S->cat.flushed_mem_gen) {
+            rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, S->cfs.h[i]);
+            for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it))
+                lost++;
+            rocksdb_iter_destroy(it);
+        }
+        note(S->R,
+             "RocksDB's file %s of memtable family %s is missing: the family is made anew (%llu entries of "
+             "memtable %llu lost; a memtable at or below the flushed generation is in runs already)",
+             gone + (gone[0] == '/'), S->cfs.names[i], (unsigned long long)lost, (unsigned long long)gen);
+        S->R->r.entries_lost += lost;
+        akvi_cf_drop(db, S->cfs.h[i]);
+        rocksdb_column_family_handle_destroy(S->cfs.h[i]);
+        S->cfs.h[i] = NULL;
+        int rc = atomic_load(&db->bg_error);
+        if (rc != AKV_OK)
+            return akvi_err(rc, "cannot repair %s: dropping family %s failed: %s", db->dir, S->cfs.names[i],
+                            akv_errmsg());
+        rc = akvi_cf_create(db, S->cfs.names[i], -1, &S->cfs.h[i]);
+        if (rc != AKV_OK)
+            return rc;
+    }
+    return AKV_OK;
+}
+
 static int repair(akv_db *db, rep *R)
 {
     state S = {.db = db, .R = R};
@@ -1358,6 +1442,8 @@ static int repair(akv_db *db, rep *R)
     if (rc == AKV_OK)
         rc = renew_meta(db, R, l, nl);
     if (rc == AKV_OK)
+        rc = renew_pool(&S, l, nl);
+    if (rc == AKV_OK)
         rc = settle_runs(&S, l, nl);
     akvi_live_ssts_free(l, nl);
     if (rc == AKV_OK)
@@ -1368,7 +1454,7 @@ static int repair(akv_db *db, rep *R)
             S.cfs.state[i] = AKVI_CF_LEFTOVER;
         else if (strcmp(S.cfs.names[i], "default") != 0 && strcmp(S.cfs.names[i], "meta") != 0 &&
                  !akvi_parse_id(S.cfs.names[i], "run.") && !akvi_parse_id(S.cfs.names[i], "rmap.") &&
-                 !akvi_parse_id(S.cfs.names[i], "mem."))
+                 !akvi_parse_id(S.cfs.names[i], "mem.") && !akvi_parse_id(S.cfs.names[i], "pool."))
             note(R, "family '%s' is not adaptkv's; left alone (open refuses while it exists)",
                  S.cfs.names[i]);
     if (rc == AKV_OK)

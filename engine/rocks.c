@@ -3,9 +3,9 @@
  *
  * Every column family shares one LRU block cache. Run families never run
  * RocksDB compactions (adaptkv owns the LSM shape) and carry no RocksDB
- * filter (adaptkv's slots are the filters). Memtable families get a write
- * buffer larger than memtable_bytes so RocksDB does not flush them before
- * adaptkv rotates them.
+ * filter (adaptkv's slots are the filters). Memtable families (the pool's,
+ * and an older format's mem.<gen>) get a write buffer larger than
+ * memtable_bytes so RocksDB does not flush them before adaptkv rotates them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,8 @@
 #include "engine/internal.h"
 #include "util/clock.h"
 #include "util/order.h"
+
+const char akvi_scan_lower_bound[1] = {0};
 
 static rocksdb_options_t *cf_options(akv_db *db, bool auto_compact, int compression)
 {
@@ -73,6 +75,9 @@ int akvi_rocks_setup(akv_db *db)
     /* Flush and compaction stream whole runs: keep them out of the cache. */
     rocksdb_readoptions_set_fill_cache(db->ro_scan, 0);
     rocksdb_readoptions_set_readahead_size(db->ro_scan, 2u << 20);
+    /* A memtable family's generation record (mempool.c) sits under the
+     * empty key, which no data key is: scans start after it. */
+    rocksdb_readoptions_set_iterate_lower_bound(db->ro_scan, akvi_scan_lower_bound, 1);
     return AKV_OK;
 }
 
@@ -112,7 +117,7 @@ void akvi_rocks_teardown(akv_db *db)
 /* Options for a column family by its name's prefix. */
 const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name)
 {
-    if (strncmp(name, "mem.", 4) == 0)
+    if (strncmp(name, "mem.", 4) == 0 || strncmp(name, "pool.", 5) == 0)
         return db->memopt;
     if (strncmp(name, "run.", 4) == 0 || strncmp(name, "rmap.", 5) == 0)
         return db->runopt;

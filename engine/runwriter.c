@@ -459,12 +459,21 @@ static rocksdb_iterator_t *scan_iter(akv_db *db, rocksdb_column_family_handle_t 
  * catalog as they are read (merge.c): RocksDB's iterator can end at a
  * damaged SST with an OK status, and a merge that trusted it would drop the
  * rest of the run, bringing back older values and deleted keys. */
-static void expect_runs(akvi_version *v, akvi_merge *mg, rocksdb_column_family_handle_t **cfs, size_t n)
+/* The catalog entries of the input runs, each run held (held[i], NULL for
+ * a memtable) until the merge is done: the runs, not the version, so that
+ * the memtables a version holds do not wait for the merge (mempool.c). */
+static void expect_runs(akv_db *db, akvi_merge *mg, rocksdb_column_family_handle_t **cfs, size_t n,
+                        akvi_run **held)
 {
+    akvi_version *v = akvi_current(db);
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < v->n_run; k++)
-            if (v->runs[k]->cf == cfs[i])
-                akvi_merge_expect(mg, i, &v->runs[k]->info);
+            if (v->runs[k]->cf == cfs[i]) {
+                held[i] = v->runs[k];
+                akvi_run_ref(held[i]);
+                akvi_merge_expect(mg, i, &held[i]->info);
+            }
+    akvi_version_unref(v);
 }
 
 int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
@@ -485,13 +494,20 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
         free(its);
         return akvi_err(AKV_ENOMEM, "out of memory");
     }
-    akvi_version *v = akvi_current(db); /* keeps the inputs' catalog entries alive */
-    expect_runs(v, mg, cfs, n);
+    akvi_run **held = calloc(n ? n : 1, sizeof *held);
+    if (!held) {
+        akvi_merge_destroy(mg);
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    expect_runs(db, mg, cfs, n, held); /* keeps the inputs' catalog entries alive */
     outputs o = {NULL, 0};
     int rc =
         copy_merge(db, mg, cfs, n, level, est, sh, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones, &o);
     akvi_merge_destroy(mg);
-    akvi_version_unref(v);
+    for (size_t i = 0; i < n; i++)
+        if (held[i])
+            akvi_run_unref(held[i]);
+    free(held);
     if (rc != AKV_OK) {
         for (size_t i = 0; i < o.n; i++) { /* never committed: its family and files go */
             atomic_store(&o.v[i]->obsolete, true);

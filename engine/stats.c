@@ -40,6 +40,8 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     st->family_op_us = atomic_load(&db->st.family_op_us);
     st->family_creates = atomic_load(&db->st.family_creates);
     st->family_drops = atomic_load(&db->st.family_drops);
+    st->memtable_empties = atomic_load(&db->st.memtable_empties);
+    st->memtable_empty_us = atomic_load(&db->st.memtable_empty_us);
     st->wal_damaged_recoveries = atomic_load(&db->st.wal_damaged_recoveries);
     st->wal_records_dropped = atomic_load(&db->st.wal_records_dropped);
     for (int l = 0; l < AKV_MAX_LEVELS; l++)
@@ -141,6 +143,8 @@ int akv_stats_json(akv_db *db, char **json)
     U64(family_op_us);
     U64(family_creates);
     U64(family_drops);
+    U64(memtable_empties);
+    U64(memtable_empty_us);
     U64(wal_damaged_recoveries);
     U64(wal_records_dropped);
     U64(filter_grown_bytes);

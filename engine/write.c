@@ -24,6 +24,25 @@ static int l0_slowdown(const akv_db *db)
     return t + (s - t) / 2;
 }
 
+/* Under wmu: the stalled writer's wait for the background threads, which
+ * broadcast stall_cv after every turn. */
+static int stall_wait(akv_db *db, bool *counted)
+{
+    pthread_mutex_lock(&db->bgmu);
+    int err = db->bg_error;
+    bool down = db->shutdown;
+    pthread_mutex_unlock(&db->bgmu);
+    if (err || down)
+        return akvi_err(err ? err : AKV_EBUSY, "background flush/compaction failed; writes are stopped");
+    if (!*counted) {
+        atomic_fetch_add_explicit(&db->st.write_stalls, 1, memory_order_relaxed);
+        *counted = true;
+    }
+    akvi_bg_wake(db);
+    pthread_cond_wait(&db->stall_cv, &db->wmu);
+    return AKV_OK;
+}
+
 /* Under wmu (which rate-limits every writer while it sleeps): delay a write
  * of `bytes` when the background threads fall behind, stop it while they
  * are far behind (L0 at l0_stall_runs memtables' worth, or three memtables
@@ -40,7 +59,7 @@ static int stall(akv_db *db, uint64_t bytes)
         akvi_version *v = akvi_current(db);
         int l0 = (int)akvi_l0_weight(db, v), waiting = (int)v->n_mem - 1;
         akvi_version_unref(v);
-        if (l0 < db->opt.l0_stall_runs && waiting < 3) {
+        if (l0 < db->opt.l0_stall_runs && waiting < AKVI_MEM_WAITING_MAX) {
             int over = l0 - l0_slowdown(db) + 1;
             if (waiting >= 2 && over < 1)
                 over = 1;
@@ -53,18 +72,9 @@ static int stall(akv_db *db, uint64_t bytes)
             nanosleep(&ts, NULL);
             return AKV_OK;
         }
-        pthread_mutex_lock(&db->bgmu);
-        int err = db->bg_error;
-        bool down = db->shutdown;
-        pthread_mutex_unlock(&db->bgmu);
-        if (err || down)
-            return akvi_err(err ? err : AKV_EBUSY, "background flush/compaction failed; writes are stopped");
-        if (!counted) {
-            atomic_fetch_add_explicit(&db->st.write_stalls, 1, memory_order_relaxed);
-            counted = true;
-        }
-        akvi_bg_wake(db);
-        pthread_cond_wait(&db->stall_cv, &db->wmu);
+        int rc = stall_wait(db, &counted);
+        if (rc != AKV_OK)
+            return rc;
     }
 }
 
@@ -113,13 +123,17 @@ static int apply_locked(akv_db *db, const akvi_op *ops, size_t n, bool sync)
          * RocksDB (7.8 aborts on an assertion there). Reopen to recover. */
         rc = akvi_stop(db, akvi_rocks_err(err, "writing to the memtable"));
     }
+    bool full = false;
     if (rc == AKV_OK) {
         atomic_fetch_add(&m->bytes, bytes);
         atomic_fetch_add(&m->entries, n);
-        if (atomic_load(&m->bytes) >= db->opt.memtable_bytes && (rc = akvi_rotate(db)) == AKV_OK)
-            akvi_bg_wake(db); /* flush the memtable just sealed */
+        full = atomic_load(&m->bytes) >= db->opt.memtable_bytes;
     }
+    /* Unpinned first: a rotation may wait for a flushed memtable this
+     * version still holds. */
     akvi_version_unref(v);
+    if (full && (rc = akvi_rotate_when_free(db)) == AKV_OK)
+        akvi_bg_wake(db); /* flush the memtable just sealed */
     return rc;
 }
 

@@ -556,6 +556,11 @@ typedef struct akv_stats {
      * OPTIONS file); the rest are ingestions. */
     uint64_t family_ops, family_op_us;
     uint64_t family_creates, family_drops;
+    /* Memtable families of the pool emptied after their memtable's flush
+     * (a range deletion, a RocksDB flush and a compaction of the family, on
+     * a background thread, not counted in family_ops), and the
+     * microseconds that took (docs/design.md, "Data layout"). */
+    uint64_t memtable_empties, memtable_empty_us;
     /* WAL files this open recovered only up to damage (a record failing
      * its checksum, or a file ending inside a record), and the records
      * (write batches) RocksDB's point-in-time replay dropped after it;

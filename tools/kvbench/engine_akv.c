@@ -198,6 +198,8 @@ static int a_stats(akv_kb_engine *e, akv_kb_estats *s)
     s->family_op_seconds = (double)st.family_op_us / 1e6;
     s->family_creates = st.family_creates;
     s->family_drops = st.family_drops;
+    s->memtable_empties = st.memtable_empties;
+    s->memtable_empty_seconds = (double)st.memtable_empty_us / 1e6;
     s->l0_merges = st.l0_merges;
     s->l0_files = st.runs_per_level[0];
     s->pending_compaction_bytes = st.compaction_debt_bytes;

@@ -288,6 +288,10 @@ typedef struct akv_kb_estats {
      * drops among them */
     uint64_t family_ops, family_creates, family_drops;
     double family_op_seconds;
+    /* adaptkv: memtable families of the pool emptied after their flush,
+     * and the time that took (on a background thread) */
+    uint64_t memtable_empties;
+    double memtable_empty_seconds;
     uint64_t l0_merges; /* adaptkv: L0 runs merged among themselves (RocksDB: 0) */
     /* Background work still owed, each engine's own figure (so compare
      * when each reaches 0, not their sizes): L0 files (adaptkv: L0 runs),

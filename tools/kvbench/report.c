@@ -302,6 +302,8 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_f64(out, "family_op_seconds", r->es.family_op_seconds);
     json_u64(out, "family_creates", r->es.family_creates);
     json_u64(out, "family_drops", r->es.family_drops);
+    json_u64(out, "memtable_empties", r->es.memtable_empties);
+    json_f64(out, "memtable_empty_seconds", r->es.memtable_empty_seconds);
     json_u64(out, "l0_merges", r->es.l0_merges);
     json_u64(out, "adaptations", r->adaptations);
     json_u64(out, "filter_grows", r->es.filter_grows);

@@ -236,6 +236,8 @@ static void print_stats(const akv_stats *s)
     ROW(family_op_us);
     ROW(family_creates);
     ROW(family_drops);
+    ROW(memtable_empties);
+    ROW(memtable_empty_us);
     ROW(wal_damaged_recoveries);
     ROW(wal_records_dropped);
     ROW(filter_grown_bytes);

@@ -153,9 +153,9 @@ static uint32_t seglen_for(uint64_t n, uint32_t arity)
 static uint64_t segments_for(uint64_t n, uint32_t seglen, uint32_t arity)
 {
     double ln = log((double)n);
-    double factor = n < 2                ? 4
-                    : arity == 4         ? fmax(1.075, 0.77 + 0.305 * log(6e5) / ln)
-                                         : fmax(1.125, 0.875 + 0.25 * log(1e6) / ln);
+    double factor = n < 2        ? 4
+                    : arity == 4 ? fmax(1.075, 0.77 + 0.305 * log(6e5) / ln)
+                                 : fmax(1.125, 0.875 + 0.25 * log(1e6) / ln);
     double cap = ceil((double)n * factor);
     uint64_t s = (uint64_t)ceil(cap / seglen);
     return s > arity ? s - (arity - 1) : 1;

@@ -135,7 +135,8 @@ Test(fuse, every_width)
             akv_filter_params p = params((sweep ? 1.20 : 1.25) * fw + 0.01, 20000);
             akv_filter *f = akvt_build("fuse", &p, fw, 20000);
             unsigned w = width(f);
-            cr_assert(w >= (sweep ? fw - (fw > 1) : fw) && w <= fw + 1, "sweep %d: f = %u for %u", sweep, w, fw);
+            cr_assert(w >= (sweep ? fw - (fw > 1) : fw) && w <= fw + 1, "sweep %d: f = %u for %u", sweep, w,
+                      fw);
             /* f = 1 is the floor, over a budget too small for it */
             cr_assert(w == 1 || (double)akv_filter_memory(f) * 8 / 20000 <= p.bits_per_key);
             seen[w] = true;

@@ -19,23 +19,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "support/kvmodel.h"
 #include "adaptkv/adaptkv.h"
 #include "adaptkv/filter.h"
 #include "adaptkv/hash.h"
 #include "engine/internal.h" /* the reverse-map test hook, filter files */
-
-static void tmpdir(char *out, size_t cap)
-{
-    snprintf(out, cap, "%s/akvadapt-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(out));
-}
-
-static void rmrf(const char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
 
 static void quiet(void *arg, const char *msg)
 {
@@ -115,7 +103,7 @@ static void adapt_options(akv_options *o, akv_layout layout)
 static void attack(akv_layout layout)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir);
+    akvt_tmpdir(dir, sizeof dir, "adapt");
     akv_options o;
     adapt_options(&o, layout);
     o.memtable_bytes = 8u << 20;
@@ -179,7 +167,7 @@ static void attack(akv_layout layout)
     }
     free(pool);
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(adapt, replayed_absent_keys_stop_costing_probes_ordered)
@@ -220,7 +208,7 @@ static akv_filter *read_filter(const char *path)
 /* One flushed run of BASE_KEYS even keys (one SST, one adaptive slot). */
 static akv_db *one_run(char *dir, size_t cap, akv_layout layout)
 {
-    tmpdir(dir, cap);
+    akvt_tmpdir(dir, cap, "adapt");
     akv_options o;
     adapt_options(&o, layout);
     akv_db *db;
@@ -277,7 +265,7 @@ Test(adapt, adapted_filter_is_saved_after_a_flush)
     akv_filter_destroy(before);
     akv_filter_destroy(after);
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 /* ---- no I/O under a slot's lock ------------------------------------------ */
@@ -339,7 +327,7 @@ static void *prober(void *p)
 static void readers_not_blocked(akv_layout layout)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir);
+    akvt_tmpdir(dir, sizeof dir, "adapt");
     akv_options o;
     adapt_options(&o, layout);
     akv_db *db;
@@ -382,7 +370,7 @@ static void readers_not_blocked(akv_layout layout)
     cr_assert(!late, "readers of the slot waited for the blocked reverse-map read");
     cr_assert(atomic_load(&pa.adapted));
     cr_assert_eq(akv_close(db), AKV_OK);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(adapt, readers_complete_while_the_reverse_map_blocks_hash)
@@ -461,7 +449,7 @@ static void second_false_positive_is_fixed(akv_layout layout)
         still += sst_wasted(db, pool[i], len[i]) > 0;
     cr_assert_leq(still, n / 50, "%zu of %zu keys still cost a probe after their replays", still, n);
     cr_assert_eq(akv_close(db), AKV_OK);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(adapt, second_false_positive_is_fixed_hash)
@@ -498,7 +486,7 @@ Test(adapt, key_the_miss_log_holds_is_fixed_at_once)
     }
     cr_assert_gt(fps, 10, "only %zu false positives in %zu keys", fps, tried);
     cr_assert_eq(akv_close(db), AKV_OK);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 /* Renting stops when it keeps costing: once most of the first false
@@ -534,7 +522,7 @@ Test(adapt, first_false_positives_are_fixed_while_most_come_back)
     cr_assert_geq(fixed * 4, fps * 3, "only %zu of %zu first false positives fixed at once", fixed, fps);
     cr_assert_lt(fixed, fps, "every first false positive fixed: none left to measure with");
     cr_assert_eq(akv_close(db), AKV_OK);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 /* An attacker whose pool of replayed keys is MULT times the table that
@@ -550,7 +538,7 @@ Test(adapt, first_false_positives_are_fixed_while_most_come_back)
 static void replayed_pool_is_fixed(size_t mult, uint64_t seed)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir);
+    akvt_tmpdir(dir, sizeof dir, "adapt");
     akv_options o;
     adapt_options(&o, AKV_LAYOUT_HASH);
     akv_db *db;
@@ -577,7 +565,7 @@ static void replayed_pool_is_fixed(size_t mult, uint64_t seed)
                   n, pass);
     free(pool);
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(adapt, a_replayed_pool_larger_than_the_table_is_fixed)
@@ -601,7 +589,7 @@ Test(adapt, a_replayed_pool_32_times_the_table_is_fixed)
 Test(adapt, a_fresh_stream_as_long_as_the_largest_pool_is_never_fixed)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir);
+    akvt_tmpdir(dir, sizeof dir, "adapt");
     akv_options o;
     adapt_options(&o, AKV_LAYOUT_HASH);
     akv_db *db;
@@ -613,7 +601,7 @@ Test(adapt, a_fresh_stream_as_long_as_the_largest_pool_is_never_fixed)
         fixed += akvi_adapt_pays(db, (akv_hash){rng(&s), rng(&s)}, k, sizeof k);
     cr_assert_eq(fixed, 0, "%zu of %zu fresh first false positives fixed", fixed, n);
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 /* Property: whatever the rule decides, no key is lost. Seeded streams of
@@ -660,7 +648,7 @@ static void no_false_negatives_under_the_rule(akv_layout layout, uint64_t seed)
                      (unsigned long long)seed, k);
     }
     cr_assert_eq(akv_close(db), AKV_OK);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(adapt, no_false_negatives_whatever_the_rule_decides_hash)

@@ -13,22 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/kvmodel.h"
 #include "adaptkv/adaptkv.h"
 #include "engine/internal.h"
 #include "support/numbered.h"
-
-static void tmpdir(char *out, size_t cap, const char *tag)
-{
-    snprintf(out, cap, "%s/akvpool-%s-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag);
-    cr_assert_not_null(mkdtemp(out));
-}
-
-static void rmrf(const char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
 
 static void quiet(void *arg, const char *msg)
 {
@@ -93,7 +81,7 @@ static size_t pool_files(akv_db *db, const char *only)
 static void no_family_changes(akv_layout layout)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir, "rot");
+    akvt_tmpdir(dir, sizeof dir, "rot");
     akv_options o;
     opts(&o, layout);
     akv_db *db = NULL;
@@ -122,7 +110,7 @@ static void no_family_changes(akv_layout layout)
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
     count_families(dir, &pool, &mem);
     cr_assert_eq(pool, AKVI_POOL_SIZE, "%zu pool families after a reopen", pool);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(mempool, rotations_reuse_the_pool_hash)
@@ -140,7 +128,7 @@ Test(mempool, rotations_reuse_the_pool_ordered)
 Test(mempool, unflushed_memtables_come_back_in_order)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir, "back");
+    akvt_tmpdir(dir, sizeof dir, "back");
     akv_options o;
     opts(&o, AKV_LAYOUT_ORDERED);
     akv_db *db = NULL;
@@ -171,7 +159,7 @@ Test(mempool, unflushed_memtables_come_back_in_order)
         akv_free(got);
     }
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 /* An iterator holds its version's memtables, flushed or not: with more of
@@ -180,7 +168,7 @@ Test(mempool, unflushed_memtables_come_back_in_order)
 Test(mempool, iterators_held_across_flushes_do_not_stop_writers)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir, "iter");
+    akvt_tmpdir(dir, sizeof dir, "iter");
     akv_options o;
     opts(&o, AKV_LAYOUT_HASH);
     akv_db *db = NULL;
@@ -216,7 +204,7 @@ Test(mempool, iterators_held_across_flushes_do_not_stop_writers)
     size_t pool2;
     count_families(dir, &pool2, &mem);
     cr_assert_eq(pool2, pool, "the pool changed at reopen: %zu -> %zu families", pool, pool2);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 /* The bare RocksDB instance of database dir, every family open. */
@@ -282,7 +270,7 @@ static void put_marker(rocksdb_t *db, rocksdb_column_family_handle_t *cf, uint64
 Test(mempool, a_stale_family_is_emptied_at_open)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir, "stale");
+    akvt_tmpdir(dir, sizeof dir, "stale");
     akv_options o;
     opts(&o, AKV_LAYOUT_ORDERED);
     akv_db *db = NULL;
@@ -310,7 +298,7 @@ Test(mempool, a_stale_family_is_emptied_at_open)
     akvt_expect_numbered(db, 100);
     cr_assert_eq(pool_files(db, "pool.6"), 0, "the emptied family still holds SST files");
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 /* A family holding data under no generation cannot come from adaptkv:
@@ -318,7 +306,7 @@ Test(mempool, a_stale_family_is_emptied_at_open)
 Test(mempool, data_without_a_generation_is_refused)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir, "nogen");
+    akvt_tmpdir(dir, sizeof dir, "nogen");
     akv_options o;
     opts(&o, AKV_LAYOUT_HASH);
     akv_db *db = NULL;
@@ -333,7 +321,7 @@ Test(mempool, data_without_a_generation_is_refused)
     rocksdb_writeoptions_destroy(wo);
     bare_close(&b);
     cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT, "open accepted data under no generation");
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 /* Open moves an older format's memtable into the pool with one batch and
@@ -342,7 +330,7 @@ Test(mempool, data_without_a_generation_is_refused)
 Test(mempool, an_interrupted_move_into_the_pool_keeps_the_copy)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir, "move");
+    akvt_tmpdir(dir, sizeof dir, "move");
     akv_options o;
     opts(&o, AKV_LAYOUT_HASH);
     akv_db *db = NULL;
@@ -391,7 +379,7 @@ Test(mempool, an_interrupted_move_into_the_pool_keeps_the_copy)
     size_t pool, mem;
     count_families(dir, &pool, &mem);
     cr_assert_eq(mem, 0, "the moved memtable's old family survived");
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 /* A family of the pool gone (dropped by hand): open creates it again;
@@ -400,7 +388,7 @@ Test(mempool, an_interrupted_move_into_the_pool_keeps_the_copy)
 Test(mempool, a_missing_family_is_created_again_and_repair_keeps_the_pool)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir, "miss");
+    akvt_tmpdir(dir, sizeof dir, "miss");
     akv_options o;
     opts(&o, AKV_LAYOUT_HASH);
     akv_db *db = NULL;
@@ -428,5 +416,5 @@ Test(mempool, a_missing_family_is_created_again_and_repair_keeps_the_pool)
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
     count_families(dir, &pool, &mem);
     cr_assert_eq(pool, AKVI_POOL_SIZE, "%zu pool families after open", pool);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }

@@ -12,22 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "support/kvmodel.h"
 #include "adaptkv/adaptkv.h"
 #include "engine/internal.h"
 #include "support/numbered.h"
-
-static void tmpdir(char *out, size_t cap)
-{
-    snprintf(out, cap, "%s/akvrec-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(out));
-}
-
-static void rmrf(const char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
 
 static void quiet(void *arg, const char *msg)
 {
@@ -219,7 +207,7 @@ static unsigned long long flushed_db(const char *dir, const akv_options *o)
 static void leftovers_test(akv_layout layout)
 {
     char dir[512], path[700], run[32], rmap[32];
-    tmpdir(dir, sizeof dir);
+    akvt_tmpdir(dir, sizeof dir, "rec");
     akv_options o;
     opts(&o, layout);
     akv_db *db;
@@ -244,7 +232,7 @@ static void leftovers_test(akv_layout layout)
     plant_leftovers(dir, 999);
     cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT);
     cr_assert(has_cf(dir, "run.999"), "a family newer than the catalog was deleted");
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(recovery, leftovers_removed_hash)
@@ -263,7 +251,7 @@ Test(recovery, leftovers_removed_ordered)
 Test(recovery, missing_sst_of_an_uncommitted_run_is_dropped)
 {
     char dir[512], run[32];
-    tmpdir(dir, sizeof dir);
+    akvt_tmpdir(dir, sizeof dir, "rec");
     akv_options o;
     opts(&o, AKV_LAYOUT_HASH);
     akv_db *db;
@@ -292,13 +280,13 @@ Test(recovery, missing_sst_of_an_uncommitted_run_is_dropped)
     akv_free(rep.text);
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     cr_assert_eq(akv_close(db), AKV_OK);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(recovery, memtables_come_back_from_the_wal)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir);
+    akvt_tmpdir(dir, sizeof dir, "rec");
     akv_options o;
     opts(&o, AKV_LAYOUT_HASH);
     o.memtable_bytes = 1 << 20; /* nothing flushed */
@@ -326,7 +314,7 @@ Test(recovery, memtables_come_back_from_the_wal)
     if (akv_filter_kind_by_name("sscf") || akv_filter_kind_by_name("cbf"))
         cr_assert_lt(probed, 200, "guard let %u of 1000 absent lookups through", probed);
     cr_assert_eq(akv_close(db), AKV_OK);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 /* Many small shards, adaptive slots, a storm of absent lookups: every
@@ -336,7 +324,7 @@ static void adapt_test(akv_layout layout)
     if (!akv_filter_kind_by_name("aqf"))
         return;
     char dir[512];
-    tmpdir(dir, sizeof dir);
+    akvt_tmpdir(dir, sizeof dir, "rec");
     akv_options o;
     opts(&o, layout);
     o.slot_policy = "l0=aqf";
@@ -385,7 +373,7 @@ static void adapt_test(akv_layout layout)
                  (unsigned long long)st.false_positives);
     akvt_expect_numbered(db, 20000);
     cr_assert_eq(akv_close(db), AKV_OK);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(adapt, multi_shard_hash_layout_no_false_negatives)
@@ -412,7 +400,7 @@ Test(recovery, slot_hash_moves_the_shard_prefix_out)
 static void hint_test(const char *policy)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir);
+    akvt_tmpdir(dir, sizeof dir, "rec");
     akv_options o;
     opts(&o, AKV_LAYOUT_HASH);
     o.slot_policy = policy;
@@ -443,7 +431,7 @@ static void hint_test(const char *policy)
     cr_assert_lt(hinted, plain / 2 + 5, "%s: hinted %u vs plain %u", policy, hinted, plain);
     akvt_expect_numbered(db, 20000);
     cr_assert_eq(akv_close(db), AKV_OK);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(adapt, hinted_negatives_pre_adapt_aqf)

@@ -19,11 +19,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "support/kvmodel.h"
 #include "adaptkv/adaptkv.h"
 #include "adaptkv/filter.h"
 #include "adaptkv/hash.h"
 #include "engine/internal.h" /* the reverse-map test hook, filter files */
+#include "support/kvmodel.h"
 
 static void quiet(void *arg, const char *msg)
 {

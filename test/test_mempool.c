@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "support/kvmodel.h"
 #include "adaptkv/adaptkv.h"
 #include "engine/internal.h"
+#include "support/kvmodel.h"
 #include "support/numbered.h"
 
 static void quiet(void *arg, const char *msg)

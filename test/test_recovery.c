@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "support/kvmodel.h"
 #include "adaptkv/adaptkv.h"
 #include "engine/internal.h"
+#include "support/kvmodel.h"
 #include "support/numbered.h"
 
 static void quiet(void *arg, const char *msg)

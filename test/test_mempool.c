@@ -34,16 +34,6 @@ static void opts(akv_options *o, akv_layout layout)
     o->log = quiet;
 }
 
-static void load(akv_db *db, unsigned from, unsigned to)
-{
-    char k[32], v[64];
-    for (unsigned i = from; i < to; i++) {
-        size_t kl = akvt_numbered_key(k, i);
-        int vl = snprintf(v, sizeof v, "value-%u", i);
-        cr_assert_eq(akv_put(db, k, kl, v, (size_t)vl), AKV_OK, "%s", akv_errmsg());
-    }
-}
-
 /* The families of database dir: how many of the pool's, and of the older
  * format's mem.<gen>. */
 static void count_families(const char *dir, size_t *pool, size_t *mem)
@@ -88,7 +78,7 @@ static void no_family_changes(akv_layout layout)
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     akv_stats before, after;
     cr_assert_eq(akv_get_stats(db, &before), AKV_OK);
-    load(db, 0, 6000); /* some 7 memtables of 32 KiB */
+    akvt_put_numbered(db, 0, 6000); /* some 7 memtables of 32 KiB */
     cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
     cr_assert_eq(akv_get_stats(db, &after), AKV_OK);
     uint64_t flushes = after.flushes - before.flushes,
@@ -176,10 +166,10 @@ Test(mempool, iterators_held_across_flushes_do_not_stop_writers)
     enum { ITERS = AKVI_POOL_SIZE + 2, STEP = 1200 }; /* 1200 records: more than a memtable */
     akv_iter *its[ITERS];
     for (unsigned r = 0; r < ITERS; r++) {
-        load(db, r * STEP, (r + 1) * STEP);
+        akvt_put_numbered(db, r * STEP, (r + 1) * STEP);
         cr_assert_eq(akv_iter_create(db, &its[r]), AKV_OK, "%s", akv_errmsg());
     }
-    load(db, ITERS * STEP, (ITERS + 4) * STEP);
+    akvt_put_numbered(db, ITERS * STEP, (ITERS + 4) * STEP);
     cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
     for (unsigned r = 0; r < ITERS; r++) {
         size_t seen = 0;
@@ -194,7 +184,7 @@ Test(mempool, iterators_held_across_flushes_do_not_stop_writers)
     cr_assert_gt(pool, AKVI_POOL_SIZE, "the pool did not grow (%zu)", pool);
     cr_assert_leq(pool, AKVI_POOL_MAX);
     unsigned n = (ITERS + 5) * STEP;
-    load(db, (ITERS + 4) * STEP, n);
+    akvt_put_numbered(db, (ITERS + 4) * STEP, n);
     cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
     akvt_expect_numbered(db, n);
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
@@ -275,7 +265,7 @@ Test(mempool, a_stale_family_is_emptied_at_open)
     opts(&o, AKV_LAYOUT_ORDERED);
     akv_db *db = NULL;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    load(db, 0, 100);
+    akvt_put_numbered(db, 0, 100);
     cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg()); /* generation 1 is in a run */
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
     bare b = {0};
@@ -335,7 +325,7 @@ Test(mempool, an_interrupted_move_into_the_pool_keeps_the_copy)
     opts(&o, AKV_LAYOUT_HASH);
     akv_db *db = NULL;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    load(db, 0, 200); /* generation 1, in the pool */
+    akvt_put_numbered(db, 0, 200); /* generation 1, in the pool */
     akvi_version *cur = akvi_current(db);
     uint64_t gen = cur->mems[0]->gen;
     akvi_version_unref(cur);
@@ -393,7 +383,7 @@ Test(mempool, a_missing_family_is_created_again_and_repair_keeps_the_pool)
     opts(&o, AKV_LAYOUT_HASH);
     akv_db *db = NULL;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    load(db, 0, 2000); /* a few memtables, some flushed, the newest not */
+    akvt_put_numbered(db, 0, 2000); /* a few memtables, some flushed, the newest not */
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
     bare b = {0};
     bare_open(&b, dir);
@@ -411,7 +401,7 @@ Test(mempool, a_missing_family_is_created_again_and_repair_keeps_the_pool)
     cr_assert_geq(pool, AKVI_POOL_SIZE - 1, "repair dropped a pool family");
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     akvt_expect_numbered(db, 2000);
-    load(db, 2000, 4000);
+    akvt_put_numbered(db, 2000, 4000);
     akvt_expect_numbered(db, 4000);
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
     count_families(dir, &pool, &mem);

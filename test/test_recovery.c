@@ -34,16 +34,6 @@ static void opts(akv_options *o, akv_layout layout)
     o->log = quiet;
 }
 
-static void load(akv_db *db, unsigned n)
-{
-    char k[32], v[64];
-    for (unsigned i = 0; i < n; i++) {
-        size_t kl = akvt_numbered_key(k, i);
-        int vl = snprintf(v, sizeof v, "value-%u", i);
-        cr_assert_eq(akv_put(db, k, kl, v, (size_t)vl), AKV_OK, "%s", akv_errmsg());
-    }
-}
-
 static bool has_cf(const char *dir, const char *name)
 {
     char rdir[600];
@@ -197,7 +187,7 @@ static unsigned long long flushed_db(const char *dir, const akv_options *o)
 {
     akv_db *db;
     cr_assert_eq(akv_open(dir, o, &db), AKV_OK, "%s", akv_errmsg());
-    load(db, 3000);
+    akvt_put_numbered(db, 0, 3000);
     cr_assert_eq(akv_flush(db), AKV_OK);
     unsigned long long id = newest_run(db);
     cr_assert_eq(akv_close(db), AKV_OK);
@@ -292,7 +282,7 @@ Test(recovery, memtables_come_back_from_the_wal)
     o.memtable_bytes = 1 << 20; /* nothing flushed */
     akv_db *db;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    load(db, 2000);
+    akvt_put_numbered(db, 0, 2000);
     cr_assert_eq(akv_delete(db, "key-0000007", 11), AKV_OK);
     akv_stats st;
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
@@ -335,7 +325,7 @@ static void adapt_test(akv_layout layout)
     o.grown_filter_share = 8;
     akv_db *db;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    load(db, 20000);
+    akvt_put_numbered(db, 0, 20000);
     cr_assert_eq(akv_compact(db), AKV_OK);
     for (int round = 0; round < 2; round++)
         for (unsigned i = 0; i < 20000; i++) {
@@ -407,7 +397,7 @@ static void hint_test(const char *policy)
     o.bits_per_key = 5;
     akv_db *db;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    load(db, 20000);
+    akvt_put_numbered(db, 0, 20000);
     for (unsigned i = 0; i < 2000; i++) {
         char k[32];
         size_t kl = (size_t)snprintf(k, sizeof k, "hinted-%u", i);

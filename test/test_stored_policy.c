@@ -75,12 +75,7 @@ static void opts(akv_options *o, akv_layout layout, logbook *b)
 /* Keys [from, to), then a flush: one more L0 run. */
 static void load(akv_db *db, unsigned from, unsigned to)
 {
-    char k[32], v[64];
-    for (unsigned i = from; i < to; i++) {
-        size_t kl = akvt_numbered_key(k, i);
-        int vl = snprintf(v, sizeof v, "value-%u", i);
-        cr_assert_eq(akv_put(db, k, kl, v, (size_t)vl), AKV_OK, "%s", akv_errmsg());
-    }
+    akvt_put_numbered(db, from, to);
     cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
 }
 

@@ -10,6 +10,16 @@ size_t akvt_numbered_key(char *buf, unsigned i)
     return (size_t)snprintf(buf, 32, "key-%07u", i);
 }
 
+void akvt_put_numbered(akv_db *db, unsigned from, unsigned to)
+{
+    char k[32], v[64];
+    for (unsigned i = from; i < to; i++) {
+        size_t kl = akvt_numbered_key(k, i);
+        int vl = snprintf(v, sizeof v, "value-%u", i);
+        cr_assert_eq(akv_put(db, k, kl, v, (size_t)vl), AKV_OK, "key %u: %s", i, akv_errmsg());
+    }
+}
+
 void akvt_expect_numbered(akv_db *db, unsigned n)
 {
     char k[32], v[64];

@@ -438,6 +438,8 @@ static int merge_and_publish(akv_db *db, pick *p, uint64_t run_bytes, bool drop_
     size_t n_out = 0;
     int rc = akvi_rw_merge(db, p->cfs, p->n, p->out_level, p->est, &p->shards, run_bytes, drop_tombstones,
                            &out, &n_out);
+    if (rc == AKV_OK && p->out_level == 0) /* an L0 merge keeps its inputs' front */
+        akvi_front_cover_merge(p->in, p->n, out, n_out);
     if (rc == AKV_OK)
         rc = akvi_publish(db, NULL, p->in, p->n, out, n_out);
     for (size_t i = 0; rc != AKV_OK && i < n_out; i++)
@@ -456,6 +458,8 @@ static void hold_inputs(akv_db *db, const pick *p)
     for (size_t i = 0; i < p->n; i++)
         if (p->in[i]->info.level == 0 && p->in[i]->info.id >= below)
             below = p->in[i]->info.id + 1;
+    if (below > 0) /* L0 leaves: later flushes start a new front (l0front.c) */
+        akvi_fronts_rotate(db);
     db->compacting = true;
     db->l0_held_below = below;
     pthread_cond_broadcast(&db->bg_cv);

@@ -1,7 +1,7 @@
 /*
  * flush.c — a memtable becomes an L0 run: its family is streamed through a
- * run writer, the run is committed and installed, and the memtable's keys
- * leave the guard.
+ * run writer, its keys go into the L0 front (l0front.c), the run is
+ * committed and installed, and the memtable's keys leave the guard.
  */
 #include <stdlib.h>
 
@@ -18,8 +18,10 @@ int akvi_flush_one(akv_db *db, akvi_mem *m)
     size_t n = 0;
     int rc =
         akvi_rw_merge(db, &m->cf, 1, 0, atomic_load(&m->bytes), NULL, UINT64_MAX, drop_tombstones, &runs, &n);
-    if (rc == AKV_OK)
+    if (rc == AKV_OK) {
+        akvi_front_cover_flush(db, m, runs, n);
         rc = akvi_publish(db, m, NULL, 0, runs, n);
+    }
     for (size_t i = 0; rc != AKV_OK && i < n; i++)
         akvi_run_unref(runs[i]);
     free(runs);

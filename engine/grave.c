@@ -60,6 +60,7 @@ static void destroy_run(akvi_run *r)
         akvi_slot_destroy(&r->slots[j]);
     }
     free(r->slots);
+    akvi_front_unref(r->front);
     akvi_cat_run_free(&r->info);
     free(r);
 }

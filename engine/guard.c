@@ -247,6 +247,7 @@ static void guard_add(akv_db *db, akvi_mem *m, akv_hash h, bool grow)
     if (!db->policy.mem)
         return;
     if (remember(m, h) != AKV_OK) {
+        atomic_store(&m->hashes_lost, true);
         atomic_store(&db->guard_broken, true);
         return;
     }

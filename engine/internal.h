@@ -327,6 +327,8 @@ int akvi_slot_file_filter(const char *path, akv_filter **out);
 
 /* ---- live objects (version.c) ------------------------------------------ */
 
+typedef struct akvi_front akvi_front; /* l0front.c */
+
 typedef struct akvi_run {
     _Atomic int refs;
     akv_db *db;
@@ -336,6 +338,10 @@ typedef struct akvi_run {
     rocksdb_column_family_handle_t *rmap_cf; /* ordered layout only */
     _Atomic bool obsolete;                   /* drop CF + filter files at last unref */
     struct akvi_run *grave_next;             /* in db->grave_runs */
+    /* L0 only: the front holding its keys (NULL: none), and how many
+     * hashes it put there; set before the run is published, then fixed. */
+    akvi_front *front;
+    uint64_t front_keys;
 } akvi_run;
 
 typedef struct akvi_mem {
@@ -353,6 +359,7 @@ typedef struct akvi_mem {
     _Atomic bool written;
     akv_hash *hashes;         /* guard inserts, removed again at flush */
     size_t n_hashes, cap_hashes;
+    _Atomic bool hashes_lost; /* one could not be remembered: no L0 front for its run */
     _Atomic bool flushed;  /* its data is in a run; guard entries may be gone */
     _Atomic bool obsolete; /* at last unref: its pool family emptied (mem.<gen>: dropped) */
     struct akvi_mem *grave_next; /* in db->grave_mems */
@@ -522,6 +529,13 @@ struct akv_db {
     uint64_t guard_keys;             /* hashes the guard holds for memtables (under wmu) */
     _Atomic uint64_t guard_mem_keys; /* hashes of the last memtable flushed (written under wmu) */
     akvi_mem *guard_draining;        /* flushed, leaving the version, hashes still in the guard (under wmu) */
+
+    /* The L0 front (l0front.c): the one new flushes go into, under mu. */
+    struct {
+        pthread_mutex_t mu;
+        akvi_front *cur;
+        bool rotate; /* a compaction picked L0 runs: the next flush starts a new one */
+    } fronts;
 
     /* Background threads: one flushes, one compacts (neither waits for the
      * other); both publish under pubmu. */
@@ -722,6 +736,31 @@ typedef struct akvi_guard_mem {
 void akvi_guard_memory_parts(akv_db *db, akvi_guard_mem *out);
 /* Test knob: the period that average is taken over (60 s). */
 extern _Atomic double akvi_guard_avg_seconds;
+
+/* ---- the L0 front (l0front.c) ------------------------------------------ */
+
+void akvi_fronts_init(akv_db *db);
+void akvi_fronts_free(akv_db *db);
+/* A compaction picked L0 runs: the next flush starts a new front. */
+void akvi_fronts_rotate(akv_db *db);
+/* The bits per key of capacity a front is built with. */
+double akvi_front_bits(const akv_db *db);
+/* The false-positive rate of a full front built at these bits per key. */
+double akvi_front_rate(double bits_per_key);
+/* A flush's runs, before they are published: m's hashes into the current
+ * front (a new one when it is full or mostly stale), and the runs pointed
+ * to it. Nothing when m's hashes are not all known. */
+void akvi_front_cover_flush(akv_db *db, const akvi_mem *m, akvi_run **runs, size_t n);
+/* An L0 merge's outputs, before they are published: its inputs' front, if
+ * they all point to the same one. */
+void akvi_front_cover_merge(akvi_run *const *in, size_t n_in, akvi_run **out, size_t n_out);
+/* False only when no key of a run pointing to f hashes to h. */
+bool akvi_front_may_contain(const akvi_front *f, akv_hash h);
+void akvi_front_ref(akvi_front *f);
+void akvi_front_unref(akvi_front *f);
+size_t akvi_front_memory(const akvi_front *f);
+/* The fronts v's L0 runs point to, each counted once (bytes). */
+size_t akvi_fronts_memory(const akvi_version *v);
 
 /* ---- the pool of memtable families (mempool.c) ------------------------- */
 

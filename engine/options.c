@@ -23,6 +23,7 @@ void akv_options_init(akv_options *opt)
     opt->create_if_missing = 1;
     opt->grown_filter_share = 0.03;
     opt->rest_compaction = 1; /* bounded: docs/design.md, "LSM shape" */
+    opt->l0_front = 1;        /* docs/design.md, "The L0 front" */
 }
 
 static int check_options(const akv_options *o)
@@ -49,6 +50,8 @@ static int check_options(const akv_options *o)
     if (o->rest_compaction < 0 || o->rest_compaction > 2)
         return akvi_err(AKV_EINVAL, "rest_compaction %d is not 0 (off), 1 (bounded) or 2 (all the way down)",
                         o->rest_compaction);
+    if (o->l0_front != 0 && o->l0_front != 1)
+        return akvi_err(AKV_EINVAL, "l0_front %d is not 0 (off) or 1 (on)", o->l0_front);
     if (!(o->grown_filter_share >= 0 && o->grown_filter_share <= 64))
         return akvi_err(AKV_EINVAL, "grown_filter_share %g is outside [0, 64]", o->grown_filter_share);
     return AKV_OK;

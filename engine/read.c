@@ -109,6 +109,10 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
     }
     if (g->info.mem_wasted > 0)
         akvi_guard_absorb(db, h); /* no memtable holds the key */
+    /* The last L0 front asked and its answer: each front once per get, its
+     * runs skipped together when it says no (l0front.c). */
+    const akvi_front *front = NULL;
+    bool front_yes = true;
     for (size_t i = 0, end; i < v->n_run; i = end) {
         /* L0 runs one by one; a deeper level's one run by its range. */
         uint32_t level = v->runs[i]->info.level;
@@ -118,6 +122,16 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         if (at < 0)
             continue;
         akvi_run *r = v->runs[i + (size_t)at];
+        if (r->front) {
+            if (r->front != front) {
+                front = r->front;
+                front_yes = akvi_front_may_contain(front, h);
+                g->info.slots_checked++;
+                g->filtered += !front_yes;
+            }
+            if (!front_yes)
+                continue;
+        }
         long j = akvi_find_sst(db, &r->info, h, ik, iklen);
         if (j < 0)
             continue;

@@ -1285,6 +1285,7 @@ static void db_free(akv_db *db)
     free((void *)db->fp_seen);
     pthread_mutex_destroy(&db->retmu);
     akvi_guard_free(db);
+    akvi_fronts_free(db);
     akvi_pool_free(db);
     akvi_rocks_teardown(db);
     pthread_mutex_destroy(&db->pool.mu);
@@ -1379,6 +1380,7 @@ akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);
     pthread_rwlock_init(&db->guard_lock, NULL);
+    akvi_fronts_init(db);
     db->lock_fd = -1;
     *rc = setup(db, dir, opt);
     if (*rc != AKV_OK) {

@@ -100,13 +100,20 @@ typedef struct units {
     int count;
 } units;
 
-static void add_unit(units *u, double keys)
+/* A unit of `keys` whose false positives count `w` times (1; an L0 run
+ * behind a front: the front's rate, l0front.c). */
+static void add_unit_w(units *u, double keys, double w)
 {
     if (keys >= 1) {
         u->n += keys;
-        u->n_ln += keys * log(keys);
+        u->n_ln += keys * log(keys / w);
         u->count++;
     }
+}
+
+static void add_unit(units *u, double keys)
+{
+    add_unit_w(u, keys, 1);
 }
 
 /*
@@ -176,6 +183,7 @@ void akvi_filter_account(akv_db *db, akvi_filter_total *t)
         for (size_t j = 0; r->slots && j < r->info.n_sst; j++)
             t->held += (double)akvi_slot_memory(&r->slots[j]);
     }
+    t->held += (double)akvi_fronts_memory(v);
     akvi_version_unref(v);
     t->held += (double)g.now;
     t->budget = akvi_filter_budget(db, t->keys, 1, &g); /* none for memtables waiting */
@@ -226,6 +234,23 @@ static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *r
     return false;
 }
 
+/* The memory of the fronts the L0 runs that stay point to, each once. */
+static size_t fronts_kept(const akvi_version *v, rocksdb_column_family_handle_t *const *replaces, size_t n)
+{
+    size_t sum = 0;
+    for (size_t i = 0; i < v->n_run && v->runs[i]->info.level == 0; i++) {
+        const akvi_front *f = v->runs[i]->front;
+        if (!f || replaced(v->runs[i], replaces, n))
+            continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = v->runs[j]->front == f && !replaced(v->runs[j], replaces, n);
+        if (!seen)
+            sum += akvi_front_memory(f);
+    }
+    return sum;
+}
+
 /*
  * Filter memory by level (docs/design.md, "Filter memory by level"). A
  * lookup of an absent key probes every L0 run and one run per deeper
@@ -237,7 +262,11 @@ static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *r
  * current version's, with the output being built (n keys: a flush's whole
  * L0 run, or a compaction's whole output) as an L0 run of its own, or its
  * level at least n keys, and without the runs it replaces; B is what the
- * runs' slots share now (akvi_runs_budget).
+ * runs' slots share now (akvi_runs_budget). An L0 run behind a front
+ * (l0front.c) is probed by an absent key only when the front lets it
+ * through, so its rate counts times the front's: ln n_i becomes
+ * ln(n_i / w_i) on both sides, which gives it about ln(1/w)/ln²2 bits
+ * fewer (9 at 10 bits per key) and the other units what that frees.
  *
  * The reserve: the units the tree is expected to hold above its deepest
  * level but does not hold now count as if they were there, so that a level
@@ -276,6 +305,10 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
         return b;
     }
     double level_keys[AKV_MAX_LEVELS] = {0}, run_keys = 0, all_keys = 0, raw = 0, held = 0;
+    /* L0 runs behind a front (and the L0 runs to come, while the guard
+     * gives flushes their hashes) are probed only when it says yes. */
+    double front_w = akvi_front_rate(akvi_front_bits(db)),
+           l0_w = db->policy.mem && db->opt.l0_front ? front_w : 1;
     int l0_runs = 0, deepest = level > 0 && level < AKV_MAX_LEVELS ? level : 0;
     units u = {0, 0, 0};
     for (size_t i = 0; i < v->n_run; i++) {
@@ -289,13 +322,14 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
             held += (double)akvi_slot_memory(&v->runs[i]->slots[j]) -
                     (double)atomic_load(&v->runs[i]->slots[j].grown_bytes);
         if (r->level == 0) {
-            add_unit(&u, (double)r->keys);
+            add_unit_w(&u, (double)r->keys, v->runs[i]->front ? front_w : 1);
             l0_runs += r->keys >= 1;
         } else if (r->level < AKV_MAX_LEVELS) {
             level_keys[r->level] += (double)r->keys;
             deepest = (int)r->level > deepest ? (int)r->level : deepest;
         }
     }
+    held += (double)fronts_kept(v, replaces, n_replaces); /* L0's fronts share the budget */
     akvi_version_unref(v);
     double keys = run_keys + (double)n; /* once the output replaces its inputs */
     b = akvi_runs_budget(db, keys);
@@ -328,18 +362,19 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
         }
         double scale = sum > RESERVE_SHARE * keys ? RESERVE_SHARE * keys / sum : 1;
         for (int i = 0; i < more; i++)
-            add_unit(&u, per_mem * scale);
+            add_unit_w(&u, per_mem * scale, l0_w);
         for (int l = 1; l < deepest; l++)
             level_keys[l] += add[l] * scale;
     }
     for (int l = 1; l < AKV_MAX_LEVELS; l++)
         add_unit(&u, level_keys[l]);
     double mine = level > 0 && level < AKV_MAX_LEVELS ? level_keys[level] : (double)n;
+    double mine_w = level <= 0 ? l0_w : 1;
     if (level <= 0)
-        add_unit(&u, mine);
+        add_unit_w(&u, mine, mine_w);
     double bits = b;
     if (u.count >= 2) {
-        bits = b + (u.n_ln / u.n - log(mine)) / (M_LN2 * M_LN2);
+        bits = b + (u.n_ln / u.n - log(mine / mine_w)) / (M_LN2 * M_LN2);
         bits = bits > 3 * b ? 3 * b : bits;
     }
     /* What the budget leaves the output: a surplus caps it; a deficit (the

@@ -70,6 +70,9 @@ int akv_get_stats(akv_db *db, akv_stats *st)
             st->filter_grown_bytes += atomic_load(&r->slots[j].grown_bytes);
         }
     }
+    size_t fronts = akvi_fronts_memory(v); /* L0 fronts: filter memory of L0 */
+    st->filter_bytes += fronts;
+    st->filter_bytes_per_level[0] += fronts;
     st->filter_budget_bits_per_key = db->opt.bits_per_key;
     st->filter_budget_bytes =
         (uint64_t)(akvi_filter_budget(db, (double)st->live_keys_estimate, st->memtables, &g) + 0.5);

@@ -2218,3 +2218,143 @@ Test(lsm, l0_merges_keep_newest_first_ordered)
 {
     l0_merge_test(AKV_LAYOUT_ORDERED, "l0merge-o");
 }
+
+/* ---- the L0 front (l0front.c) ------------------------------------------- */
+
+#define FRONT_SPACE  600
+#define FRONT_ROUNDS 12
+
+/* Mean filters an absent key checks (akv_get_info.slots_checked), over
+ * `n` keys never written; each must be NOTFOUND. */
+static double absent_filters(akv_db *db, int n)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        char k[32];
+        int kl = snprintf(k, sizeof k, "front-%dx", i); /* inside the keys' range */
+        akv_get_info info;
+        cr_assert_eq(akv_get_ex(db, k, (size_t)kl, NULL, NULL, &info), AKV_NOTFOUND, "front-%dx: %s", i,
+                     akv_errmsg());
+        sum += info.slots_checked;
+    }
+    return (double)sum / n;
+}
+
+/* Every key of the space against the model: deletions read as deletions. */
+static void front_check(akv_db *db, const akvt_model *m, const char *when)
+{
+    for (int i = 0; i < FRONT_SPACE; i++) {
+        char k[32];
+        int kl = snprintf(k, sizeof k, "front-%d", i);
+        void *v = NULL;
+        size_t vl = 0;
+        int rc = akv_get(db, k, (size_t)kl, &v, &vl);
+        const akvt_pair *p = akvt_model_get(m, k, (size_t)kl);
+        if (!p) {
+            cr_assert_eq(rc, AKV_NOTFOUND, "%s: %s should be absent (rc %d)", when, k, rc);
+            continue;
+        }
+        cr_assert_eq(rc, AKV_OK, "%s: %s should be present (rc %d: %s)", when, k, rc, akv_errmsg());
+        cr_assert(vl == p->vlen && memcmp(v, p->val, vl) == 0, "%s: %s has the wrong value", when, k);
+        akv_free(v);
+    }
+}
+
+/* Distinct fronts of the current L0 runs, and the runs behind one. */
+static void l0_fronts(akv_db *db, size_t *fronts, size_t *behind)
+{
+    akvi_version *v = akvi_current(db);
+    for (size_t i = 0; i < v->n_run && v->runs[i]->info.level == 0; i++) {
+        const akvi_front *f = v->runs[i]->front;
+        bool seen = false;
+        for (size_t j = 0; f && j < i && !seen; j++)
+            seen = v->runs[j]->front == f;
+        *fronts += f && !seen;
+        *behind += f != NULL;
+    }
+    akvi_version_unref(v);
+}
+
+/*
+ * A property test of the front: seeded random puts, overwrites and
+ * deletions over a small key space, one flush per round, with the
+ * compaction held so that L0 piles up (and the flush thread merges it).
+ * After every round each key reads as the model has it: a deletion in a
+ * newer L0 run is never hidden by the front (it holds the tombstones'
+ * hashes), so no older value comes back. An absent key checks the front
+ * instead of each L0 run; after a reopen the runs have no front and are
+ * checked one by one, with the same answers.
+ */
+static void front_test(akv_layout layout, const char *tag, uint64_t seed)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, tag);
+    akv_options o;
+    small_options(&o, layout, NULL);
+    o.l0_compaction_trigger = 3;
+    akv_db *db = NULL;
+    set_hold(true);
+    atomic_store(&akvi_hook_before_compaction, hold_hook);
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    akvt_model m = {0};
+    uint64_t rng = seed;
+    for (int round = 0; round < FRONT_ROUNDS; round++) {
+        for (int j = 0; j < 150; j++) {
+            char k[32], v[64];
+            int kl = snprintf(k, sizeof k, "front-%d", (int)(akvt_rand(&rng) % FRONT_SPACE));
+            if (akvt_rand(&rng) % 3 == 0) {
+                cr_assert_eq(akv_delete(db, k, (size_t)kl), AKV_OK, "%s", akv_errmsg());
+                akvt_model_del(&m, k, (size_t)kl);
+            } else {
+                int vl = snprintf(v, sizeof v, "r%d-%llu", round, (unsigned long long)akvt_rand(&rng));
+                cr_assert_eq(akv_put(db, k, (size_t)kl, v, (size_t)vl), AKV_OK, "%s", akv_errmsg());
+                akvt_model_put(&m, k, (size_t)kl, v, (size_t)vl);
+            }
+        }
+        cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+        front_check(db, &m, "after a flush");
+    }
+    akv_stats st;
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    cr_assert_geq(st.runs_per_level[0], 4, "%u L0 runs", st.runs_per_level[0]);
+    /* The L0 runs share fronts (a merged run keeps its inputs'): an absent
+     * key checks each front once, and the runs behind one only when it
+     * lets the key through (5-6 % at half the budget's bits). */
+    size_t fronts = 0, behind = 0;
+    l0_fronts(db, &fronts, &behind);
+    cr_assert_lt(fronts, behind, "%zu fronts for %zu L0 runs", fronts, behind);
+    double with = absent_filters(db, 2000);
+    cr_assert_leq(with, (double)fronts + 0.25 * (double)st.runs_per_level[0],
+                  "%.2f filters per absent key with %u L0 runs, %zu of them behind %zu fronts", with,
+                  st.runs_per_level[0], behind, fronts);
+    uint64_t l0_runs = st.runs_per_level[0];
+    close_releasing_hold(db);
+
+    set_hold(true);
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
+    front_check(db, &m, "reopened: no fronts");
+    double without = absent_filters(db, 2000);
+    cr_assert_geq(without, (double)st.runs_per_level[0] - 0.5,
+                  "%.2f filters per absent key, %u L0 runs (%llu before)", without, st.runs_per_level[0],
+                  (unsigned long long)l0_runs);
+    close_releasing_hold(db);
+    atomic_store(&akvi_hook_before_compaction, NULL);
+
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+    front_check(db, &m, "compacted");
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_model_free(&m);
+    akvt_rmrf(dir);
+}
+
+Test(l0front, deletions_are_never_hidden_hash)
+{
+    front_test(AKV_LAYOUT_HASH, "front-h", 0xf407);
+}
+
+Test(l0front, deletions_are_never_hidden_ordered)
+{
+    front_test(AKV_LAYOUT_ORDERED, "front-o", 0xf408);
+}

@@ -104,6 +104,8 @@ static void usage(FILE *out)
                  "  --memtable-mb N      memtable size (default 64)\n"
                  "  --cache-mb N         block cache size (default 64)\n"
                  "  --direct-reads       O_DIRECT reads for SSTs\n"
+                 "  --no-l0-front        adaptkv: l0_front = 0, every L0 run's slot checked\n"
+                 "                       (no Bloom filter in front of them)\n"
                  "  --rest-compaction[=M]\n"
                  "                       adaptkv: compaction at rest, rest_compaction = M: 0 off, 1 bounded\n"
                  "                       (the engine's default), 2 (or no M) all the way down\n"
@@ -663,6 +665,7 @@ enum {
     O_ABSENTCPU,
     O_REPLACE,
     O_SSTKB,
+    O_NOFRONT,
     O_HELP
 };
 
@@ -698,6 +701,7 @@ static const struct option long_opts[] = {{"engine", 1, 0, O_ENGINE},
                                           {"absent-cpu", 1, 0, O_ABSENTCPU},
                                           {"replace-cost", 1, 0, O_REPLACE},
                                           {"sst-kb", 1, 0, O_SSTKB},
+                                          {"no-l0-front", 0, 0, O_NOFRONT},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
 
@@ -835,6 +839,9 @@ static int other_opt(args *a, int c, const char *v)
         break;
     case O_SYNC:
         a->cfg.sync = true;
+        break;
+    case O_NOFRONT:
+        a->cfg.no_l0_front = true;
         break;
     case O_NOFLUSH:
         a->flush_after_load = false;

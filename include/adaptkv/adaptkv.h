@@ -156,6 +156,13 @@ typedef struct akv_options {
      * AKV_ECORRUPT naming the file, the directory left as it was (an open
      * without it, or akv_repair, then recovers up to the damage). */
     int wal_strict;
+    /* L0 fronts: 1 (default) puts the L0 runs flushed since the last L0
+     * compaction behind one Bloom filter, so that an absent key checks it
+     * instead of each of them, at half of bits_per_key per key, counted in
+     * the budget and taken back from those runs' slots (docs/design.md,
+     * "The L0 front"). 0: off, every L0 run's slot is checked. Needs the
+     * memtable guard (a slot policy with mem= other than none). */
+    int l0_front;
 } akv_options;
 
 /* Fill with defaults; slot_policy and bits_per_key are left unset (NULL,

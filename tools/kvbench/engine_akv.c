@@ -40,6 +40,8 @@ static int a_open(akv_kb_engine *e, const akv_kb_cfg *c, char *err, size_t n)
     o.direct_reads = c->direct_reads;
     if (c->rest_compaction >= 0)
         o.rest_compaction = c->rest_compaction;
+    if (c->no_l0_front)
+        o.l0_front = 0;
     o.sync = c->sync;
     o.seed = c->seed;
     o.log = engine_log;
@@ -50,8 +52,8 @@ static int a_open(akv_kb_engine *e, const akv_kb_cfg *c, char *err, size_t n)
         return -1;
     }
     e->db = db;
-    snprintf(e->label, sizeof e->label, "adaptkv %s %s", c->ordered ? "ordered" : "hash",
-             c->policy ? c->policy : "default");
+    snprintf(e->label, sizeof e->label, "adaptkv %s %s%s", c->ordered ? "ordered" : "hash",
+             c->policy ? c->policy : "default", c->no_l0_front ? " no-l0-front" : "");
     return 0;
 }
 

@@ -247,6 +247,7 @@ typedef struct akv_kb_cfg {
     bool grown_share_set;
     bool direct_reads, sync;
     int rest_compaction; /* adaptkv: rest_compaction (-1: the engine's default) */
+    bool no_l0_front;    /* adaptkv: l0_front = 0 */
     uint64_t seed;
 } akv_kb_cfg;
 

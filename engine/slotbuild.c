@@ -396,6 +396,8 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
     return bits > 64 ? 64 : bits;
 }
 
+#define SLOT_MIN_BITS 512 /* 64 bytes */
+
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
                       akv_hash *hashes, size_t n, size_t capacity,
                       rocksdb_column_family_handle_t *const *replaces, size_t n_replaces, akv_filter **out)
@@ -410,6 +412,15 @@ int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi
     /* By the whole output's keys (a lookup probes one SST of a run, one
      * run of a level): the run writer's estimate, else the run's count. */
     p.bits_per_key = level_bits(db, level, run->keys ? run->keys : n, replaces, n_replaces);
+    /* A slot of a few keys can cover a wide share of the hash space (a
+     * small flush pushed into L1 at rest is cut per shard), and a fuse
+     * filter's cells outnumber a handful of keys several times: slots of
+     * 1-8 keys at their level's share answered 6-12 % of the fresh keys
+     * they met. Each slot gets at least SLOT_MIN_BITS in all (at most 64
+     * per key, level_bits' bound). */
+    double least = (double)SLOT_MIN_BITS / (double)(n ? n : 1);
+    least = least < 64 ? least : 64;
+    p.bits_per_key = p.bits_per_key > least ? p.bits_per_key : least;
     /* The shard prefix is already shifted out (akvi_slot_hash). */
     p.prefix_bits = 0;
     p.seed = db->seed;

@@ -256,7 +256,8 @@ static void fault_options(akv_options *o, akv_layout layout)
     o->block_cache_bytes = 1u << 20;
     o->l0_compaction_trigger = 8; /* compactions only when asked */
     o->rest_compaction = 0;       /* (not after each flush either) */
-    o->bits_per_key = 6;          /* false positives to adapt to */
+    o->bits_per_key = 6;          /* false positives to adapt to, */
+    o->l0_front = 0;              /* which an L0 front would keep from the slots (it is memory only) */
     /* Puts and deletes are not synced (their WAL append still reaches the
      * kernel before they return, and no machine crash is simulated here, so
      * they must survive too); batches are written with sync. */

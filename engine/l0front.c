@@ -225,12 +225,13 @@ void akvi_front_cover_flush(akv_db *db, const akvi_mem *m, akvi_run **runs, size
     db->fronts.rotate = false;
     if (!f) {
         /* Room for the L0 compaction trigger's flushes of this size (at
-         * most FRONT_FLUSHES) and one more, at half the budget's bits per
-         * key (akvi_front_bits). */
+         * most FRONT_FLUSHES): a compaction picks L0 once it holds that
+         * many, and the flushes after the pick start the next front. At
+         * half the budget's bits per key (akvi_front_bits). */
         uint64_t per = add > FRONT_MIN_KEYS ? add : FRONT_MIN_KEYS;
         int flushes =
             db->opt.l0_compaction_trigger < FRONT_FLUSHES ? db->opt.l0_compaction_trigger : FRONT_FLUSHES;
-        f = db->fronts.cur = front_new(per * (uint64_t)(flushes + 1), akvi_front_bits(db));
+        f = db->fronts.cur = front_new(per * (uint64_t)flushes, akvi_front_bits(db));
     }
     if (f) {
         for (size_t i = 0; i < m->n_hashes; i++)

@@ -1579,6 +1579,17 @@ static void set_hold(bool on)
     pthread_mutex_unlock(&hold_mu);
 }
 
+/* Open with every compaction held at its start (hold_hook) until
+ * close_releasing_hold or set_hold(false). */
+static akv_db *open_held(const char *dir, const akv_options *o)
+{
+    akv_db *db = NULL;
+    set_hold(true);
+    atomic_store(&akvi_hook_before_compaction, hold_hook);
+    cr_assert_eq(akv_open(dir, o, &db), AKV_OK, "%s", akv_errmsg());
+    return db;
+}
+
 /* Pages of `path` in the page cache, and all its pages (mincore). */
 static void resident_pages(const char *path, size_t *resident, size_t *total)
 {
@@ -1711,10 +1722,8 @@ Test(stats, compaction_debt_while_compactions_are_held)
 
     /* Reopened with 64 KiB memtables (levels of 256 KiB, 1 MiB, ...), the
      * ~600 KB level is over capacity; the compaction thread waits. */
-    set_hold(true);
-    atomic_store(&akvi_hook_before_compaction, hold_hook);
     o.memtable_bytes = 64u << 10;
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    db = open_held(dir, &o);
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
     uint64_t all = (uint64_t)n * sizeof v;
     cr_assert_gt(st.compaction_debt_bytes, 0, "a level over its capacity owes nothing");
@@ -2085,10 +2094,7 @@ static void l0_merge_test(akv_layout layout, const char *tag)
     akvt_tmpdir(dir, sizeof dir, tag);
     akv_options o;
     small_options(&o, layout, NULL);
-    akv_db *db = NULL;
-    set_hold(true);
-    atomic_store(&akvi_hook_before_compaction, hold_hook);
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    akv_db *db = open_held(dir, &o);
     int last[MERGE_KEYS];
     int round = 0;
     for (; round < MERGE_ROUNDS; round++)
@@ -2128,8 +2134,7 @@ static void l0_merge_test(akv_layout layout, const char *tag)
     cr_assert_eq(akv_repair(dir, &o, &rep), AKV_OK, "%s", akv_errmsg());
     cr_assert_eq(rep.entries_lost, 0, "%s", rep.text);
     akv_free(rep.text);
-    set_hold(true);
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    db = open_held(dir, &o);
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
     cr_assert_geq(st.runs_per_level[0], 2, "%u L0 runs to order after the repair", st.runs_per_level[0]);
     check_rounds(db, last, "repaired without a catalog");
@@ -2176,10 +2181,7 @@ Test(lsm, l0_merges_wait_for_a_backlog)
     akv_options o;
     small_options(&o, AKV_LAYOUT_HASH, NULL);
     o.l0_compaction_trigger = 5;
-    akv_db *db = NULL;
-    set_hold(true);
-    atomic_store(&akvi_hook_before_compaction, hold_hook);
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    akv_db *db = open_held(dir, &o);
     for (int r = 0; r < 5; r++)
         flush_one_run(db, r);
     for (int tries = 0; tries < 3000 && !compacting(db); tries++)
@@ -2292,10 +2294,7 @@ static void front_test(akv_layout layout, const char *tag, uint64_t seed)
     akv_options o;
     small_options(&o, layout, NULL);
     o.l0_compaction_trigger = 3;
-    akv_db *db = NULL;
-    set_hold(true);
-    atomic_store(&akvi_hook_before_compaction, hold_hook);
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    akv_db *db = open_held(dir, &o);
     akvt_model m = {0};
     uint64_t rng = seed;
     for (int round = 0; round < FRONT_ROUNDS; round++) {
@@ -2330,8 +2329,7 @@ static void front_test(akv_layout layout, const char *tag, uint64_t seed)
     uint64_t l0_runs = st.runs_per_level[0];
     close_releasing_hold(db);
 
-    set_hold(true);
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    db = open_held(dir, &o);
     cr_assert_eq(akv_get_stats(db, &st), AKV_OK);
     front_check(db, &m, "reopened: no fronts");
     double without = absent_filters(db, 2000);

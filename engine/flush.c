@@ -19,7 +19,9 @@ int akvi_flush_one(akv_db *db, akvi_mem *m)
     int rc =
         akvi_rw_merge(db, &m->cf, 1, 0, atomic_load(&m->bytes), NULL, UINT64_MAX, drop_tombstones, &runs, &n);
     if (rc == AKV_OK) {
-        akvi_front_cover_flush(db, m, runs, n);
+        akvi_version *now = akvi_current(db);
+        akvi_front_cover_flush(db, now, m, runs, n);
+        akvi_version_unref(now);
         rc = akvi_publish(db, m, NULL, 0, runs, n);
     }
     for (size_t i = 0; rc != AKV_OK && i < n; i++)

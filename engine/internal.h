@@ -748,9 +748,11 @@ double akvi_front_bits(const akv_db *db);
 /* The false-positive rate of a full front built at these bits per key. */
 double akvi_front_rate(double bits_per_key);
 /* A flush's runs, before they are published: m's hashes into the current
- * front (a new one when it is full or mostly stale), and the runs pointed
- * to it. Nothing when m's hashes are not all known. */
-void akvi_front_cover_flush(akv_db *db, const akvi_mem *m, akvi_run **runs, size_t n);
+ * front (a new one when it is full, or mostly stale in `now`, the current
+ * version), and the runs pointed to it. Nothing when m's hashes are not
+ * all known. */
+void akvi_front_cover_flush(akv_db *db, const akvi_version *now, const akvi_mem *m, akvi_run **runs,
+                            size_t n);
 /* An L0 merge's outputs, before they are published: its inputs' front, if
  * they all point to the same one. */
 void akvi_front_cover_merge(akvi_run *const *in, size_t n_in, akvi_run **out, size_t n_out);

@@ -197,19 +197,17 @@ void akvi_fronts_free(akv_db *db)
     pthread_mutex_destroy(&db->fronts.mu);
 }
 
-/* Keys the current version's L0 runs hold of front f's (as inserted). */
-static uint64_t live_keys(akv_db *db, const akvi_front *f)
+/* Keys v's L0 runs hold of front f's (as inserted). */
+static uint64_t live_keys(const akvi_version *v, const akvi_front *f)
 {
     uint64_t live = 0;
-    akvi_version *v = akvi_current(db);
     for (size_t i = 0; v && i < v->n_run && v->runs[i]->info.level == 0; i++)
         if (v->runs[i]->front == f)
             live += v->runs[i]->front_keys;
-    akvi_version_unref(v);
     return live;
 }
 
-void akvi_front_cover_flush(akv_db *db, const akvi_mem *m, akvi_run **runs, size_t n)
+void akvi_front_cover_flush(akv_db *db, const akvi_version *now, const akvi_mem *m, akvi_run **runs, size_t n)
 {
     /* The guard's hashes are every key the memtable was given, unless the
      * guard is off or one could not be remembered. */
@@ -218,7 +216,7 @@ void akvi_front_cover_flush(akv_db *db, const akvi_mem *m, akvi_run **runs, size
     pthread_mutex_lock(&db->fronts.mu);
     akvi_front *f = db->fronts.cur;
     uint64_t add = m->n_hashes;
-    if (f && (db->fronts.rotate || f->keys + add > f->cap || 2 * live_keys(db, f) < f->keys)) {
+    if (f && (db->fronts.rotate || f->keys + add > f->cap || 2 * live_keys(now, f) < f->keys)) {
         akvi_front_unref(f);
         f = db->fronts.cur = NULL;
     }

@@ -756,13 +756,17 @@ void akvi_front_cover_flush(akv_db *db, const akvi_version *now, const akvi_mem 
 /* An L0 merge's outputs, before they are published: its inputs' front, if
  * they all point to the same one. */
 void akvi_front_cover_merge(akvi_run *const *in, size_t n_in, akvi_run **out, size_t n_out);
-/* False only when no key of a run pointing to f hashes to h. */
-bool akvi_front_may_contain(const akvi_front *f, akv_hash h);
+/* What fronts query for h: computed once per get, for every front. */
+uint64_t akvi_front_key(akv_hash h);
+/* False only when no key of a run pointing to f has this front key. */
+bool akvi_front_may_contain(const akvi_front *f, uint64_t x);
 void akvi_front_ref(akvi_front *f);
 void akvi_front_unref(akvi_front *f);
 size_t akvi_front_memory(const akvi_front *f);
-/* The fronts v's L0 runs point to, each counted once (bytes). */
-size_t akvi_fronts_memory(const akvi_version *v);
+/* The fronts v's L0 runs point to, each counted once (bytes), leaving out
+ * the runs whose family is in except[0..n_except) (a compaction's inputs). */
+size_t akvi_fronts_memory(const akvi_version *v, rocksdb_column_family_handle_t *const *except,
+                          size_t n_except);
 
 /* ---- the pool of memtable families (mempool.c) ------------------------- */
 

@@ -153,9 +153,14 @@ static void insert(akvi_front *f, akv_hash h)
     f->keys++;
 }
 
-bool akvi_front_may_contain(const akvi_front *f, akv_hash h)
+uint64_t akvi_front_key(akv_hash h)
 {
-    uint64_t x = front_hash(h), y = akv_mix64(x);
+    return front_hash(h);
+}
+
+bool akvi_front_may_contain(const akvi_front *f, uint64_t x)
+{
+    uint64_t y = akv_mix64(x);
     const _Atomic uint64_t *w = f->words + block_of(f, x) * FRONT_BLOCK_WORDS;
     for (unsigned i = 0; i < f->k; i++) {
         unsigned pos = (unsigned)(y >> (9 * i)) & (FRONT_BLOCK_BITS - 1);
@@ -170,15 +175,26 @@ size_t akvi_front_memory(const akvi_front *f)
     return f ? sizeof *f + f->blocks * FRONT_BLOCK_WORDS * sizeof *f->words : 0;
 }
 
-size_t akvi_fronts_memory(const akvi_version *v)
+static bool left_out(const akvi_run *r, rocksdb_column_family_handle_t *const *except, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (r->cf == except[i])
+            return true;
+    return false;
+}
+
+size_t akvi_fronts_memory(const akvi_version *v, rocksdb_column_family_handle_t *const *except,
+                          size_t n_except)
 {
     size_t sum = 0;
     for (size_t i = 0; v && i < v->n_run && v->runs[i]->info.level == 0; i++) {
         const akvi_front *f = v->runs[i]->front;
+        if (!f || left_out(v->runs[i], except, n_except))
+            continue;
         bool seen = false; /* each front once: a few L0 runs to look back at */
-        for (size_t j = 0; f && j < i && !seen; j++)
-            seen = v->runs[j]->front == f;
-        if (f && !seen)
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = v->runs[j]->front == f && !left_out(v->runs[j], except, n_except);
+        if (!seen)
             sum += akvi_front_memory(f);
     }
     return sum;

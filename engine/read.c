@@ -112,7 +112,8 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
     /* The last L0 front asked and its answer: each front once per get, its
      * runs skipped together when it says no (l0front.c). */
     const akvi_front *front = NULL;
-    bool front_yes = true;
+    bool front_yes = true, have_fx = false;
+    uint64_t fx = 0;
     for (size_t i = 0, end; i < v->n_run; i = end) {
         /* L0 runs one by one; a deeper level's one run by its range. */
         uint32_t level = v->runs[i]->info.level;
@@ -125,7 +126,11 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         if (r->front) {
             if (r->front != front) {
                 front = r->front;
-                front_yes = akvi_front_may_contain(front, h);
+                if (!have_fx) {
+                    fx = akvi_front_key(h);
+                    have_fx = true;
+                }
+                front_yes = akvi_front_may_contain(front, fx);
                 g->info.slots_checked++;
                 g->filtered += !front_yes;
             }

@@ -183,7 +183,7 @@ void akvi_filter_account(akv_db *db, akvi_filter_total *t)
         for (size_t j = 0; r->slots && j < r->info.n_sst; j++)
             t->held += (double)akvi_slot_memory(&r->slots[j]);
     }
-    t->held += (double)akvi_fronts_memory(v);
+    t->held += (double)akvi_fronts_memory(v, NULL, 0);
     akvi_version_unref(v);
     t->held += (double)g.now;
     t->budget = akvi_filter_budget(db, t->keys, 1, &g); /* none for memtables waiting */
@@ -232,23 +232,6 @@ static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *r
         if (r->cf == replaces[i])
             return true;
     return false;
-}
-
-/* The memory of the fronts the L0 runs that stay point to, each once. */
-static size_t fronts_kept(const akvi_version *v, rocksdb_column_family_handle_t *const *replaces, size_t n)
-{
-    size_t sum = 0;
-    for (size_t i = 0; i < v->n_run && v->runs[i]->info.level == 0; i++) {
-        const akvi_front *f = v->runs[i]->front;
-        if (!f || replaced(v->runs[i], replaces, n))
-            continue;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = v->runs[j]->front == f && !replaced(v->runs[j], replaces, n);
-        if (!seen)
-            sum += akvi_front_memory(f);
-    }
-    return sum;
 }
 
 /*
@@ -329,7 +312,7 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
             deepest = (int)r->level > deepest ? (int)r->level : deepest;
         }
     }
-    held += (double)fronts_kept(v, replaces, n_replaces); /* L0's fronts share the budget */
+    held += (double)akvi_fronts_memory(v, replaces, n_replaces); /* L0's fronts share the budget */
     akvi_version_unref(v);
     double keys = run_keys + (double)n; /* once the output replaces its inputs */
     b = akvi_runs_budget(db, keys);

@@ -70,7 +70,7 @@ int akv_get_stats(akv_db *db, akv_stats *st)
             st->filter_grown_bytes += atomic_load(&r->slots[j].grown_bytes);
         }
     }
-    size_t fronts = akvi_fronts_memory(v); /* L0 fronts: filter memory of L0 */
+    size_t fronts = akvi_fronts_memory(v, NULL, 0); /* L0 fronts: filter memory of L0 */
     st->filter_bytes += fronts;
     st->filter_bytes_per_level[0] += fronts;
     st->filter_budget_bits_per_key = db->opt.bits_per_key;

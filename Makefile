@@ -6,12 +6,13 @@
 #   make bench      the full benchmark matrix (slow; writes docs/benchmarks.md)
 #   make asan|tsan  the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make crashtest  ITER=1000: the kill-and-recover loop alone
+#   make DEBUG=1 …  any of these with the lock order checked (as asan/tsan do)
 #   make install    PREFIX=/usr/local: library, headers, tools, adaptkv.pc
 #   make format | format-check | lint | clean
 
 CC      ?= cc
 PREFIX  ?= /usr/local
-BUILD   ?= build
+BUILD   ?= $(if $(DEBUG),build/debug,build)
 SAN     ?=
 OPT     ?= -O2
 # The release number is written once, in the public header (AKV_VERSION_STRING).
@@ -33,6 +34,11 @@ ifneq ($(SAN),)
 CFLAGS_BASE += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 CXXFLAGS_BASE += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDSAN := -fsanitize=$(SAN)
+endif
+# Debug builds check the engine's lock order on every lock
+# (engine/lockorder.h): the sanitizer builds, and DEBUG=1.
+ifneq ($(SAN)$(DEBUG),)
+CFLAGS_BASE += -DAKVI_LOCK_ORDER
 endif
 CFLAGS  += $(CFLAGS_BASE)
 CXXFLAGS += $(CXXFLAGS_BASE)

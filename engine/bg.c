@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/clock.h"
 
 /*
@@ -33,7 +34,7 @@ int akvi_save_adapted_slots(akv_db *db)
 {
     int first = AKV_OK;
     bool wrote = false;
-    pthread_mutex_lock(&db->savemu);
+    akvi_mutex_lock(&db->savemu, AKVI_RANK_SAVE);
     db->saved_at = akvi_mono_seconds();
     akvi_version *v = akvi_current(db);
     for (size_t i = 0; i < v->n_run; i++) {
@@ -55,7 +56,7 @@ int akvi_save_adapted_slots(akv_db *db)
             first = first != AKV_OK ? first : rc;
         }
     }
-    pthread_mutex_unlock(&db->savemu);
+    akvi_mutex_unlock(&db->savemu, AKVI_RANK_SAVE);
     return first; /* a slot whose file failed stays dirty: saved again next time */
 }
 
@@ -63,20 +64,20 @@ int akvi_save_adapted_slots(akv_db *db)
  * once ADAPT_SAVE_SECONDS have passed since the last. */
 static void save_if_due(akv_db *db, bool flushed)
 {
-    pthread_mutex_lock(&db->bgmu);
+    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
     uint64_t req = db->save_req;
     bool asked = req > db->save_done;
-    pthread_mutex_unlock(&db->bgmu);
-    pthread_mutex_lock(&db->savemu);
+    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+    akvi_mutex_lock(&db->savemu, AKVI_RANK_SAVE);
     bool due = asked || (flushed && akvi_mono_seconds() - db->saved_at >= ADAPT_SAVE_SECONDS);
-    pthread_mutex_unlock(&db->savemu);
+    akvi_mutex_unlock(&db->savemu, AKVI_RANK_SAVE);
     if (due)
         akvi_save_adapted_slots(db);
     if (asked) {
-        pthread_mutex_lock(&db->bgmu);
+        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
         db->save_done = req; /* only this thread advances it */
         pthread_cond_broadcast(&db->done_cv);
-        pthread_mutex_unlock(&db->bgmu);
+        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
     }
 }
 
@@ -84,9 +85,9 @@ static void save_if_due(akv_db *db, bool flushed)
 
 void akvi_bg_wake(akv_db *db)
 {
-    pthread_mutex_lock(&db->bgmu);
+    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
     pthread_cond_broadcast(&db->bg_cv);
-    pthread_mutex_unlock(&db->bgmu);
+    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
 }
 
 enum { FLUSHER, COMPACTOR };
@@ -136,16 +137,16 @@ static void wait_for_work(akv_db *db, int role)
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += ADAPT_SAVE_SECONDS;
         if (pthread_cond_timedwait(&db->bg_cv, &db->bgmu, &until) == ETIMEDOUT) {
-            pthread_mutex_unlock(&db->bgmu);
+            akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
             if (role == COMPACTOR) {
                 akvi_save_adapted_slots(db);
             } else {
                 akvi_grave_empty(db);
-                pthread_mutex_lock(&db->wmu); /* a pool family may be free now */
+                akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE); /* a pool family may be free now */
                 pthread_cond_broadcast(&db->stall_cv);
-                pthread_mutex_unlock(&db->wmu);
+                akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
             }
-            pthread_mutex_lock(&db->bgmu);
+            akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
         }
     }
 }
@@ -154,14 +155,14 @@ static void wait_for_work(akv_db *db, int role)
 static void run(akv_db *db, int role)
 {
     akvi_grave_background_thread();
-    pthread_mutex_lock(&db->bgmu);
+    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
     for (;;) {
         wait_for_work(db, role);
         if (db->shutdown)
             break;
         uint64_t req = db->compact_req;
         bool full = role == COMPACTOR && req > db->compact_done;
-        pthread_mutex_unlock(&db->bgmu);
+        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
         akvi_grave_empty(db);
         int rc = role == FLUSHER ? flush_oldest(db) : akvi_compact_step(db, full);
         if (rc != AKV_OK) {
@@ -169,17 +170,17 @@ static void run(akv_db *db, int role)
                      akv_errmsg());
             akvi_stop(db, rc);
         }
-        pthread_mutex_lock(&db->wmu);
+        akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
         pthread_cond_broadcast(&db->stall_cv);
-        pthread_mutex_unlock(&db->wmu);
-        pthread_mutex_lock(&db->bgmu);
+        akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
+        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
         if (rc == AKV_OK && full)
             db->compact_done = req;
         pthread_cond_broadcast(&db->done_cv);
         pthread_cond_broadcast(&db->bg_cv); /* a flush can make a compaction due */
     }
     pthread_cond_broadcast(&db->done_cv);
-    pthread_mutex_unlock(&db->bgmu);
+    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
 }
 
 static void *flusher_main(void *arg)
@@ -199,10 +200,10 @@ int akvi_bg_start(akv_db *db)
     if (pthread_create(&db->flusher, NULL, flusher_main, db) != 0)
         return akvi_err(AKV_EIO, "cannot start the flush thread");
     if (pthread_create(&db->compactor, NULL, compactor_main, db) != 0) {
-        pthread_mutex_lock(&db->bgmu);
+        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
         db->shutdown = true;
         pthread_cond_broadcast(&db->bg_cv);
-        pthread_mutex_unlock(&db->bgmu);
+        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
         pthread_join(db->flusher, NULL);
         return akvi_err(AKV_EIO, "cannot start the compaction thread");
     }
@@ -215,19 +216,19 @@ void akvi_bg_stop(akv_db *db)
 {
     if (!db->bg_started)
         return;
-    pthread_mutex_lock(&db->bgmu);
+    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
     db->shutdown = true;
     pthread_cond_broadcast(&db->bg_cv);
-    pthread_mutex_unlock(&db->bgmu);
+    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
     pthread_join(db->flusher, NULL);
     pthread_join(db->compactor, NULL);
     db->bg_started = false;
     akvi_grave_set_open(db, false);
     akvi_grave_empty(db);
     /* Release writers stalled on the background thread. */
-    pthread_mutex_lock(&db->wmu);
+    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
     pthread_cond_broadcast(&db->stall_cv);
-    pthread_mutex_unlock(&db->wmu);
+    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
 }
 
 /* ---- synchronous maintenance --------------------------------------------- */
@@ -247,11 +248,11 @@ int akvi_rotate_when_free(akv_db *db)
         int rc = akvi_rotate(db);
         if (rc != AKVI_POOL_WAIT)
             return rc;
-        pthread_mutex_lock(&db->bgmu);
+        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
         int err = db->bg_error;
         bool down = db->shutdown;
         pthread_cond_broadcast(&db->bg_cv); /* the flush thread empties the family */
-        pthread_mutex_unlock(&db->bgmu);
+        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
         if (err || down)
             return akvi_err(err ? err : AKV_EBUSY, "background flush/compaction failed; writes are stopped");
         if (!counted) {
@@ -266,7 +267,7 @@ int akv_flush(akv_db *db)
 {
     if (!db)
         return akvi_err(AKV_EINVAL, "akv_flush: NULL db");
-    pthread_mutex_lock(&db->wmu);
+    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
     akvi_version *v = akvi_current(db);
     int rc = AKV_OK;
     uint64_t target = v->mems[0]->gen;
@@ -276,17 +277,17 @@ int akv_flush(akv_db *db)
     akvi_version_unref(v); /* first: a rotation may wait for a memtable it holds */
     if (rotate)
         rc = akvi_rotate_when_free(db);
-    pthread_mutex_unlock(&db->wmu);
+    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
     if (rc != AKV_OK)
         return rc;
     /* The flush thread saves the adapted slots once it is through. */
-    pthread_mutex_lock(&db->bgmu);
+    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
     uint64_t save = ++db->save_req;
     pthread_cond_broadcast(&db->bg_cv);
     while (!db->bg_error && !db->shutdown && (!flushed_through(db, target) || db->save_done < save))
         pthread_cond_wait(&db->done_cv, &db->bgmu);
     rc = db->bg_error;
-    pthread_mutex_unlock(&db->bgmu);
+    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
     akvi_grave_empty(db);
     return rc ? akvi_err(rc, "flush failed in the background; see the log") : AKV_OK;
 }
@@ -296,13 +297,13 @@ int akv_compact(akv_db *db)
     int rc = akv_flush(db);
     if (rc != AKV_OK)
         return rc;
-    pthread_mutex_lock(&db->bgmu);
+    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
     uint64_t req = ++db->compact_req;
     pthread_cond_broadcast(&db->bg_cv);
     while (!db->bg_error && !db->shutdown && db->compact_done < req)
         pthread_cond_wait(&db->done_cv, &db->bgmu);
     rc = db->bg_error;
-    pthread_mutex_unlock(&db->bgmu);
+    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
     akvi_grave_empty(db);
     return rc ? akvi_err(rc, "compaction failed in the background; see the log") : AKV_OK;
 }

@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/codec.h"
 #include "util/order.h"
 
@@ -341,7 +342,7 @@ int akvi_catalog_store(akv_db *db, akvi_catalog *c)
 
 int akvi_catalog_reserve(akv_db *db, uint64_t id)
 {
-    pthread_mutex_lock(&db->catmu);
+    akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
     int rc = AKV_OK;
     if (id >= db->run_id_bound) {
         uint8_t *buf = db->cat_buf ? malloc(db->cat_len) : NULL;
@@ -359,7 +360,7 @@ int akvi_catalog_reserve(akv_db *db, uint64_t id)
                 db->run_id_bound = id + 1;
         }
     }
-    pthread_mutex_unlock(&db->catmu);
+    akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
     return rc;
 }
 

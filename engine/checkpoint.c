@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 
 /* Copies src to dst (created, must not exist) and fsyncs it. */
 static int copy_file(const char *src, const char *dst)
@@ -119,21 +120,21 @@ static int rocks_checkpoint(akv_db *db, const char *rdir_out)
 
 static int take(akv_db *db, const char *dir, const char *rdir, const char *fdir, bool *copied)
 {
-    pthread_mutex_lock(&db->pubmu);
+    akvi_mutex_lock(&db->pubmu, AKVI_RANK_PUB);
     int rc = rocks_checkpoint(db, rdir);
     if (rc == AKV_OK) {
-        pthread_mutex_lock(&db->catmu);
+        akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
         rc = copy_named(db->dir, dir, "CATALOG.0");
         if (rc == AKV_OK)
             rc = copy_named(db->dir, dir, "CATALOG.1");
-        pthread_mutex_unlock(&db->catmu);
+        akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
     }
     if (rc == AKV_OK) {
         akvi_version *v = akvi_current(db);
         rc = link_filters(db, v, fdir, copied);
         akvi_version_unref(v);
     }
-    pthread_mutex_unlock(&db->pubmu);
+    akvi_mutex_unlock(&db->pubmu, AKVI_RANK_PUB);
     return rc;
 }
 

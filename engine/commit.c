@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 
 int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_gen)
 {
@@ -28,16 +29,16 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
         c.runs[i] = runs[i]->info; /* shallow: encode only reads */
     uint8_t *mbuf = NULL;
     size_t mlen = 0;
-    pthread_mutex_lock(&db->catmu);
+    akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
     /* The miss log is a hint: written unsynced to the meta family, under
      * the writer lock (RocksDB would otherwise merge it into a user write's
      * WAL group, which is correct but invisible to ThreadSanitizer, since
      * RocksDB is not instrumented). */
     int rc = akvi_misslog_encode(db->ml, &mbuf, &mlen);
     if (rc == AKV_OK) {
-        pthread_mutex_lock(&db->wmu);
+        akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
         rc = akvi_meta_put(db, "misslog", mbuf, mlen, false);
-        pthread_mutex_unlock(&db->wmu);
+        akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
     }
     /* The catalog: its own file, synced, independent of RocksDB's WAL. */
     if (rc == AKV_OK)
@@ -56,7 +57,7 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
         db->meta_wal_bytes = 0;
         db->meta_flush_user = user;
     }
-    pthread_mutex_unlock(&db->catmu);
+    akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
     free(c.runs);
     free(mbuf);
     if (flush_meta)
@@ -66,7 +67,7 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
 
 int akvi_publish(akv_db *db, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi_run **add, size_t n_add)
 {
-    pthread_mutex_lock(&db->pubmu);
+    akvi_mutex_lock(&db->pubmu, AKVI_RANK_PUB);
     akvi_version *v = akvi_current(db);
     size_t n;
     akvi_run **runs = akvi_runs_after(v, drop, n_drop, add, n_add, &n);
@@ -94,7 +95,7 @@ int akvi_publish(akv_db *db, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi
         if (mem && rc != AKV_OK)
             akvi_guard_draining(db, NULL);
     }
-    pthread_mutex_unlock(&db->pubmu);
+    akvi_mutex_unlock(&db->pubmu, AKVI_RANK_PUB);
     if (mem && rc == AKV_OK)
         akvi_guard_remove_mem(db, mem);
     return rc;

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/order.h"
 
 static uint64_t level_capacity(const akv_db *db, int level)
@@ -468,7 +469,7 @@ static void hold_inputs(akv_db *db, const pick *p)
 int akvi_compact_step(akv_db *db, bool full)
 {
     /* Pick while no L0 merge runs (one replaces the L0 runs it merges). */
-    pthread_mutex_lock(&db->bgmu);
+    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
     while (db->l0_merging)
         pthread_cond_wait(&db->done_cv, &db->bgmu);
     akvi_version *v = akvi_current(db);
@@ -486,7 +487,7 @@ int akvi_compact_step(akv_db *db, bool full)
     bool trivial = p.n == 0 || (full && p.n == 1 && (int)p.in[0]->info.level == p.out_level);
     if (rc == AKV_OK && !trivial)
         hold_inputs(db, &p);
-    pthread_mutex_unlock(&db->bgmu);
+    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
     if (rc == AKV_OK && !trivial) {
         void (*hook)(void) = atomic_load(&akvi_hook_before_compaction);
         if (hook)
@@ -511,10 +512,10 @@ int akvi_compact_step(akv_db *db, bool full)
             atomic_fetch_add(&db->st.compactions, 1);
         if (rc == AKV_OK && p.rest)
             atomic_fetch_add(&db->rest_spent, p.est);
-        pthread_mutex_lock(&db->bgmu);
+        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
         db->compacting = false;
         db->l0_held_below = 0;
-        pthread_mutex_unlock(&db->bgmu);
+        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
         for (size_t i = 0; i < p.n; i++)
             akvi_run_unref(p.in[i]);
     }
@@ -576,7 +577,7 @@ bool akvi_l0_merge_due(const akv_db *db, const akvi_version *v)
 
 int akvi_compact_l0(akv_db *db)
 {
-    pthread_mutex_lock(&db->bgmu);
+    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
     akvi_version *v = akvi_current(db);
     pick p = {calloc(v->n_run + 1, sizeof *p.in),
               calloc(v->n_run + 1, sizeof *p.cfs),
@@ -588,7 +589,7 @@ int akvi_compact_l0(akv_db *db)
               false};
     size_t n = p.in && p.cfs ? l0_merge_pick(db, v, p.in) : 0;
     db->l0_merging = n > 0;
-    pthread_mutex_unlock(&db->bgmu);
+    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
     int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) /* held instead of the version, as above */
         akvi_run_ref(p.in[i]);
@@ -601,10 +602,10 @@ int akvi_compact_l0(akv_db *db)
         rc = merge_and_publish(db, &p, UINT64_MAX, false);
         if (rc == AKV_OK)
             atomic_fetch_add(&db->st.l0_merges, 1);
-        pthread_mutex_lock(&db->bgmu);
+        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
         db->l0_merging = false;
         pthread_cond_broadcast(&db->done_cv);
-        pthread_mutex_unlock(&db->bgmu);
+        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
     }
     for (size_t i = 0; i < n; i++)
         akvi_run_unref(p.in[i]);

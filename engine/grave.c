@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 
 static _Thread_local bool on_background_thread;
 
@@ -86,7 +87,7 @@ static bool defer(akv_db *db, akvi_run *r, akvi_mem *m)
 {
     if (on_background_thread)
         return false;
-    pthread_mutex_lock(&db->gravemu);
+    akvi_mutex_lock(&db->gravemu, AKVI_RANK_GRAVE);
     bool open = db->grave_open;
     if (open && r) {
         r->grave_next = db->grave_runs;
@@ -95,7 +96,7 @@ static bool defer(akv_db *db, akvi_run *r, akvi_mem *m)
         m->grave_next = db->grave_mems;
         db->grave_mems = m;
     }
-    pthread_mutex_unlock(&db->gravemu);
+    akvi_mutex_unlock(&db->gravemu, AKVI_RANK_GRAVE);
     return open;
 }
 
@@ -116,27 +117,27 @@ void akvi_grave_mem(akvi_mem *m)
 
 bool akvi_grave_has_mems(akv_db *db)
 {
-    pthread_mutex_lock(&db->gravemu);
+    akvi_mutex_lock(&db->gravemu, AKVI_RANK_GRAVE);
     bool any = db->grave_mems != NULL;
-    pthread_mutex_unlock(&db->gravemu);
+    akvi_mutex_unlock(&db->gravemu, AKVI_RANK_GRAVE);
     return any;
 }
 
 void akvi_grave_set_open(akv_db *db, bool open)
 {
-    pthread_mutex_lock(&db->gravemu);
+    akvi_mutex_lock(&db->gravemu, AKVI_RANK_GRAVE);
     db->grave_open = open;
-    pthread_mutex_unlock(&db->gravemu);
+    akvi_mutex_unlock(&db->gravemu, AKVI_RANK_GRAVE);
 }
 
 void akvi_grave_empty(akv_db *db)
 {
-    pthread_mutex_lock(&db->gravemu);
+    akvi_mutex_lock(&db->gravemu, AKVI_RANK_GRAVE);
     akvi_run *runs = db->grave_runs;
     akvi_mem *mems = db->grave_mems;
     db->grave_runs = NULL;
     db->grave_mems = NULL;
-    pthread_mutex_unlock(&db->gravemu);
+    akvi_mutex_unlock(&db->gravemu, AKVI_RANK_GRAVE);
     while (runs) {
         akvi_run *next = runs->grave_next;
         destroy_run(runs);

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/clock.h"
 #include "util/grow.h"
 
@@ -106,9 +107,9 @@ int akvi_guard_init(akv_db *db)
 static void guard_lock_mut(akv_db *db)
 {
     if (db->policy.mem->flags & AKV_FK_CONCURRENT)
-        pthread_rwlock_rdlock(&db->guard_lock);
+        akvi_rw_rdlock(&db->guard_lock, AKVI_RANK_GUARD);
     else
-        pthread_rwlock_wrlock(&db->guard_lock);
+        akvi_rw_wrlock(&db->guard_lock, AKVI_RANK_GUARD);
 }
 
 static int remember(akvi_mem *m, akv_hash h)
@@ -167,7 +168,7 @@ static bool guard_rebuild(akv_db *db, const akvi_mem *also)
         akvi_log(db, "memtable guard rebuild failed; memtables are probed directly");
         return false;
     }
-    pthread_rwlock_wrlock(&db->guard_lock);
+    akvi_rw_wrlock(&db->guard_lock, AKVI_RANK_GUARD);
     double now = akvi_mono_seconds();
     db->guard_avg = guard_avg_at(db, now);
     db->guard_avg_since = now;
@@ -177,7 +178,7 @@ static bool guard_rebuild(akv_db *db, const akvi_mem *also)
     db->guard_cap = cap;
     atomic_store(&db->guard_broken, false);
     atomic_fetch_add(&db->guard_gen, 1);
-    pthread_rwlock_unlock(&db->guard_lock);
+    akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
     retire(db, old);
     return true;
 }
@@ -259,7 +260,7 @@ static void guard_add(akv_db *db, akvi_mem *m, akv_hash h, bool grow)
     }
     guard_lock_mut(db);
     int rc = akv_filter_insert(db->guard, h);
-    pthread_rwlock_unlock(&db->guard_lock);
+    akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
     if (rc != AKV_OK && !(grow && guard_rebuild(db, m)))
         atomic_store(&db->guard_broken, true);
 }
@@ -311,9 +312,9 @@ bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h, bool pinn
         }
     }
     if (!done) { /* under the lock: a rebuild swaps guard and flag together */
-        pthread_rwlock_rdlock(&db->guard_lock);
+        akvi_rw_rdlock(&db->guard_lock, AKVI_RANK_GUARD);
         yes = query(db, m, h);
-        pthread_rwlock_unlock(&db->guard_lock);
+        akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
     }
     if (!yes)
         atomic_fetch_add_explicit(&c->filtered, 1, memory_order_relaxed);
@@ -326,14 +327,14 @@ void akvi_guard_absorb(akv_db *db, akv_hash h)
         return;
     guard_lock_mut(db);
     (void)akv_filter_absorb(db->guard, h);
-    pthread_rwlock_unlock(&db->guard_lock);
+    akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
 }
 
 void akvi_guard_draining(akv_db *db, akvi_mem *m)
 {
-    pthread_mutex_lock(&db->wmu);
+    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
     db->guard_draining = m;
-    pthread_mutex_unlock(&db->wmu);
+    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
 }
 
 void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
@@ -344,12 +345,12 @@ void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
         return;
     /* Under wmu, so that a writer's rebuild sees m's hashes either still in
      * the guard (draining) or gone from it, never half removed. */
-    pthread_mutex_lock(&db->wmu);
+    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
     if (!atomic_load(&db->guard_broken)) {
         guard_lock_mut(db);
         for (size_t i = 0; i < m->n_hashes; i++)
             (void)akv_filter_remove(db->guard, m->hashes[i]);
-        pthread_rwlock_unlock(&db->guard_lock);
+        akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
     }
     sweep(db); /* replaced guards whose readers are gone */
     if (db->guard_draining == m)
@@ -368,7 +369,7 @@ void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
     uint64_t fit = guard_capacity(db, db->guard_keys);
     if (atomic_load(&db->guard_broken) || db->guard_cap > fit + fit / 4)
         (void)guard_rebuild(db, NULL);
-    pthread_mutex_unlock(&db->wmu);
+    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
 }
 
 void akvi_guard_memory_parts(akv_db *db, akvi_guard_mem *out)
@@ -376,7 +377,7 @@ void akvi_guard_memory_parts(akv_db *db, akvi_guard_mem *out)
     memset(out, 0, sizeof *out);
     if (!db->policy.mem)
         return;
-    pthread_rwlock_rdlock(&db->guard_lock);
+    akvi_rw_rdlock(&db->guard_lock, AKVI_RANK_GUARD);
     out->avg = guard_avg_at(db, akvi_mono_seconds());
     out->now = db->guard ? akv_filter_memory(db->guard) : 0;
     /* A guard's memory is proportional to the keys it is sized for. */
@@ -384,15 +385,15 @@ void akvi_guard_memory_parts(akv_db *db, akvi_guard_mem *out)
         out->floor = (double)out->now * GUARD_MIN / (double)db->guard_cap;
         out->planned = (double)out->now * (double)guard_capacity(db, 0) / (double)db->guard_cap;
     }
-    pthread_rwlock_unlock(&db->guard_lock);
+    akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
 }
 
 size_t akvi_guard_memory(akv_db *db)
 {
     if (!db->policy.mem)
         return 0;
-    pthread_rwlock_rdlock(&db->guard_lock);
+    akvi_rw_rdlock(&db->guard_lock, AKVI_RANK_GUARD);
     size_t m = db->guard ? akv_filter_memory(db->guard) : 0;
-    pthread_rwlock_unlock(&db->guard_lock);
+    akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
     return m;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/order.h"
 
 struct akv_iter {
@@ -36,10 +37,10 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     if (!it)
         return akvi_err(AKV_ENOMEM, "out of memory");
     it->db = db;
-    pthread_mutex_lock(&db->wmu);
+    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
     it->v = akvi_current(db);
     it->snap = rocksdb_create_snapshot(db->rdb);
-    pthread_mutex_unlock(&db->wmu);
+    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
     it->ro_mem = rocksdb_readoptions_create();
     rocksdb_readoptions_set_snapshot(it->ro_mem, it->snap);
     /* past a memtable family's generation record (mempool.c) */

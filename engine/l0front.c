@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 
 struct akvi_front {
     _Atomic int refs;
@@ -229,7 +230,7 @@ void akvi_front_cover_flush(akv_db *db, const akvi_version *now, const akvi_mem 
      * guard is off or one could not be remembered. */
     if (!db->opt.l0_front || !db->policy.mem || atomic_load(&m->hashes_lost) || n == 0 || m->n_hashes == 0)
         return;
-    pthread_mutex_lock(&db->fronts.mu);
+    akvi_mutex_lock(&db->fronts.mu, AKVI_RANK_FRONT);
     akvi_front *f = db->fronts.cur;
     uint64_t add = m->n_hashes;
     if (f && (db->fronts.rotate || f->keys + add > f->cap || 2 * live_keys(now, f) < f->keys)) {
@@ -258,14 +259,14 @@ void akvi_front_cover_flush(akv_db *db, const akvi_version *now, const akvi_mem 
             runs[i]->front_keys = i == 0 ? add : 0;
         }
     }
-    pthread_mutex_unlock(&db->fronts.mu);
+    akvi_mutex_unlock(&db->fronts.mu, AKVI_RANK_FRONT);
 }
 
 void akvi_fronts_rotate(akv_db *db)
 {
-    pthread_mutex_lock(&db->fronts.mu);
+    akvi_mutex_lock(&db->fronts.mu, AKVI_RANK_FRONT);
     db->fronts.rotate = true;
-    pthread_mutex_unlock(&db->fronts.mu);
+    akvi_mutex_unlock(&db->fronts.mu, AKVI_RANK_FRONT);
 }
 
 void akvi_front_cover_merge(akvi_run *const *in, size_t n_in, akvi_run **out, size_t n_out)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/bits.h"
 #include "util/clock.h"
 
@@ -59,12 +60,12 @@ void akvi_pool_init(akv_db *db)
 
 void akvi_pool_set(akv_db *db, size_t i, rocksdb_column_family_handle_t *cf, int state)
 {
-    pthread_mutex_lock(&db->pool.mu);
+    akvi_mutex_lock(&db->pool.mu, AKVI_RANK_POOL);
     db->pool.cf[i] = cf;
     db->pool.state[i] = (uint8_t)state;
     if (i + 1 > db->pool.n)
         db->pool.n = i + 1;
-    pthread_mutex_unlock(&db->pool.mu);
+    akvi_mutex_unlock(&db->pool.mu, AKVI_RANK_POOL);
 }
 
 /* Family i made (empty: it holds no generation yet). */
@@ -92,7 +93,7 @@ int akvi_pool_fill(akv_db *db)
  * is free or being emptied; AKVI_POOL_WAIT when one is being emptied. */
 static int claim(akv_db *db, size_t *idx)
 {
-    pthread_mutex_lock(&db->pool.mu);
+    akvi_mutex_lock(&db->pool.mu, AKVI_RANK_POOL);
     size_t n = db->pool.n, found = n;
     bool emptying = false;
     for (size_t i = 0; i < n; i++) {
@@ -102,7 +103,7 @@ static int claim(akv_db *db, size_t *idx)
     }
     if (found < n)
         db->pool.state[found] = AKVI_POOL_BUSY;
-    pthread_mutex_unlock(&db->pool.mu);
+    akvi_mutex_unlock(&db->pool.mu, AKVI_RANK_POOL);
     if (found == n) {
         /* None free. One being emptied is free within milliseconds: wait
          * for it. Otherwise readers pin flushed memtables (an iterator
@@ -114,9 +115,9 @@ static int claim(akv_db *db, size_t *idx)
         if (rc != AKV_OK)
             return rc;
         akvi_log(db, "the memtable pool grew to %zu families (readers hold flushed memtables)", n + 1);
-        pthread_mutex_lock(&db->pool.mu);
+        akvi_mutex_lock(&db->pool.mu, AKVI_RANK_POOL);
         db->pool.state[n] = AKVI_POOL_BUSY;
-        pthread_mutex_unlock(&db->pool.mu);
+        akvi_mutex_unlock(&db->pool.mu, AKVI_RANK_POOL);
         found = n;
     }
     *idx = found;
@@ -134,9 +135,9 @@ int akvi_pool_take(akv_db *db, uint64_t gen, size_t *idx)
      * implies its record. */
     rc = marker_put(db, db->pool.cf[found], gen);
     if (rc != AKV_OK) {
-        pthread_mutex_lock(&db->pool.mu);
+        akvi_mutex_lock(&db->pool.mu, AKVI_RANK_POOL);
         db->pool.state[found] = AKVI_POOL_FREE;
-        pthread_mutex_unlock(&db->pool.mu);
+        akvi_mutex_unlock(&db->pool.mu, AKVI_RANK_POOL);
         return akvi_stop(db, rc);
     }
     *idx = found;
@@ -193,23 +194,23 @@ void akvi_pool_put_back(akv_db *db, size_t i)
         akvi_log(db, "warning: could not remove a memtable family's generation: %s", err);
         rocksdb_free(err);
     }
-    pthread_mutex_lock(&db->pool.mu);
+    akvi_mutex_lock(&db->pool.mu, AKVI_RANK_POOL);
     db->pool.state[i] = AKVI_POOL_FREE;
-    pthread_mutex_unlock(&db->pool.mu);
+    akvi_mutex_unlock(&db->pool.mu, AKVI_RANK_POOL);
 }
 
 void akvi_pool_retire(akv_db *db, size_t i)
 {
-    pthread_mutex_lock(&db->pool.mu);
+    akvi_mutex_lock(&db->pool.mu, AKVI_RANK_POOL);
     db->pool.state[i] = AKVI_POOL_EMPTYING;
-    pthread_mutex_unlock(&db->pool.mu);
+    akvi_mutex_unlock(&db->pool.mu, AKVI_RANK_POOL);
 }
 
 int akvi_pool_empty(akv_db *db, size_t i)
 {
-    pthread_mutex_lock(&db->pool.mu);
+    akvi_mutex_lock(&db->pool.mu, AKVI_RANK_POOL);
     rocksdb_column_family_handle_t *cf = db->pool.cf[i];
-    pthread_mutex_unlock(&db->pool.mu);
+    akvi_mutex_unlock(&db->pool.mu, AKVI_RANK_POOL);
     if (atomic_load(&db->bg_error) || !cf) {
         akvi_pool_set(db, i, cf, AKVI_POOL_BROKEN); /* reopen empties it */
         return AKV_OK;

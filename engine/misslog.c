@@ -26,6 +26,7 @@
 #include <xxhash.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/codec.h"
 #include "util/order.h"
 
@@ -276,13 +277,13 @@ void akvi_misslog_record(akvi_misslog *m, akv_hash h, const void *key, size_t kl
 {
     ml_shard *ml = shard_of(m, h);
     if (wasted == 0) {
-        if (pthread_mutex_trylock(&ml->mu) != 0)
+        if (!akvi_mutex_trylock(&ml->mu, AKVI_RANK_MISSLOG))
             return;
     } else {
-        pthread_mutex_lock(&ml->mu);
+        akvi_mutex_lock(&ml->mu, AKVI_RANK_MISSLOG);
     }
     add_locked(ml, h, key, klen, 1, wasted, wasted == 0);
-    pthread_mutex_unlock(&ml->mu);
+    akvi_mutex_unlock(&ml->mu, AKVI_RANK_MISSLOG);
 }
 
 /* This thread's sampler (xorshift64*; seeded from its address). */
@@ -310,29 +311,29 @@ void akvi_misslog_negative(akvi_misslog *m, akv_hash h, const void *key, size_t 
         count = AKVI_MISSLOG_SAMPLE;
     }
     if (wasted == 0) {
-        if (pthread_mutex_trylock(&ml->mu) != 0)
+        if (!akvi_mutex_trylock(&ml->mu, AKVI_RANK_MISSLOG))
             return;
     } else {
-        pthread_mutex_lock(&ml->mu);
+        akvi_mutex_lock(&ml->mu, AKVI_RANK_MISSLOG);
     }
     add_locked(ml, h, key, klen, count, wasted, wasted == 0);
-    pthread_mutex_unlock(&ml->mu);
+    akvi_mutex_unlock(&ml->mu, AKVI_RANK_MISSLOG);
 }
 
 void akvi_misslog_hint(akvi_misslog *m, akv_hash h, const void *key, size_t klen, double cost)
 {
     ml_shard *ml = shard_of(m, h);
-    pthread_mutex_lock(&ml->mu);
+    akvi_mutex_lock(&ml->mu, AKVI_RANK_MISSLOG);
     add_locked(ml, h, key, klen, 0, cost, false);
-    pthread_mutex_unlock(&ml->mu);
+    akvi_mutex_unlock(&ml->mu, AKVI_RANK_MISSLOG);
 }
 
 bool akvi_misslog_holds(akvi_misslog *m, akv_hash h, const void *key, size_t klen)
 {
     ml_shard *ml = shard_of(m, h);
-    pthread_mutex_lock(&ml->mu);
+    akvi_mutex_lock(&ml->mu, AKVI_RANK_MISSLOG);
     bool yes = find(ml, h, key, klen) >= 0;
-    pthread_mutex_unlock(&ml->mu);
+    akvi_mutex_unlock(&ml->mu, AKVI_RANK_MISSLOG);
     return yes;
 }
 
@@ -340,9 +341,9 @@ size_t akvi_misslog_count(akvi_misslog *m)
 {
     size_t n = 0;
     for (size_t i = 0; i < m->n; i++) {
-        pthread_mutex_lock(&m->s[i]->mu);
+        akvi_mutex_lock(&m->s[i]->mu, AKVI_RANK_MISSLOG);
         n += m->s[i]->n;
-        pthread_mutex_unlock(&m->s[i]->mu);
+        akvi_mutex_unlock(&m->s[i]->mu, AKVI_RANK_MISSLOG);
     }
     return n;
 }
@@ -351,10 +352,10 @@ double akvi_misslog_coverage(akvi_misslog *m)
 {
     uint64_t met = 0, lost = 0;
     for (size_t i = 0; i < m->n; i++) {
-        pthread_mutex_lock(&m->s[i]->mu);
+        akvi_mutex_lock(&m->s[i]->mu, AKVI_RANK_MISSLOG);
         met += m->s[i]->met;
         lost += m->s[i]->lost;
-        pthread_mutex_unlock(&m->s[i]->mu);
+        akvi_mutex_unlock(&m->s[i]->mu, AKVI_RANK_MISSLOG);
     }
     if (met == 0)
         return 1.0;
@@ -375,11 +376,11 @@ size_t akvi_misslog_collect(akvi_misslog *m, akvi_range_fn in_range, void *arg, 
     size_t k = 0, cap = 0;
     for (size_t i = 0; i < m->n; i++) {
         ml_shard *ml = m->s[i];
-        pthread_mutex_lock(&ml->mu);
+        akvi_mutex_lock(&ml->mu, AKVI_RANK_MISSLOG);
         if (k + ml->n > cap) {
             akv_negative *p = realloc(neg, (k + ml->n) * sizeof *p);
             if (!p) {
-                pthread_mutex_unlock(&ml->mu);
+                akvi_mutex_unlock(&ml->mu, AKVI_RANK_MISSLOG);
                 break;
             }
             neg = p;
@@ -390,7 +391,7 @@ size_t akvi_misslog_collect(akvi_misslog *m, akvi_range_fn in_range, void *arg, 
             if (!in_range || in_range(arg, e->h, e->key, e->klen))
                 neg[k++] = (akv_negative){e->h, weight(e)};
         }
-        pthread_mutex_unlock(&ml->mu);
+        akvi_mutex_unlock(&ml->mu, AKVI_RANK_MISSLOG);
     }
     if (k == 0 || max == 0) {
         free(neg);
@@ -424,7 +425,7 @@ int akvi_misslog_encode(akvi_misslog *m, uint8_t **buf, size_t *len)
 {
     size_t total = 0;
     for (size_t s = 0; s < m->n; s++) {
-        pthread_mutex_lock(&m->s[s]->mu);
+        akvi_mutex_lock(&m->s[s]->mu, AKVI_RANK_MISSLOG);
         total += m->s[s]->n;
     }
     akvi_wbuf w = {NULL, 0};
@@ -435,7 +436,7 @@ int akvi_misslog_encode(akvi_misslog *m, uint8_t **buf, size_t *len)
         encode_into(m, total, &w);
     }
     for (size_t s = 0; s < m->n; s++)
-        pthread_mutex_unlock(&m->s[s]->mu);
+        akvi_mutex_unlock(&m->s[s]->mu, AKVI_RANK_MISSLOG);
     if (!p)
         return akvi_err(AKV_ENOMEM, "out of memory encoding the miss log");
     akvi_w_u64(&w, XXH64(p, w.len, 0));
@@ -474,9 +475,9 @@ int akvi_misslog_decode(akvi_misslog *m, const uint8_t *buf, size_t len)
             if (pass == 0 || !key || !(cost >= 0)) /* a negative or NaN cost is skipped */
                 continue;
             ml_shard *ml = shard_of(m, h);
-            pthread_mutex_lock(&ml->mu);
+            akvi_mutex_lock(&ml->mu, AKVI_RANK_MISSLOG);
             add_locked(ml, h, key, klen, count, cost, false);
-            pthread_mutex_unlock(&ml->mu);
+            akvi_mutex_unlock(&ml->mu, AKVI_RANK_MISSLOG);
         }
         if (r.err || r.off != r.len)
             return akvi_err(AKV_ECORRUPT, "miss log record: truncated or trailing bytes");

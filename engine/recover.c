@@ -37,6 +37,7 @@
 #include <xxhash.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/codec.h"
 #include "util/order.h"
 #include "util/shard.h"
@@ -1069,7 +1070,7 @@ static int adopt_catalog(akv_db *db, const loaded *L, bool store)
     for (size_t i = 0; i < L->n_run; i++)
         c.runs[i] = L->runs[i]->info;
     int rc;
-    pthread_mutex_lock(&db->catmu);
+    akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
     if (store) {
         /* Both slots: the older format left none. */
         rc = akvi_catalog_store(db, &c);
@@ -1078,7 +1079,7 @@ static int adopt_catalog(akv_db *db, const loaded *L, bool store)
     } else {
         rc = akvi_catalog_encode(&c, &db->cat_buf, &db->cat_len);
     }
-    pthread_mutex_unlock(&db->catmu);
+    akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
     free(c.runs);
     return rc;
 }
@@ -1244,11 +1245,11 @@ static int create_db(akv_db *db, loaded *L, created *m)
     if (rc == AKV_OK) {
         akvi_catalog c = {.layout = (uint32_t)db->layout, .seed = db->seed, .next_run_id = 2};
         m->catalog = true;
-        pthread_mutex_lock(&db->catmu);
+        akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
         rc = akvi_catalog_store(db, &c);
         if (rc == AKV_OK)
             rc = akvi_catalog_store(db, &c);
-        pthread_mutex_unlock(&db->catmu);
+        akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
     }
     if (rc == AKV_OK)
         rc = hook("catalog");

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/order.h"
 #include "util/shard.h"
 
@@ -1236,12 +1237,12 @@ static int write_back(state *S, uint64_t flushed)
         rc = akvi_fsync_dir(db->fdir);
     db->run_id_bound = 0;
     db->cat_seq = S->have_cat ? S->cat.seq : 0;
-    pthread_mutex_lock(&db->catmu);
+    akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
     if (rc == AKV_OK)
         rc = akvi_catalog_store(db, &c);
     if (rc == AKV_OK)
         rc = akvi_catalog_store(db, &c);
-    pthread_mutex_unlock(&db->catmu);
+    akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
     free(c.runs);
     if (rc == AKV_OK)
         rc = akvi_identity_write(db);

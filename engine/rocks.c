@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/clock.h"
 #include "util/order.h"
 
@@ -126,11 +127,11 @@ const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name)
 
 int akvi_stop(akv_db *db, int rc)
 {
-    pthread_mutex_lock(&db->bgmu);
+    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
     if (!db->bg_error)
         db->bg_error = rc;
     pthread_cond_broadcast(&db->done_cv);
-    pthread_mutex_unlock(&db->bgmu);
+    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
     return rc;
 }
 

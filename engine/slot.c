@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/codec.h"
 #include "util/order.h"
 
@@ -81,15 +82,15 @@ void akvi_slot_lock(akvi_slot *s, bool exclusive)
     if (!s->locked)
         return;
     if (exclusive)
-        pthread_rwlock_wrlock(&s->lock);
+        akvi_rw_wrlock(&s->lock, AKVI_RANK_SLOT);
     else
-        pthread_rwlock_rdlock(&s->lock);
+        akvi_rw_rdlock(&s->lock, AKVI_RANK_SLOT);
 }
 
 void akvi_slot_unlock(akvi_slot *s)
 {
     if (s->locked)
-        pthread_rwlock_unlock(&s->lock);
+        akvi_rw_unlock(&s->lock, AKVI_RANK_SLOT);
 }
 
 bool akvi_slot_may_contain(akvi_slot *s, akvi_slot_ctr *c, akv_hash h)
@@ -120,14 +121,14 @@ int akvi_slot_adapt(akvi_slot *s, akv_filter *f, akv_hash h, akv_revmap *rm)
 
 int akvi_slot_swap(akvi_slot *s, const akv_filter *expected, akv_filter *g)
 {
-    pthread_mutex_lock(&s->grow_mu);
+    akvi_mutex_lock(&s->grow_mu, AKVI_RANK_SLOT_GROW);
     if (atomic_load(&s->f) != expected) {
-        pthread_mutex_unlock(&s->grow_mu);
+        akvi_mutex_unlock(&s->grow_mu, AKVI_RANK_SLOT_GROW);
         return AKV_NOTFOUND;
     }
     akv_filter **ret = realloc(s->retired, (s->n_retired + 1) * sizeof *ret);
     if (!ret) {
-        pthread_mutex_unlock(&s->grow_mu);
+        akvi_mutex_unlock(&s->grow_mu, AKVI_RANK_SLOT_GROW);
         return akvi_err(AKV_ENOMEM, "out of memory");
     }
     s->retired = ret;
@@ -135,21 +136,21 @@ int akvi_slot_swap(akvi_slot *s, const akv_filter *expected, akv_filter *g)
     s->retired[s->n_retired++] = atomic_load(&s->f);
     atomic_store(&s->f, g);
     akvi_slot_unlock(s);
-    pthread_mutex_unlock(&s->grow_mu);
+    akvi_mutex_unlock(&s->grow_mu, AKVI_RANK_SLOT_GROW);
     atomic_store(&s->dirty, true);
     return AKV_OK;
 }
 
 size_t akvi_slot_memory(akvi_slot *s)
 {
-    pthread_mutex_lock(&s->grow_mu);
+    akvi_mutex_lock(&s->grow_mu, AKVI_RANK_SLOT_GROW);
     akvi_slot_lock(s, false);
     akv_filter *f = atomic_load(&s->f);
     size_t m = f ? akv_filter_memory(f) : 0;
     akvi_slot_unlock(s);
     for (size_t i = 0; i < s->n_retired; i++)
         m += akv_filter_memory(s->retired[i]);
-    pthread_mutex_unlock(&s->grow_mu);
+    akvi_mutex_unlock(&s->grow_mu, AKVI_RANK_SLOT_GROW);
     return m;
 }
 

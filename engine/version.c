@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 #include "util/order.h"
 
 akvi_version *akvi_version_new(size_t n_mem, size_t n_run)
@@ -83,11 +84,11 @@ void akvi_mem_unref(akvi_mem *m)
 
 akvi_version *akvi_current(akv_db *db)
 {
-    pthread_rwlock_rdlock(&db->vmu);
+    akvi_rw_rdlock(&db->vmu, AKVI_RANK_VERSION);
     akvi_version *v = db->cur;
     if (v) /* NULL only while open builds the first version */
         akvi_version_ref(v);
-    pthread_rwlock_unlock(&db->vmu);
+    akvi_rw_unlock(&db->vmu, AKVI_RANK_VERSION);
     return v;
 }
 
@@ -162,11 +163,11 @@ static void retire(akv_db *db, akvi_version *old)
 {
     if (!old)
         return;
-    pthread_mutex_lock(&db->retmu);
+    akvi_mutex_lock(&db->retmu, AKVI_RANK_RETIRED);
     old->retired_next = db->retired;
     db->retired = old;
     atomic_fetch_add(&db->n_retired, 1);
-    pthread_mutex_unlock(&db->retmu);
+    akvi_mutex_unlock(&db->retmu, AKVI_RANK_RETIRED);
     akvi_reclaim(db, true);
 }
 
@@ -178,10 +179,10 @@ void akvi_reclaim(akv_db *db, bool wait)
     if (!db->pins)
         return;
     if (wait) {
-        pthread_mutex_lock(&db->retmu);
+        akvi_mutex_lock(&db->retmu, AKVI_RANK_RETIRED);
     } else {
         atomic_store(&db->reclaim_again, true);
-        if (pthread_mutex_trylock(&db->retmu) != 0)
+        if (!akvi_mutex_trylock(&db->retmu, AKVI_RANK_RETIRED))
             return;
     }
     for (;;) {
@@ -201,23 +202,23 @@ void akvi_reclaim(akv_db *db, bool wait)
         }
         db->retired = keep;
         atomic_store(&db->n_retired, kept);
-        pthread_mutex_unlock(&db->retmu);
+        akvi_mutex_unlock(&db->retmu, AKVI_RANK_RETIRED);
         /* Outside the lock: the last unref of a run may drop its family. */
         for (akvi_version *v = done, *next; v; v = next) {
             next = v->retired_next;
             akvi_version_unref(v);
         }
-        if (!atomic_load(&db->reclaim_again) || pthread_mutex_trylock(&db->retmu) != 0)
+        if (!atomic_load(&db->reclaim_again) || !akvi_mutex_trylock(&db->retmu, AKVI_RANK_RETIRED))
             return;
     }
 }
 
 void akvi_install(akv_db *db, akvi_version *v)
 {
-    pthread_rwlock_wrlock(&db->vmu);
+    akvi_rw_wrlock(&db->vmu, AKVI_RANK_VERSION);
     akvi_version *old = db->cur;
     db->cur = v;
-    pthread_rwlock_unlock(&db->vmu);
+    akvi_rw_unlock(&db->vmu, AKVI_RANK_VERSION);
     retire(db, old);
 }
 
@@ -292,12 +293,12 @@ akvi_run **akvi_runs_after(const akvi_version *v, akvi_run *const *drop, size_t 
 int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs,
                size_t n_drop, akvi_run *const *add_runs, size_t n_add)
 {
-    pthread_rwlock_wrlock(&db->vmu);
+    akvi_rw_wrlock(&db->vmu, AKVI_RANK_VERSION);
     akvi_version *old = db->cur;
     size_t n_mem = old->n_mem + (add_mem != NULL) - (drop_mem != NULL);
     akvi_version *v = akvi_version_new(n_mem, old->n_run + n_add + 1);
     if (!v) {
-        pthread_rwlock_unlock(&db->vmu);
+        akvi_rw_unlock(&db->vmu, AKVI_RANK_VERSION);
         return akvi_err(AKV_ENOMEM, "out of memory installing a version");
     }
     size_t k = 0;
@@ -313,7 +314,7 @@ int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run
             akvi_run_ref(old->runs[i]);
     v->n_run = place_runs(old, drop_runs, n_drop, add_runs, n_add, v->runs);
     db->cur = v;
-    pthread_rwlock_unlock(&db->vmu);
+    akvi_rw_unlock(&db->vmu, AKVI_RANK_VERSION);
     retire(db, old);
     return AKV_OK;
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "engine/internal.h"
+#include "engine/lockorder.h"
 
 /* Writes while slowed down go at most this fast, times 0.8 for every
  * memtable's worth of L0 runs (akvi_l0_weight) past the slowdown point: the
@@ -28,10 +29,10 @@ static int l0_slowdown(const akv_db *db)
  * broadcast stall_cv after every turn. */
 static int stall_wait(akv_db *db, bool *counted)
 {
-    pthread_mutex_lock(&db->bgmu);
+    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
     int err = db->bg_error;
     bool down = db->shutdown;
-    pthread_mutex_unlock(&db->bgmu);
+    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
     if (err || down)
         return akvi_err(err ? err : AKV_EBUSY, "background flush/compaction failed; writes are stopped");
     if (!*counted) {
@@ -139,9 +140,9 @@ static int apply_locked(akv_db *db, const akvi_op *ops, size_t n, bool sync)
 
 int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync)
 {
-    pthread_mutex_lock(&db->wmu);
+    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
     int rc = apply_locked(db, ops, n, sync);
-    pthread_mutex_unlock(&db->wmu);
+    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
     if (rc == AKV_OK)
         for (size_t i = 0; i < n; i++) {
             atomic_fetch_add_explicit(ops[i].tag == AKVI_TAG_PUT ? &db->st.puts : &db->st.deletes, 1, memory_order_relaxed);

@@ -34,8 +34,8 @@ int akvi_save_adapted_slots(akv_db *db)
 {
     int first = AKV_OK;
     bool wrote = false;
-    akvi_mutex_lock(&db->savemu, AKVI_RANK_SAVE);
-    db->saved_at = akvi_mono_seconds();
+    akvi_mutex_lock(&db->bg.savemu, AKVI_RANK_SAVE);
+    db->bg.saved_at = akvi_mono_seconds();
     akvi_version *v = akvi_current(db);
     for (size_t i = 0; i < v->n_run; i++) {
         akvi_run *r = v->runs[i];
@@ -56,7 +56,7 @@ int akvi_save_adapted_slots(akv_db *db)
             first = first != AKV_OK ? first : rc;
         }
     }
-    akvi_mutex_unlock(&db->savemu, AKVI_RANK_SAVE);
+    akvi_mutex_unlock(&db->bg.savemu, AKVI_RANK_SAVE);
     return first; /* a slot whose file failed stays dirty: saved again next time */
 }
 
@@ -64,20 +64,20 @@ int akvi_save_adapted_slots(akv_db *db)
  * once ADAPT_SAVE_SECONDS have passed since the last. */
 static void save_if_due(akv_db *db, bool flushed)
 {
-    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-    uint64_t req = db->save_req;
-    bool asked = req > db->save_done;
-    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
-    akvi_mutex_lock(&db->savemu, AKVI_RANK_SAVE);
-    bool due = asked || (flushed && akvi_mono_seconds() - db->saved_at >= ADAPT_SAVE_SECONDS);
-    akvi_mutex_unlock(&db->savemu, AKVI_RANK_SAVE);
+    akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+    uint64_t req = db->bg.save_req;
+    bool asked = req > db->bg.save_done;
+    akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
+    akvi_mutex_lock(&db->bg.savemu, AKVI_RANK_SAVE);
+    bool due = asked || (flushed && akvi_mono_seconds() - db->bg.saved_at >= ADAPT_SAVE_SECONDS);
+    akvi_mutex_unlock(&db->bg.savemu, AKVI_RANK_SAVE);
     if (due)
         akvi_save_adapted_slots(db);
     if (asked) {
-        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-        db->save_done = req; /* only this thread advances it */
-        pthread_cond_broadcast(&db->done_cv);
-        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+        akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+        db->bg.save_done = req; /* only this thread advances it */
+        pthread_cond_broadcast(&db->bg.done_cv);
+        akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
     }
 }
 
@@ -85,21 +85,22 @@ static void save_if_due(akv_db *db, bool flushed)
 
 void akvi_bg_wake(akv_db *db)
 {
-    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-    pthread_cond_broadcast(&db->bg_cv);
-    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+    akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+    pthread_cond_broadcast(&db->bg.cv);
+    akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
 }
 
 enum { FLUSHER, COMPACTOR };
 
-/* Under bgmu: is there work for this thread? */
+/* Under bg.mu: is there work for this thread? */
 static bool pending(akv_db *db, int role)
 {
-    if (db->bg_error)
+    if (db->bg.error)
         return false;
     akvi_version *v = akvi_current(db);
-    bool yes = role == FLUSHER ? v->n_mem > 1 || akvi_l0_merge_due(db, v) || db->save_req > db->save_done
-                               : db->compact_req > db->compact_done || akvi_compaction_needed(db, v);
+    bool yes = role == FLUSHER
+                   ? v->n_mem > 1 || akvi_l0_merge_due(db, v) || db->bg.save_req > db->bg.save_done
+                   : db->bg.compact_req > db->bg.compact_done || akvi_compaction_needed(db, v);
     akvi_version_unref(v);
     /* A flushed memtable readers let go of: its pool family is emptied at
      * the turn's start (akvi_grave_empty), which a writer short of a free
@@ -128,25 +129,25 @@ static int flush_oldest(akv_db *db)
     return rc;
 }
 
-/* Under bgmu: wait for work; on every idle timeout, the flusher empties
+/* Under bg.mu: wait for work; on every idle timeout, the flusher empties
  * the grave (what readers released) and the compactor saves adapted slots. */
 static void wait_for_work(akv_db *db, int role)
 {
-    while (!db->shutdown && !pending(db, role)) {
+    while (!db->bg.shutdown && !pending(db, role)) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += ADAPT_SAVE_SECONDS;
-        if (pthread_cond_timedwait(&db->bg_cv, &db->bgmu, &until) == ETIMEDOUT) {
-            akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+        if (pthread_cond_timedwait(&db->bg.cv, &db->bg.mu, &until) == ETIMEDOUT) {
+            akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
             if (role == COMPACTOR) {
                 akvi_save_adapted_slots(db);
             } else {
                 akvi_grave_empty(db);
-                akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE); /* a pool family may be free now */
-                pthread_cond_broadcast(&db->stall_cv);
-                akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
+                akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE); /* a pool family may be free now */
+                pthread_cond_broadcast(&db->wr.stall_cv);
+                akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
             }
-            akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
+            akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
         }
     }
 }
@@ -155,14 +156,14 @@ static void wait_for_work(akv_db *db, int role)
 static void run(akv_db *db, int role)
 {
     akvi_grave_background_thread();
-    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
+    akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
     for (;;) {
         wait_for_work(db, role);
-        if (db->shutdown)
+        if (db->bg.shutdown)
             break;
-        uint64_t req = db->compact_req;
-        bool full = role == COMPACTOR && req > db->compact_done;
-        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+        uint64_t req = db->bg.compact_req;
+        bool full = role == COMPACTOR && req > db->bg.compact_done;
+        akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
         akvi_grave_empty(db);
         int rc = role == FLUSHER ? flush_oldest(db) : akvi_compact_step(db, full);
         if (rc != AKV_OK) {
@@ -170,17 +171,17 @@ static void run(akv_db *db, int role)
                      akv_errmsg());
             akvi_stop(db, rc);
         }
-        akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
-        pthread_cond_broadcast(&db->stall_cv);
-        akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
-        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
+        akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
+        pthread_cond_broadcast(&db->wr.stall_cv);
+        akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
+        akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
         if (rc == AKV_OK && full)
-            db->compact_done = req;
-        pthread_cond_broadcast(&db->done_cv);
-        pthread_cond_broadcast(&db->bg_cv); /* a flush can make a compaction due */
+            db->bg.compact_done = req;
+        pthread_cond_broadcast(&db->bg.done_cv);
+        pthread_cond_broadcast(&db->bg.cv); /* a flush can make a compaction due */
     }
-    pthread_cond_broadcast(&db->done_cv);
-    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+    pthread_cond_broadcast(&db->bg.done_cv);
+    akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
 }
 
 static void *flusher_main(void *arg)
@@ -197,38 +198,38 @@ static void *compactor_main(void *arg)
 
 int akvi_bg_start(akv_db *db)
 {
-    if (pthread_create(&db->flusher, NULL, flusher_main, db) != 0)
+    if (pthread_create(&db->bg.flusher, NULL, flusher_main, db) != 0)
         return akvi_err(AKV_EIO, "cannot start the flush thread");
-    if (pthread_create(&db->compactor, NULL, compactor_main, db) != 0) {
-        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-        db->shutdown = true;
-        pthread_cond_broadcast(&db->bg_cv);
-        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
-        pthread_join(db->flusher, NULL);
+    if (pthread_create(&db->bg.compactor, NULL, compactor_main, db) != 0) {
+        akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+        db->bg.shutdown = true;
+        pthread_cond_broadcast(&db->bg.cv);
+        akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
+        pthread_join(db->bg.flusher, NULL);
         return akvi_err(AKV_EIO, "cannot start the compaction thread");
     }
-    db->bg_started = true;
+    db->bg.started = true;
     akvi_grave_set_open(db, true);
     return AKV_OK;
 }
 
 void akvi_bg_stop(akv_db *db)
 {
-    if (!db->bg_started)
+    if (!db->bg.started)
         return;
-    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-    db->shutdown = true;
-    pthread_cond_broadcast(&db->bg_cv);
-    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
-    pthread_join(db->flusher, NULL);
-    pthread_join(db->compactor, NULL);
-    db->bg_started = false;
+    akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+    db->bg.shutdown = true;
+    pthread_cond_broadcast(&db->bg.cv);
+    akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
+    pthread_join(db->bg.flusher, NULL);
+    pthread_join(db->bg.compactor, NULL);
+    db->bg.started = false;
     akvi_grave_set_open(db, false);
     akvi_grave_empty(db);
     /* Release writers stalled on the background thread. */
-    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
-    pthread_cond_broadcast(&db->stall_cv);
-    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
+    akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
+    pthread_cond_broadcast(&db->wr.stall_cv);
+    akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
 }
 
 /* ---- synchronous maintenance --------------------------------------------- */
@@ -248,18 +249,18 @@ int akvi_rotate_when_free(akv_db *db)
         int rc = akvi_rotate(db);
         if (rc != AKVI_POOL_WAIT)
             return rc;
-        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-        int err = db->bg_error;
-        bool down = db->shutdown;
-        pthread_cond_broadcast(&db->bg_cv); /* the flush thread empties the family */
-        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+        akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+        int err = db->bg.error;
+        bool down = db->bg.shutdown;
+        pthread_cond_broadcast(&db->bg.cv); /* the flush thread empties the family */
+        akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
         if (err || down)
             return akvi_err(err ? err : AKV_EBUSY, "background flush/compaction failed; writes are stopped");
         if (!counted) {
             atomic_fetch_add_explicit(&db->st.write_stalls, 1, memory_order_relaxed);
             counted = true;
         }
-        pthread_cond_wait(&db->stall_cv, &db->wmu);
+        pthread_cond_wait(&db->wr.stall_cv, &db->wr.mu);
     }
 }
 
@@ -267,7 +268,7 @@ int akv_flush(akv_db *db)
 {
     if (!db)
         return akvi_err(AKV_EINVAL, "akv_flush: NULL db");
-    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
+    akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
     akvi_version *v = akvi_current(db);
     int rc = AKV_OK;
     uint64_t target = v->mems[0]->gen;
@@ -277,17 +278,17 @@ int akv_flush(akv_db *db)
     akvi_version_unref(v); /* first: a rotation may wait for a memtable it holds */
     if (rotate)
         rc = akvi_rotate_when_free(db);
-    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
+    akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
     if (rc != AKV_OK)
         return rc;
     /* The flush thread saves the adapted slots once it is through. */
-    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-    uint64_t save = ++db->save_req;
-    pthread_cond_broadcast(&db->bg_cv);
-    while (!db->bg_error && !db->shutdown && (!flushed_through(db, target) || db->save_done < save))
-        pthread_cond_wait(&db->done_cv, &db->bgmu);
-    rc = db->bg_error;
-    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+    akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+    uint64_t save = ++db->bg.save_req;
+    pthread_cond_broadcast(&db->bg.cv);
+    while (!db->bg.error && !db->bg.shutdown && (!flushed_through(db, target) || db->bg.save_done < save))
+        pthread_cond_wait(&db->bg.done_cv, &db->bg.mu);
+    rc = db->bg.error;
+    akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
     akvi_grave_empty(db);
     return rc ? akvi_err(rc, "flush failed in the background; see the log") : AKV_OK;
 }
@@ -297,13 +298,13 @@ int akv_compact(akv_db *db)
     int rc = akv_flush(db);
     if (rc != AKV_OK)
         return rc;
-    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-    uint64_t req = ++db->compact_req;
-    pthread_cond_broadcast(&db->bg_cv);
-    while (!db->bg_error && !db->shutdown && db->compact_done < req)
-        pthread_cond_wait(&db->done_cv, &db->bgmu);
-    rc = db->bg_error;
-    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+    akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+    uint64_t req = ++db->bg.compact_req;
+    pthread_cond_broadcast(&db->bg.cv);
+    while (!db->bg.error && !db->bg.shutdown && db->bg.compact_done < req)
+        pthread_cond_wait(&db->bg.done_cv, &db->bg.mu);
+    rc = db->bg.error;
+    akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
     akvi_grave_empty(db);
     return rc ? akvi_err(rc, "compaction failed in the background; see the log") : AKV_OK;
 }

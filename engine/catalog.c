@@ -316,51 +316,51 @@ static int write_slot(akv_db *db, uint8_t *buf, size_t len, uint64_t seq)
         free(buf);
         return rc;
     }
-    free(db->cat_buf);
-    db->cat_buf = buf;
-    db->cat_len = len;
-    db->cat_seq = seq;
+    free(db->cat.buf);
+    db->cat.buf = buf;
+    db->cat.len = len;
+    db->cat.seq = seq;
     return AKV_OK;
 }
 
 int akvi_catalog_store(akv_db *db, akvi_catalog *c)
 {
-    c->seq = db->cat_seq + 1;
+    c->seq = db->cat.seq + 1;
     snprintf(c->policy, sizeof c->policy, "%s", db->policy_text);
     c->bits_per_key = db->opt.bits_per_key;
-    if (c->next_run_id < db->run_id_bound)
-        c->next_run_id = db->run_id_bound;
+    if (c->next_run_id < db->cat.run_id_bound)
+        c->next_run_id = db->cat.run_id_bound;
     uint8_t *buf;
     size_t len;
     int rc = akvi_catalog_encode(c, &buf, &len);
     if (rc == AKV_OK)
         rc = write_slot(db, buf, len, c->seq);
     if (rc == AKV_OK)
-        db->run_id_bound = c->next_run_id;
+        db->cat.run_id_bound = c->next_run_id;
     return rc;
 }
 
 int akvi_catalog_reserve(akv_db *db, uint64_t id)
 {
-    akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
+    akvi_mutex_lock(&db->cat.mu, AKVI_RANK_CAT);
     int rc = AKV_OK;
-    if (id >= db->run_id_bound) {
-        uint8_t *buf = db->cat_buf ? malloc(db->cat_len) : NULL;
+    if (id >= db->cat.run_id_bound) {
+        uint8_t *buf = db->cat.buf ? malloc(db->cat.len) : NULL;
         if (!buf)
-            rc = akvi_err(db->cat_buf ? AKV_ENOMEM : AKV_EINVAL, "no catalog to reserve run id %llu in",
+            rc = akvi_err(db->cat.buf ? AKV_ENOMEM : AKV_EINVAL, "no catalog to reserve run id %llu in",
                           (unsigned long long)id);
         else {
-            memcpy(buf, db->cat_buf, db->cat_len);
-            uint64_t seq = db->cat_seq + 1;
+            memcpy(buf, db->cat.buf, db->cat.len);
+            uint64_t seq = db->cat.seq + 1;
             patch_u64(buf + CAT_OFF_SEQ, seq);
             patch_u64(buf + CAT_OFF_NEXT, id + 1);
-            patch_u64(buf + db->cat_len - 8, XXH64(buf, db->cat_len - 8, 0));
-            rc = write_slot(db, buf, db->cat_len, seq);
+            patch_u64(buf + db->cat.len - 8, XXH64(buf, db->cat.len - 8, 0));
+            rc = write_slot(db, buf, db->cat.len, seq);
             if (rc == AKV_OK)
-                db->run_id_bound = id + 1;
+                db->cat.run_id_bound = id + 1;
         }
     }
-    akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
+    akvi_mutex_unlock(&db->cat.mu, AKVI_RANK_CAT);
     return rc;
 }
 

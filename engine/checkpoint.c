@@ -8,7 +8,7 @@
  *     copies of its MANIFEST, OPTIONS and live WAL, without a flush): every
  *     run family, every memtable family with the writes its WAL holds, and
  *     the meta family (miss log, identity record), all as of one instant;
- *   - the catalog (both files) after it, under pubmu and catmu: no commit
+ *   - the catalog (both files) after it, under pubmu and cat.mu: no commit
  *     can change which runs exist while the lock is held, so the catalog
  *     names exactly the runs of the current version, each of which is in
  *     the RocksDB copy; a run family in the copy that the catalog does not
@@ -120,21 +120,21 @@ static int rocks_checkpoint(akv_db *db, const char *rdir_out)
 
 static int take(akv_db *db, const char *dir, const char *rdir, const char *fdir, bool *copied)
 {
-    akvi_mutex_lock(&db->pubmu, AKVI_RANK_PUB);
+    akvi_mutex_lock(&db->vs.pubmu, AKVI_RANK_PUB);
     int rc = rocks_checkpoint(db, rdir);
     if (rc == AKV_OK) {
-        akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
+        akvi_mutex_lock(&db->cat.mu, AKVI_RANK_CAT);
         rc = copy_named(db->dir, dir, "CATALOG.0");
         if (rc == AKV_OK)
             rc = copy_named(db->dir, dir, "CATALOG.1");
-        akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
+        akvi_mutex_unlock(&db->cat.mu, AKVI_RANK_CAT);
     }
     if (rc == AKV_OK) {
         akvi_version *v = akvi_current(db);
         rc = link_filters(db, v, fdir, copied);
         akvi_version_unref(v);
     }
-    akvi_mutex_unlock(&db->pubmu, AKVI_RANK_PUB);
+    akvi_mutex_unlock(&db->vs.pubmu, AKVI_RANK_PUB);
     return rc;
 }
 

@@ -19,7 +19,7 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
      * its family without a catalog write of its own (akvi_catalog_reserve). */
     akvi_catalog c = {.layout = (uint32_t)db->layout,
                       .seed = db->seed,
-                      .next_run_id = db->next_run_id + 1,
+                      .next_run_id = db->vs.next_run_id + 1,
                       .flushed_mem_gen = flushed_mem_gen,
                       .n_run = n_run};
     c.runs = calloc(n_run ? n_run : 1, sizeof *c.runs);
@@ -29,16 +29,16 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
         c.runs[i] = runs[i]->info; /* shallow: encode only reads */
     uint8_t *mbuf = NULL;
     size_t mlen = 0;
-    akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
+    akvi_mutex_lock(&db->cat.mu, AKVI_RANK_CAT);
     /* The miss log is a hint: written unsynced to the meta family, under
      * the writer lock (RocksDB would otherwise merge it into a user write's
      * WAL group, which is correct but invisible to ThreadSanitizer, since
      * RocksDB is not instrumented). */
     int rc = akvi_misslog_encode(db->ml, &mbuf, &mlen);
     if (rc == AKV_OK) {
-        akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
+        akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
         rc = akvi_meta_put(db, "misslog", mbuf, mlen, false);
-        akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
+        akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
     }
     /* The catalog: its own file, synced, independent of RocksDB's WAL. */
     if (rc == AKV_OK)
@@ -50,14 +50,14 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
      * WAL since the last time, the meta family is flushed (not waited for;
      * measured: flushing it at every commit made a commit 4x dearer). */
     uint64_t user = atomic_load(&db->st.bytes_written_user);
-    db->meta_wal_bytes += mlen;
+    db->cat.meta_wal_bytes += mlen;
     bool flush_meta =
-        rc == AKV_OK && db->meta_wal_bytes + (user - db->meta_flush_user) >= db->opt.memtable_bytes;
+        rc == AKV_OK && db->cat.meta_wal_bytes + (user - db->cat.meta_flush_user) >= db->opt.memtable_bytes;
     if (flush_meta) {
-        db->meta_wal_bytes = 0;
-        db->meta_flush_user = user;
+        db->cat.meta_wal_bytes = 0;
+        db->cat.meta_flush_user = user;
     }
-    akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
+    akvi_mutex_unlock(&db->cat.mu, AKVI_RANK_CAT);
     free(c.runs);
     free(mbuf);
     if (flush_meta)
@@ -67,12 +67,12 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
 
 int akvi_publish(akv_db *db, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi_run **add, size_t n_add)
 {
-    akvi_mutex_lock(&db->pubmu, AKVI_RANK_PUB);
+    akvi_mutex_lock(&db->vs.pubmu, AKVI_RANK_PUB);
     akvi_version *v = akvi_current(db);
     size_t n;
     akvi_run **runs = akvi_runs_after(v, drop, n_drop, add, n_add, &n);
     akvi_version_unref(v);
-    uint64_t flushed = mem ? mem->gen : db->flushed_mem_gen;
+    uint64_t flushed = mem ? mem->gen : db->vs.flushed_mem_gen;
     int rc = runs ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
     /* The new runs' filter files (each replaced and fsynced by its run
      * writer) are durable with one directory sync before the catalog names
@@ -84,7 +84,7 @@ int akvi_publish(akv_db *db, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi
         rc = akvi_commit(db, runs, n, flushed);
     free(runs);
     if (rc == AKV_OK) {
-        db->flushed_mem_gen = flushed;
+        db->vs.flushed_mem_gen = flushed;
         for (size_t i = 0; i < n_drop; i++)
             atomic_store(&drop[i]->obsolete, true);
         if (mem) {
@@ -95,7 +95,7 @@ int akvi_publish(akv_db *db, akvi_mem *mem, akvi_run **drop, size_t n_drop, akvi
         if (mem && rc != AKV_OK)
             akvi_guard_draining(db, NULL);
     }
-    akvi_mutex_unlock(&db->pubmu, AKVI_RANK_PUB);
+    akvi_mutex_unlock(&db->vs.pubmu, AKVI_RANK_PUB);
     if (mem && rc == AKV_OK)
         akvi_guard_remove_mem(db, mem);
     return rc;

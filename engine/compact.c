@@ -167,8 +167,8 @@ static bool at_rest(const akv_db *db, const akvi_version *v)
 
 static uint64_t rest_credit(const akv_db *db)
 {
-    uint64_t in = db->rest_credit_saved + atomic_load(&db->st.bytes_written_user);
-    uint64_t out = atomic_load(&db->rest_spent);
+    uint64_t in = db->bg.rest_credit_saved + atomic_load(&db->st.bytes_written_user);
+    uint64_t out = atomic_load(&db->bg.rest_spent);
     return in > out ? in - out : 0;
 }
 
@@ -275,10 +275,10 @@ int akvi_rest_credit_load(akv_db *db)
     uint8_t *buf = NULL;
     size_t len = 0;
     int rc = akvi_meta_get(db, "restcredit", &buf, &len);
-    db->rest_credit_saved = 0;
+    db->bg.rest_credit_saved = 0;
     if (rc == AKV_OK && len == 8)
         for (int i = 7; i >= 0; i--)
-            db->rest_credit_saved = db->rest_credit_saved << 8 | buf[i];
+            db->bg.rest_credit_saved = db->bg.rest_credit_saved << 8 | buf[i];
     else if (rc == AKV_OK)
         akvi_log(db, "warning: the rest compaction credit record is %zu bytes, not 8; starting at 0", len);
     free(buf);
@@ -320,7 +320,7 @@ uint64_t akvi_compaction_debt(const akv_db *db, const akvi_version *v)
 static const akvi_run *next_victim(akv_db *db, const akvi_version *v, int level)
 {
     const akvi_run *first = NULL, *after = NULL;
-    const compact_cursor *c = &db->cursor[level];
+    const compact_cursor *c = &db->bg.cursor[level];
     for (size_t i = 0; i < v->n_run; i++) {
         const akvi_run *r = v->runs[i];
         if ((int)r->info.level != level)
@@ -337,7 +337,7 @@ static const akvi_run *next_victim(akv_db *db, const akvi_version *v, int level)
 static void remember_victim(akv_db *db, int level, const akvi_run *r)
 {
     const akvi_cat_sst *b = last_sst(r);
-    compact_cursor *c = &db->cursor[level];
+    compact_cursor *c = &db->bg.cursor[level];
     uint8_t *k = realloc(c->key, b->largest_len ? b->largest_len : 1);
     if (!k)
         return; /* the round-robin restarts from the level's first run */
@@ -451,7 +451,7 @@ static int merge_and_publish(akv_db *db, pick *p, uint64_t run_bytes, bool drop_
 
 void (*_Atomic akvi_hook_before_compaction)(void);
 
-/* Under bgmu: mark the picked inputs held, so the flush thread merges only
+/* Under bg.mu: mark the picked inputs held, so the flush thread merges only
  * L0 runs newer than them; and wake it, as a merge may now be due. */
 static void hold_inputs(akv_db *db, const pick *p)
 {
@@ -461,17 +461,17 @@ static void hold_inputs(akv_db *db, const pick *p)
             below = p->in[i]->info.id + 1;
     if (below > 0) /* L0 leaves: later flushes start a new front (l0front.c) */
         akvi_fronts_rotate(db);
-    db->compacting = true;
-    db->l0_held_below = below;
-    pthread_cond_broadcast(&db->bg_cv);
+    db->bg.compacting = true;
+    db->bg.l0_held_below = below;
+    pthread_cond_broadcast(&db->bg.cv);
 }
 
 int akvi_compact_step(akv_db *db, bool full)
 {
     /* Pick while no L0 merge runs (one replaces the L0 runs it merges). */
-    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-    while (db->l0_merging)
-        pthread_cond_wait(&db->done_cv, &db->bgmu);
+    akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+    while (db->bg.l0_merging)
+        pthread_cond_wait(&db->bg.done_cv, &db->bg.mu);
     akvi_version *v = akvi_current(db);
     pick p = {calloc(v->n_run + 1, sizeof *p.in),
               calloc(v->n_run + 1, sizeof *p.cfs),
@@ -487,7 +487,7 @@ int akvi_compact_step(akv_db *db, bool full)
     bool trivial = p.n == 0 || (full && p.n == 1 && (int)p.in[0]->info.level == p.out_level);
     if (rc == AKV_OK && !trivial)
         hold_inputs(db, &p);
-    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+    akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
     if (rc == AKV_OK && !trivial) {
         void (*hook)(void) = atomic_load(&akvi_hook_before_compaction);
         if (hook)
@@ -511,11 +511,11 @@ int akvi_compact_step(akv_db *db, bool full)
         if (rc == AKV_OK)
             atomic_fetch_add(&db->st.compactions, 1);
         if (rc == AKV_OK && p.rest)
-            atomic_fetch_add(&db->rest_spent, p.est);
-        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-        db->compacting = false;
-        db->l0_held_below = 0;
-        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+            atomic_fetch_add(&db->bg.rest_spent, p.est);
+        akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+        db->bg.compacting = false;
+        db->bg.l0_held_below = 0;
+        akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
         for (size_t i = 0; i < p.n; i++)
             akvi_run_unref(p.in[i]);
     }
@@ -543,13 +543,13 @@ int akvi_compact_step(akv_db *db, bool full)
 #define L0_MERGE_MAX_MEMTABLES 5
 #define L0_MERGE_BACKLOG       2
 
-/* Under bgmu: the newest L0 runs (search order: L0 first, newest first)
+/* Under bg.mu: the newest L0 runs (search order: L0 first, newest first)
  * newer than what the compaction holds, up to the size limit, into in[] if
  * not NULL; their count if a merge is due, else 0. Only while a compaction
  * runs (otherwise the next one takes L0 as it is) and L0 is backlogged. */
 static size_t l0_merge_pick(const akv_db *db, const akvi_version *v, akvi_run **in)
 {
-    if (!db->compacting || db->l0_merging)
+    if (!db->bg.compacting || db->bg.l0_merging)
         return 0;
     size_t l0 = 0;
     for (size_t i = 0; i < v->n_run; i++)
@@ -560,7 +560,7 @@ static size_t l0_merge_pick(const akv_db *db, const akvi_version *v, akvi_run **
     size_t n = 0;
     for (size_t i = 0; i < v->n_run; i++) {
         akvi_run *r = v->runs[i];
-        if (r->info.level != 0 || r->info.id < db->l0_held_below || bytes + r->info.raw_bytes > cap)
+        if (r->info.level != 0 || r->info.id < db->bg.l0_held_below || bytes + r->info.raw_bytes > cap)
             break;
         bytes += r->info.raw_bytes;
         if (in)
@@ -577,7 +577,7 @@ bool akvi_l0_merge_due(const akv_db *db, const akvi_version *v)
 
 int akvi_compact_l0(akv_db *db)
 {
-    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
+    akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
     akvi_version *v = akvi_current(db);
     pick p = {calloc(v->n_run + 1, sizeof *p.in),
               calloc(v->n_run + 1, sizeof *p.cfs),
@@ -588,8 +588,8 @@ int akvi_compact_l0(akv_db *db)
               false,
               false};
     size_t n = p.in && p.cfs ? l0_merge_pick(db, v, p.in) : 0;
-    db->l0_merging = n > 0;
-    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+    db->bg.l0_merging = n > 0;
+    akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
     int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) /* held instead of the version, as above */
         akvi_run_ref(p.in[i]);
@@ -602,10 +602,10 @@ int akvi_compact_l0(akv_db *db)
         rc = merge_and_publish(db, &p, UINT64_MAX, false);
         if (rc == AKV_OK)
             atomic_fetch_add(&db->st.l0_merges, 1);
-        akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-        db->l0_merging = false;
-        pthread_cond_broadcast(&db->done_cv);
-        akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+        akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+        db->bg.l0_merging = false;
+        pthread_cond_broadcast(&db->bg.done_cv);
+        akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
     }
     for (size_t i = 0; i < n; i++)
         akvi_run_unref(p.in[i]);

@@ -87,16 +87,16 @@ static bool defer(akv_db *db, akvi_run *r, akvi_mem *m)
 {
     if (on_background_thread)
         return false;
-    akvi_mutex_lock(&db->gravemu, AKVI_RANK_GRAVE);
-    bool open = db->grave_open;
+    akvi_mutex_lock(&db->grave.mu, AKVI_RANK_GRAVE);
+    bool open = db->grave.open;
     if (open && r) {
-        r->grave_next = db->grave_runs;
-        db->grave_runs = r;
+        r->grave_next = db->grave.runs;
+        db->grave.runs = r;
     } else if (open) {
-        m->grave_next = db->grave_mems;
-        db->grave_mems = m;
+        m->grave_next = db->grave.mems;
+        db->grave.mems = m;
     }
-    akvi_mutex_unlock(&db->gravemu, AKVI_RANK_GRAVE);
+    akvi_mutex_unlock(&db->grave.mu, AKVI_RANK_GRAVE);
     return open;
 }
 
@@ -117,27 +117,27 @@ void akvi_grave_mem(akvi_mem *m)
 
 bool akvi_grave_has_mems(akv_db *db)
 {
-    akvi_mutex_lock(&db->gravemu, AKVI_RANK_GRAVE);
-    bool any = db->grave_mems != NULL;
-    akvi_mutex_unlock(&db->gravemu, AKVI_RANK_GRAVE);
+    akvi_mutex_lock(&db->grave.mu, AKVI_RANK_GRAVE);
+    bool any = db->grave.mems != NULL;
+    akvi_mutex_unlock(&db->grave.mu, AKVI_RANK_GRAVE);
     return any;
 }
 
 void akvi_grave_set_open(akv_db *db, bool open)
 {
-    akvi_mutex_lock(&db->gravemu, AKVI_RANK_GRAVE);
-    db->grave_open = open;
-    akvi_mutex_unlock(&db->gravemu, AKVI_RANK_GRAVE);
+    akvi_mutex_lock(&db->grave.mu, AKVI_RANK_GRAVE);
+    db->grave.open = open;
+    akvi_mutex_unlock(&db->grave.mu, AKVI_RANK_GRAVE);
 }
 
 void akvi_grave_empty(akv_db *db)
 {
-    akvi_mutex_lock(&db->gravemu, AKVI_RANK_GRAVE);
-    akvi_run *runs = db->grave_runs;
-    akvi_mem *mems = db->grave_mems;
-    db->grave_runs = NULL;
-    db->grave_mems = NULL;
-    akvi_mutex_unlock(&db->gravemu, AKVI_RANK_GRAVE);
+    akvi_mutex_lock(&db->grave.mu, AKVI_RANK_GRAVE);
+    akvi_run *runs = db->grave.runs;
+    akvi_mem *mems = db->grave.mems;
+    db->grave.runs = NULL;
+    db->grave.mems = NULL;
+    akvi_mutex_unlock(&db->grave.mu, AKVI_RANK_GRAVE);
     while (runs) {
         akvi_run *next = runs->grave_next;
         destroy_run(runs);

@@ -38,19 +38,19 @@
  * budget (akvi_guard_memory_parts). Tests shorten it. */
 _Atomic double akvi_guard_avg_seconds = 60.0;
 
-/* Under guard_lock: the guard's memory averaged over time, up to `now`
+/* Under guard.lock: the guard's memory averaged over time, up to `now`
  * (an exponential average; the guard's size changes only when swapped). */
 static double guard_avg_at(const akv_db *db, double now)
 {
-    double cur = db->guard ? (double)akv_filter_memory(db->guard) : 0;
-    double w = 1 - exp(-(now - db->guard_avg_since) / atomic_load(&akvi_guard_avg_seconds));
-    return db->guard_avg + w * (cur - db->guard_avg);
+    double cur = db->guard.f ? (double)akv_filter_memory(db->guard.f) : 0;
+    double w = 1 - exp(-(now - db->guard.avg_since) / atomic_load(&akvi_guard_avg_seconds));
+    return db->guard.avg + w * (cur - db->guard.avg);
 }
 
 /* Keys a guard is made for when the live memtables hold `needed`. */
 static uint64_t guard_capacity(const akv_db *db, size_t needed)
 {
-    uint64_t mem = atomic_load_explicit(&db->guard_mem_keys, memory_order_relaxed);
+    uint64_t mem = atomic_load_explicit(&db->guard.mem_keys, memory_order_relaxed);
     uint64_t cap = (uint64_t)needed + needed / 2, last = mem + mem / 4;
     cap = cap < last ? last : cap;
     return cap < GUARD_MIN ? GUARD_MIN : cap;
@@ -91,15 +91,15 @@ static int guard_new(akv_db *db, uint64_t cap, akv_filter **out)
 
 int akvi_guard_init(akv_db *db)
 {
-    akvi_slot_init(&db->guard_stats, NULL);
+    akvi_slot_init(&db->guard.stats, NULL);
     if (!db->policy.mem)
         return AKV_OK;
-    db->guard_cap = guard_capacity(db, 0);
+    db->guard.cap = guard_capacity(db, 0);
     akv_filter *g = NULL;
-    int rc = guard_new(db, db->guard_cap, &g);
-    atomic_store(&db->guard, g);
-    db->guard_avg = db->guard ? (double)akv_filter_memory(db->guard) : 0;
-    db->guard_avg_since = akvi_mono_seconds();
+    int rc = guard_new(db, db->guard.cap, &g);
+    atomic_store(&db->guard.f, g);
+    db->guard.avg = db->guard.f ? (double)akv_filter_memory(db->guard.f) : 0;
+    db->guard.avg_since = akvi_mono_seconds();
     return rc;
 }
 
@@ -107,9 +107,9 @@ int akvi_guard_init(akv_db *db)
 static void guard_lock_mut(akv_db *db)
 {
     if (db->policy.mem->flags & AKV_FK_CONCURRENT)
-        akvi_rw_rdlock(&db->guard_lock, AKVI_RANK_GUARD);
+        akvi_rw_rdlock(&db->guard.lock, AKVI_RANK_GUARD);
     else
-        akvi_rw_wrlock(&db->guard_lock, AKVI_RANK_GUARD);
+        akvi_rw_wrlock(&db->guard.lock, AKVI_RANK_GUARD);
 }
 
 static int remember(akvi_mem *m, akv_hash h)
@@ -132,7 +132,7 @@ static bool in_version(const akvi_version *v, const akvi_mem *m)
 
 static void retire(akv_db *db, akv_filter *old);
 
-/* Under wmu (or alone, at open): a fresh guard over the hashes the guard
+/* Under wr.mu (or alone, at open): a fresh guard over the hashes the guard
  * must hold: every memtable of the current version, the flushed one whose
  * hashes akvi_guard_remove_mem has not taken out yet (it will remove them
  * from this guard), and `also` (a memtable being recovered, in no version
@@ -140,7 +140,7 @@ static void retire(akv_db *db, akv_filter *old);
 static bool guard_rebuild(akv_db *db, const akvi_mem *also)
 {
     akvi_version *v = akvi_current(db);
-    const akvi_mem *draining = db->guard_draining;
+    const akvi_mem *draining = db->guard.draining;
     size_t n = v->n_mem, need = 0;
     const akvi_mem **mems = malloc((n + 2) * sizeof *mems);
     if (!mems) {
@@ -162,23 +162,23 @@ static bool guard_rebuild(akv_db *db, const akvi_mem *also)
             ok = akv_filter_insert(f, mems[i]->hashes[j]) == AKV_OK;
     free(mems);
     akvi_version_unref(v);
-    db->guard_keys = need;
+    db->guard.keys = need;
     if (!ok) {
         akv_filter_destroy(f);
         akvi_log(db, "memtable guard rebuild failed; memtables are probed directly");
         return false;
     }
-    akvi_rw_wrlock(&db->guard_lock, AKVI_RANK_GUARD);
+    akvi_rw_wrlock(&db->guard.lock, AKVI_RANK_GUARD);
     double now = akvi_mono_seconds();
-    db->guard_avg = guard_avg_at(db, now);
-    db->guard_avg_since = now;
+    db->guard.avg = guard_avg_at(db, now);
+    db->guard.avg_since = now;
     /* Odd while the guard and its flag change together (akvi_guard_may_contain). */
-    atomic_fetch_add(&db->guard_gen, 1);
-    akv_filter *old = atomic_exchange(&db->guard, f);
-    db->guard_cap = cap;
-    atomic_store(&db->guard_broken, false);
-    atomic_fetch_add(&db->guard_gen, 1);
-    akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
+    atomic_fetch_add(&db->guard.gen, 1);
+    akv_filter *old = atomic_exchange(&db->guard.f, f);
+    db->guard.cap = cap;
+    atomic_store(&db->guard.broken, false);
+    atomic_fetch_add(&db->guard.gen, 1);
+    akvi_rw_unlock(&db->guard.lock, AKVI_RANK_GUARD);
     retire(db, old);
     return true;
 }
@@ -186,7 +186,7 @@ static bool guard_rebuild(akv_db *db, const akvi_mem *also)
 /* ---- replaced guards ------------------------------------------------------ */
 
 /* A replaced guard that gets pinned by hazard may still query: freed once
- * the pins taken before its replacement have ended. Under wmu (or alone). */
+ * the pins taken before its replacement have ended. Under wr.mu (or alone). */
 typedef struct akvi_guard_retired {
     akv_filter *f;
     akvi_pin_snapshot pins;
@@ -195,7 +195,7 @@ typedef struct akvi_guard_retired {
 
 static void sweep(akv_db *db)
 {
-    for (akvi_guard_retired **p = &db->guard_retired; *p;) {
+    for (akvi_guard_retired **p = &db->guard.retired; *p;) {
         akvi_guard_retired *r = *p;
         if (akvi_pins_passed(db, &r->pins)) {
             *p = r->next;
@@ -222,17 +222,17 @@ static void retire(akv_db *db, akv_filter *old)
     }
     r->f = old;
     akvi_pins_snapshot(db, &r->pins);
-    r->next = db->guard_retired;
-    db->guard_retired = r;
+    r->next = db->guard.retired;
+    db->guard.retired = r;
     sweep(db);
 }
 
 void akvi_guard_free(akv_db *db)
 {
-    akv_filter_destroy(atomic_exchange(&db->guard, NULL));
-    while (db->guard_retired) {
-        akvi_guard_retired *r = db->guard_retired;
-        db->guard_retired = r->next;
+    akv_filter_destroy(atomic_exchange(&db->guard.f, NULL));
+    while (db->guard.retired) {
+        akvi_guard_retired *r = db->guard.retired;
+        db->guard.retired = r->next;
         akv_filter_destroy(r->f);
         free(r);
     }
@@ -241,7 +241,7 @@ void akvi_guard_free(akv_db *db)
 /* h into the guard for memtable m. Past its capacity (counting kinds
  * accept more, at a rising false positive rate) or full, the guard is
  * rebuilt at twice the keys right away when `grow` (a live database, under
- * wmu), else marked broken (memtables being re-read at open, which are in
+ * wr.mu), else marked broken (memtables being re-read at open, which are in
  * no version yet: akvi_guard_refit follows). Precedes the RocksDB write. */
 static void guard_add(akv_db *db, akvi_mem *m, akv_hash h, bool grow)
 {
@@ -249,20 +249,20 @@ static void guard_add(akv_db *db, akvi_mem *m, akv_hash h, bool grow)
         return;
     if (remember(m, h) != AKV_OK) {
         atomic_store(&m->hashes_lost, true);
-        atomic_store(&db->guard_broken, true);
+        atomic_store(&db->guard.broken, true);
         return;
     }
-    bool over = ++db->guard_keys > db->guard_cap;
-    if (over || atomic_load(&db->guard_broken)) {
+    bool over = ++db->guard.keys > db->guard.cap;
+    if (over || atomic_load(&db->guard.broken)) {
         if (!(grow && over && guard_rebuild(db, m)))
-            atomic_store(&db->guard_broken, true);
+            atomic_store(&db->guard.broken, true);
         return;
     }
     guard_lock_mut(db);
-    int rc = akv_filter_insert(db->guard, h);
-    akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
+    int rc = akv_filter_insert(db->guard.f, h);
+    akvi_rw_unlock(&db->guard.lock, AKVI_RANK_GUARD);
     if (rc != AKV_OK && !(grow && guard_rebuild(db, m)))
-        atomic_store(&db->guard_broken, true);
+        atomic_store(&db->guard.broken, true);
 }
 
 int akvi_guard_insert(akv_db *db, akvi_mem *m, akv_hash h)
@@ -278,7 +278,7 @@ void akvi_guard_recover_insert(akv_db *db, akvi_mem *m, akv_hash h)
 
 void akvi_guard_refit(akv_db *db)
 {
-    if (db->policy.mem && (atomic_load(&db->guard_broken) || db->guard_keys > db->guard_cap))
+    if (db->policy.mem && (atomic_load(&db->guard.broken) || db->guard.keys > db->guard.cap))
         (void)guard_rebuild(db, NULL);
 }
 
@@ -288,33 +288,33 @@ void akvi_guard_refit(akv_db *db)
  * with relaxed atomics give no ordering of their own. */
 static bool query(akv_db *db, const akvi_mem *m, akv_hash h)
 {
-    if (akv_filter_may_contain(atomic_load(&db->guard), h))
+    if (akv_filter_may_contain(atomic_load(&db->guard.f), h))
         return true;
     atomic_thread_fence(memory_order_seq_cst);
-    return atomic_load(&db->guard_broken) || atomic_load(&m->flushed);
+    return atomic_load(&db->guard.broken) || atomic_load(&m->flushed);
 }
 
 bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h, bool pinned)
 {
     if (!db->policy.mem)
         return true;
-    akvi_slot_ctr *c = akvi_slot_ctr_of(&db->guard_stats);
+    akvi_slot_ctr *c = akvi_slot_ctr_of(&db->guard.stats);
     atomic_fetch_add_explicit(&c->queries, 1, memory_order_relaxed);
     bool yes = false, done = false;
     /* Without the lock (a concurrent kind, a hazard-pinned get): the guard
      * and the flag are read between two even, equal values of guard_gen,
      * so they belong together; the pin keeps the guard read alive (retire). */
     if (pinned && (db->policy.mem->flags & AKV_FK_CONCURRENT)) {
-        uint64_t gen = atomic_load(&db->guard_gen);
+        uint64_t gen = atomic_load(&db->guard.gen);
         if (!(gen & 1)) {
             yes = query(db, m, h);
-            done = atomic_load(&db->guard_gen) == gen;
+            done = atomic_load(&db->guard.gen) == gen;
         }
     }
     if (!done) { /* under the lock: a rebuild swaps guard and flag together */
-        akvi_rw_rdlock(&db->guard_lock, AKVI_RANK_GUARD);
+        akvi_rw_rdlock(&db->guard.lock, AKVI_RANK_GUARD);
         yes = query(db, m, h);
-        akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
+        akvi_rw_unlock(&db->guard.lock, AKVI_RANK_GUARD);
     }
     if (!yes)
         atomic_fetch_add_explicit(&c->filtered, 1, memory_order_relaxed);
@@ -323,18 +323,18 @@ bool akvi_guard_may_contain(akv_db *db, const akvi_mem *m, akv_hash h, bool pinn
 
 void akvi_guard_absorb(akv_db *db, akv_hash h)
 {
-    if (!db->policy.mem || !db->policy.mem->absorb || atomic_load(&db->guard_broken))
+    if (!db->policy.mem || !db->policy.mem->absorb || atomic_load(&db->guard.broken))
         return;
     guard_lock_mut(db);
-    (void)akv_filter_absorb(db->guard, h);
-    akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
+    (void)akv_filter_absorb(db->guard.f, h);
+    akvi_rw_unlock(&db->guard.lock, AKVI_RANK_GUARD);
 }
 
 void akvi_guard_draining(akv_db *db, akvi_mem *m)
 {
-    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
-    db->guard_draining = m;
-    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
+    akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
+    db->guard.draining = m;
+    akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
 }
 
 void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
@@ -343,33 +343,33 @@ void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
     atomic_thread_fence(memory_order_seq_cst); /* see akvi_guard_may_contain */
     if (!db->policy.mem)
         return;
-    /* Under wmu, so that a writer's rebuild sees m's hashes either still in
+    /* Under wr.mu, so that a writer's rebuild sees m's hashes either still in
      * the guard (draining) or gone from it, never half removed. */
-    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
-    if (!atomic_load(&db->guard_broken)) {
+    akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
+    if (!atomic_load(&db->guard.broken)) {
         guard_lock_mut(db);
         for (size_t i = 0; i < m->n_hashes; i++)
-            (void)akv_filter_remove(db->guard, m->hashes[i]);
-        akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
+            (void)akv_filter_remove(db->guard.f, m->hashes[i]);
+        akvi_rw_unlock(&db->guard.lock, AKVI_RANK_GUARD);
     }
     sweep(db); /* replaced guards whose readers are gone */
-    if (db->guard_draining == m)
-        db->guard_draining = NULL;
+    if (db->guard.draining == m)
+        db->guard.draining = NULL;
     /* Rebuild when broken, or smaller when it is more than 5/4 of the size
      * what is left in the memtables needs (it grew while memtables waited
      * for their flush). */
-    db->guard_keys -= db->guard_keys < m->n_hashes ? db->guard_keys : m->n_hashes;
+    db->guard.keys -= db->guard.keys < m->n_hashes ? db->guard.keys : m->n_hashes;
     /* A small flush (akv_flush, a settle) lowers it a quarter at a time. */
-    uint64_t mem = atomic_load_explicit(&db->guard_mem_keys, memory_order_relaxed);
+    uint64_t mem = atomic_load_explicit(&db->guard.mem_keys, memory_order_relaxed);
     mem -= mem / 4;
-    atomic_store_explicit(&db->guard_mem_keys, m->n_hashes > mem ? m->n_hashes : mem, memory_order_relaxed);
+    atomic_store_explicit(&db->guard.mem_keys, m->n_hashes > mem ? m->n_hashes : mem, memory_order_relaxed);
     free(m->hashes);
     m->hashes = NULL;
     m->n_hashes = m->cap_hashes = 0;
-    uint64_t fit = guard_capacity(db, db->guard_keys);
-    if (atomic_load(&db->guard_broken) || db->guard_cap > fit + fit / 4)
+    uint64_t fit = guard_capacity(db, db->guard.keys);
+    if (atomic_load(&db->guard.broken) || db->guard.cap > fit + fit / 4)
         (void)guard_rebuild(db, NULL);
-    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
+    akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
 }
 
 void akvi_guard_memory_parts(akv_db *db, akvi_guard_mem *out)
@@ -377,23 +377,23 @@ void akvi_guard_memory_parts(akv_db *db, akvi_guard_mem *out)
     memset(out, 0, sizeof *out);
     if (!db->policy.mem)
         return;
-    akvi_rw_rdlock(&db->guard_lock, AKVI_RANK_GUARD);
+    akvi_rw_rdlock(&db->guard.lock, AKVI_RANK_GUARD);
     out->avg = guard_avg_at(db, akvi_mono_seconds());
-    out->now = db->guard ? akv_filter_memory(db->guard) : 0;
+    out->now = db->guard.f ? akv_filter_memory(db->guard.f) : 0;
     /* A guard's memory is proportional to the keys it is sized for. */
-    if (db->guard && db->guard_cap) {
-        out->floor = (double)out->now * GUARD_MIN / (double)db->guard_cap;
-        out->planned = (double)out->now * (double)guard_capacity(db, 0) / (double)db->guard_cap;
+    if (db->guard.f && db->guard.cap) {
+        out->floor = (double)out->now * GUARD_MIN / (double)db->guard.cap;
+        out->planned = (double)out->now * (double)guard_capacity(db, 0) / (double)db->guard.cap;
     }
-    akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
+    akvi_rw_unlock(&db->guard.lock, AKVI_RANK_GUARD);
 }
 
 size_t akvi_guard_memory(akv_db *db)
 {
     if (!db->policy.mem)
         return 0;
-    akvi_rw_rdlock(&db->guard_lock, AKVI_RANK_GUARD);
-    size_t m = db->guard ? akv_filter_memory(db->guard) : 0;
-    akvi_rw_unlock(&db->guard_lock, AKVI_RANK_GUARD);
+    akvi_rw_rdlock(&db->guard.lock, AKVI_RANK_GUARD);
+    size_t m = db->guard.f ? akv_filter_memory(db->guard.f) : 0;
+    akvi_rw_unlock(&db->guard.lock, AKVI_RANK_GUARD);
     return m;
 }

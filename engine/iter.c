@@ -37,10 +37,10 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     if (!it)
         return akvi_err(AKV_ENOMEM, "out of memory");
     it->db = db;
-    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
+    akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
     it->v = akvi_current(db);
     it->snap = rocksdb_create_snapshot(db->rdb);
-    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
+    akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
     it->ro_mem = rocksdb_readoptions_create();
     rocksdb_readoptions_set_snapshot(it->ro_mem, it->snap);
     /* past a memtable family's generation record (mempool.c) */

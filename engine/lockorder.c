@@ -19,20 +19,13 @@ static _Thread_local uint32_t t_mask __attribute__((tls_model("initial-exec")));
 static _Thread_local uint16_t t_count[AKVI_RANK_COUNT] __attribute__((tls_model("initial-exec")));
 
 static const char *const names[AKVI_RANK_COUNT] = {
-    [AKVI_RANK_SAVE] = "savemu",
-    [AKVI_RANK_PUB] = "pubmu",
-    [AKVI_RANK_CAT] = "catmu",
-    [AKVI_RANK_WRITE] = "wmu",
-    [AKVI_RANK_BG] = "bgmu",
-    [AKVI_RANK_GRAVE] = "gravemu",
-    [AKVI_RANK_POOL] = "pool.mu",
-    [AKVI_RANK_FRONT] = "fronts.mu",
-    [AKVI_RANK_GUARD] = "guard_lock",
-    [AKVI_RANK_VERSION] = "vmu",
-    [AKVI_RANK_RETIRED] = "retmu",
-    [AKVI_RANK_SLOT_GROW] = "a slot's grow_mu",
-    [AKVI_RANK_SLOT] = "a slot's lock",
-    [AKVI_RANK_MISSLOG] = "a miss-log shard's lock",
+    [AKVI_RANK_SAVE] = "bg.savemu",     [AKVI_RANK_PUB] = "vs.pubmu",
+    [AKVI_RANK_CAT] = "cat.mu",         [AKVI_RANK_WRITE] = "wr.mu",
+    [AKVI_RANK_BG] = "bg.mu",           [AKVI_RANK_GRAVE] = "grave.mu",
+    [AKVI_RANK_POOL] = "pool.mu",       [AKVI_RANK_FRONT] = "fronts.mu",
+    [AKVI_RANK_GUARD] = "guard.lock",   [AKVI_RANK_VERSION] = "vs.mu",
+    [AKVI_RANK_RETIRED] = "vs.retmu",   [AKVI_RANK_SLOT_GROW] = "a slot's grow_mu",
+    [AKVI_RANK_SLOT] = "a slot's lock", [AKVI_RANK_MISSLOG] = "a miss-log shard's lock",
 };
 
 static bool is_class(akvi_rank r)

@@ -28,17 +28,17 @@
 /* In the order they are taken: a lock may be taken while holding only
  * locks of lower rank. */
 typedef enum akvi_rank {
-    AKVI_RANK_SAVE = 1,  /* savemu: one saver of adapted slots */
-    AKVI_RANK_PUB,       /* pubmu: publishing a flush or compaction */
-    AKVI_RANK_CAT,       /* catmu: catalog and miss-log encoding and writes */
-    AKVI_RANK_WRITE,     /* wmu: writers, rotation, the guard's inserts */
-    AKVI_RANK_BG,        /* bgmu: background work's state */
-    AKVI_RANK_GRAVE,     /* gravemu: the grave's lists */
+    AKVI_RANK_SAVE = 1,  /* bg.savemu: one saver of adapted slots */
+    AKVI_RANK_PUB,       /* vs.pubmu: publishing a flush or compaction */
+    AKVI_RANK_CAT,       /* cat.mu: catalog and miss-log encoding and writes */
+    AKVI_RANK_WRITE,     /* wr.mu: writers, rotation, the guard's inserts */
+    AKVI_RANK_BG,        /* bg.mu: background work's state */
+    AKVI_RANK_GRAVE,     /* grave.mu: the grave's lists */
     AKVI_RANK_POOL,      /* pool.mu: the memtable pool's states */
     AKVI_RANK_FRONT,     /* fronts.mu: the current L0 front */
-    AKVI_RANK_GUARD,     /* guard_lock: the memtable guard */
-    AKVI_RANK_VERSION,   /* vmu: the current version pointer */
-    AKVI_RANK_RETIRED,   /* retmu: the retired versions' list */
+    AKVI_RANK_GUARD,     /* guard.lock: the memtable guard */
+    AKVI_RANK_VERSION,   /* vs.mu: the current version pointer */
+    AKVI_RANK_RETIRED,   /* vs.retmu: the retired versions' list */
     AKVI_RANK_SLOT_GROW, /* a slot's grow_mu (class) */
     AKVI_RANK_SLOT,      /* a slot's filter lock (class) */
     AKVI_RANK_MISSLOG,   /* a miss-log shard's lock (class) */

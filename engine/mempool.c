@@ -211,7 +211,7 @@ int akvi_pool_empty(akv_db *db, size_t i)
     akvi_mutex_lock(&db->pool.mu, AKVI_RANK_POOL);
     rocksdb_column_family_handle_t *cf = db->pool.cf[i];
     akvi_mutex_unlock(&db->pool.mu, AKVI_RANK_POOL);
-    if (atomic_load(&db->bg_error) || !cf) {
+    if (atomic_load(&db->bg.error) || !cf) {
         akvi_pool_set(db, i, cf, AKVI_POOL_BROKEN); /* reopen empties it */
         return AKV_OK;
     }

@@ -29,7 +29,7 @@ int akvi_rotate(akv_db *db)
     /* No family is created: one of the pool's, its generation recorded
      * before the first write reaches it (open refuses a gap in the
      * memtable generations, recover.c). */
-    uint64_t gen = db->next_mem_gen;
+    uint64_t gen = db->wr.next_mem_gen;
     size_t idx;
     int rc = akvi_pool_take(db, gen, &idx);
     if (rc != AKV_OK)
@@ -44,7 +44,7 @@ int akvi_rotate(akv_db *db)
         akvi_pool_put_back(db, idx);
         return rc;
     }
-    db->next_mem_gen++;
+    db->wr.next_mem_gen++;
     return AKV_OK;
 }
 

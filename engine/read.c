@@ -103,7 +103,7 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
         g->info.wasted_probes++;
         g->info.mem_wasted++;
         if (db->policy.mem) {
-            atomic_fetch_add_explicit(&akvi_slot_ctr_of(&db->guard_stats)->fps, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&akvi_slot_ctr_of(&db->guard.stats)->fps, 1, memory_order_relaxed);
             g->fps++;
         }
     }
@@ -196,7 +196,7 @@ static int get(akv_db *db, const void *key, size_t klen, get_ctx *g, akvi_versio
         g->info.block_reads = akvi_thread_block_reads() - g->reads_before;
     if (ik != stackbuf)
         free(ik);
-    /* This thread's counters only (internal.h, "thread slots"). */
+    /* This thread's counters only (threadslot.h, stats.h). */
     akvi_rstats *st = akvi_rstats_of(db);
     akvi_ctr_add(&st->gets, 1);
     akvi_ctr_add(&st->slot_queries, g->info.slots_checked);

@@ -487,7 +487,7 @@ static bool holds_all(akv_db *db, const akvi_cat_run *r, const akv_filter *f, co
  * `run` (its level, or SST `sst`'s shard), for a refusal's message. */
 static void previous_generation(akv_db *db, uint64_t run, uint64_t sst, bool level, char *out, size_t cap)
 {
-    unsigned slot = (unsigned)((db->cat_seq + 1) & 1);
+    unsigned slot = (unsigned)((db->cat.seq + 1) & 1);
     akvi_catalog c;
     if (akvi_catalog_load_slot(db->dir, slot, &c) != AKV_OK) {
         snprintf(out, cap, "the previous catalog (CATALOG.%u) is unusable", slot);
@@ -537,7 +537,7 @@ static int check_binding(akv_db *db, const akvi_run *r, size_t j)
             "run %llu: the catalog (CATALOG.%u, sequence %llu) records %s %llu (shard of %u bits), but "
             "its SST %llu's filter file %s, bound to that SST, records %s %llu (%u bits); %s: the "
             "catalog or the filter file is wrong" REPAIR_HINT,
-            (unsigned long long)r->info.id, (unsigned)(db->cat_seq & 1), (unsigned long long)db->cat_seq,
+            (unsigned long long)r->info.id, (unsigned)(db->cat.seq & 1), (unsigned long long)db->cat.seq,
             field, (unsigned long long)(level ? r->info.level : s->prefix), r->info.prefix_bits,
             (unsigned long long)s->id, name, field, (unsigned long long)(level ? d.level : b->prefix),
             d.prefix_bits, prev);
@@ -707,7 +707,7 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
         return akvi_err(AKV_ENOMEM, "out of memory");
     }
     size_t n = 0;
-    uint64_t maxgen = db->flushed_mem_gen;
+    uint64_t maxgen = db->vs.flushed_mem_gen;
     int rc = AKV_OK;
     /* The pool's families first: what each holds. */
     for (size_t i = 0; rc == AKV_OK && i < cfs->n; i++) {
@@ -717,7 +717,7 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
         cfs->state[i] = CF_USED; /* the pool owns the handle */
         rc = akvi_pool_marker(db, cfs->h[i], &gen);
         bool any = false;
-        if (rc == AKV_OK && gen <= db->flushed_mem_gen)
+        if (rc == AKV_OK && gen <= db->vs.flushed_mem_gen)
             rc = cf_has_data(db, cfs->h[i], &any);
         /* Its generation is written before its first key and removed with
          * its last, by one range deletion. */
@@ -725,10 +725,10 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
             rc = akvi_err(AKV_ECORRUPT, "memtable family %s holds data but no generation" REPAIR_HINT,
                           cfs->names[i]);
         akvi_pool_set(db, p - 1, cfs->h[i],
-                      gen > db->flushed_mem_gen ? AKVI_POOL_BUSY
-                      : gen || any              ? AKVI_POOL_STALE
-                                                : AKVI_POOL_FREE);
-        if (rc != AKV_OK || gen <= db->flushed_mem_gen)
+                      gen > db->vs.flushed_mem_gen ? AKVI_POOL_BUSY
+                      : gen || any                 ? AKVI_POOL_STALE
+                                                   : AKVI_POOL_FREE);
+        if (rc != AKV_OK || gen <= db->vs.flushed_mem_gen)
             continue;
         pool_gen[i] = gen;
         rc = akvi_mem_create(db, gen, cfs->h[i], (int)(p - 1), &mems[n]);
@@ -741,7 +741,7 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
      * leftover: the copy was written in one batch. */
     for (size_t i = 0; rc == AKV_OK && i < cfs->n; i++) {
         uint64_t gen = akvi_parse_id(cfs->names[i], "mem.");
-        if (gen == 0 || gen <= db->flushed_mem_gen || cfs->state[i] != CF_FREE)
+        if (gen == 0 || gen <= db->vs.flushed_mem_gen || cfs->state[i] != CF_FREE)
             continue;
         bool copied = false;
         for (size_t j = 0; j < cfs->n; j++)
@@ -757,7 +757,7 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
         maxgen = gen > maxgen ? gen : maxgen;
     }
     free(pool_gen);
-    db->next_mem_gen = maxgen + 1;
+    db->wr.next_mem_gen = maxgen + 1;
     akvi_sort(mems, n, sizeof *mems, cmp_mem_desc);
     *out = mems;
     *n_out = n;
@@ -767,12 +767,12 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
      * generation twice, means a memtable was flushed by a commit this
      * catalog does not have. */
     if (rc == AKV_OK && n &&
-        (mems[n - 1]->gen != db->flushed_mem_gen + 1 || mems[0]->gen - mems[n - 1]->gen + 1 != n))
+        (mems[n - 1]->gen != db->vs.flushed_mem_gen + 1 || mems[0]->gen - mems[n - 1]->gen + 1 != n))
         rc = akvi_err(AKV_ECORRUPT,
                       "memtables %llu..%llu (%zu of them) do not follow the catalog's flushed "
                       "generation %llu: the catalog is older than the data" REPAIR_HINT,
                       (unsigned long long)mems[n - 1]->gen, (unsigned long long)mems[0]->gen, n,
-                      (unsigned long long)db->flushed_mem_gen);
+                      (unsigned long long)db->vs.flushed_mem_gen);
     return rc;
 }
 
@@ -783,7 +783,7 @@ static int add_active_mem(akv_db *db, akvi_mem **mems, size_t *n)
 {
     if (*n > 0 && mems[0]->pool >= 0)
         return AKV_OK;
-    uint64_t gen = db->next_mem_gen;
+    uint64_t gen = db->wr.next_mem_gen;
     size_t idx;
     int rc = akvi_pool_take(db, gen, &idx);
     if (rc == AKVI_POOL_WAIT) /* nothing is being emptied at open */
@@ -797,7 +797,7 @@ static int add_active_mem(akv_db *db, akvi_mem **mems, size_t *n)
         akvi_pool_put_back(db, idx);
         return rc;
     }
-    db->next_mem_gen++;
+    db->wr.next_mem_gen++;
     ++*n;
     return AKV_OK;
 }
@@ -962,10 +962,10 @@ static int load_existing(akv_db *db, bool have_identity, loaded *L)
         akvi_log(db, "warning: %s/IDENTITY is missing; written again from the meta family's copy", db->dir);
     if (c.next_run_id == 0)
         c.next_run_id = 1;
-    db->next_run_id = c.next_run_id;
-    db->run_id_bound = c.next_run_id;
-    db->flushed_mem_gen = c.flushed_mem_gen;
-    db->cat_seq = c.seq;
+    db->vs.next_run_id = c.next_run_id;
+    db->cat.run_id_bound = c.next_run_id;
+    db->vs.flushed_mem_gen = c.flushed_mem_gen;
+    db->cat.seq = c.seq;
     rc = classify_families(db, &c, &L->cfs);
     if (rc == AKV_OK)
         rc = check_catalog_files(db, &L->cfs, &c);
@@ -1058,9 +1058,9 @@ static int adopt_catalog(akv_db *db, const loaded *L, bool store)
 {
     akvi_catalog c = {.layout = (uint32_t)db->layout,
                       .seed = db->seed,
-                      .seq = db->cat_seq,
-                      .next_run_id = db->run_id_bound,
-                      .flushed_mem_gen = db->flushed_mem_gen,
+                      .seq = db->cat.seq,
+                      .next_run_id = db->cat.run_id_bound,
+                      .flushed_mem_gen = db->vs.flushed_mem_gen,
                       .bits_per_key = db->opt.bits_per_key,
                       .n_run = L->n_run};
     snprintf(c.policy, sizeof c.policy, "%s", db->policy_text);
@@ -1070,16 +1070,16 @@ static int adopt_catalog(akv_db *db, const loaded *L, bool store)
     for (size_t i = 0; i < L->n_run; i++)
         c.runs[i] = L->runs[i]->info;
     int rc;
-    akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
+    akvi_mutex_lock(&db->cat.mu, AKVI_RANK_CAT);
     if (store) {
         /* Both slots: the older format left none. */
         rc = akvi_catalog_store(db, &c);
         if (rc == AKV_OK)
             rc = akvi_catalog_store(db, &c);
     } else {
-        rc = akvi_catalog_encode(&c, &db->cat_buf, &db->cat_len);
+        rc = akvi_catalog_encode(&c, &db->cat.buf, &db->cat.len);
     }
-    akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
+    akvi_mutex_unlock(&db->cat.mu, AKVI_RANK_CAT);
     free(c.runs);
     return rc;
 }
@@ -1113,7 +1113,7 @@ static int go_live(akv_db *db, loaded *L)
         rc = akvi_pool_adopt(db, m->cf, m->gen, &idx);
         if (rc == AKV_OK) {
             akvi_cf_drop(db, m->cf);
-            rc = atomic_load(&db->bg_error);
+            rc = atomic_load(&db->bg.error);
             rocksdb_column_family_handle_destroy(m->cf);
             m->cf = db->pool.cf[idx];
             m->pool = (int)idx;
@@ -1226,8 +1226,8 @@ static int create_db(akv_db *db, loaded *L, created *m)
     db->seed = db->opt.seed;
     while (db->seed == 0 && getrandom(&db->seed, sizeof db->seed, 0) != sizeof db->seed)
         ;
-    db->next_run_id = 1;
-    db->flushed_mem_gen = 0;
+    db->vs.next_run_id = 1;
+    db->vs.flushed_mem_gen = 0;
     for (size_t i = 0; i < L->cfs.n; i++) { /* memtables of an interrupted create: empty */
         uint64_t p = akvi_parse_id(L->cfs.names[i], "pool.");
         if (L->cfs.state[i] == CF_FREE && akvi_parse_id(L->cfs.names[i], "mem."))
@@ -1245,18 +1245,18 @@ static int create_db(akv_db *db, loaded *L, created *m)
     if (rc == AKV_OK) {
         akvi_catalog c = {.layout = (uint32_t)db->layout, .seed = db->seed, .next_run_id = 2};
         m->catalog = true;
-        akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
+        akvi_mutex_lock(&db->cat.mu, AKVI_RANK_CAT);
         rc = akvi_catalog_store(db, &c);
         if (rc == AKV_OK)
             rc = akvi_catalog_store(db, &c);
-        akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
+        akvi_mutex_unlock(&db->cat.mu, AKVI_RANK_CAT);
     }
     if (rc == AKV_OK)
         rc = hook("catalog");
     L->mems = calloc(1, sizeof *L->mems);
     if (rc == AKV_OK && !L->mems)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
-    db->next_mem_gen = 1;
+    db->wr.next_mem_gen = 1;
     if (rc == AKV_OK)
         rc = akvi_pool_fill(db);
     if (rc == AKV_OK)
@@ -1276,15 +1276,15 @@ static void db_free(akv_db *db)
 {
     akvi_bg_stop(db);
     akvi_reclaim(db, true); /* no reader is left: every retired version goes */
-    if (db->cur)
-        akvi_version_unref(db->cur);
-    db->cur = NULL;
-    if (db->guard_stats.ctr)
-        akvi_slot_destroy(&db->guard_stats);
-    free(db->pins);
-    free(db->rs);
+    if (db->vs.cur)
+        akvi_version_unref(db->vs.cur);
+    db->vs.cur = NULL;
+    if (db->guard.stats.ctr)
+        akvi_slot_destroy(&db->guard.stats);
+    free(db->vs.pins);
+    free(db->st.rs);
     free((void *)db->fp_seen);
-    pthread_mutex_destroy(&db->retmu);
+    pthread_mutex_destroy(&db->vs.retmu);
     akvi_guard_free(db);
     akvi_fronts_free(db);
     akvi_pool_free(db);
@@ -1293,21 +1293,21 @@ static void db_free(akv_db *db)
     if (db->lock_fd >= 0) /* released last: RocksDB is closed */
         close(db->lock_fd);
     akvi_misslog_destroy(db->ml);
-    pthread_rwlock_destroy(&db->vmu);
-    pthread_mutex_destroy(&db->wmu);
-    pthread_mutex_destroy(&db->bgmu);
-    pthread_mutex_destroy(&db->savemu);
-    pthread_mutex_destroy(&db->catmu);
-    pthread_mutex_destroy(&db->pubmu);
-    pthread_mutex_destroy(&db->gravemu);
+    pthread_rwlock_destroy(&db->vs.mu);
+    pthread_mutex_destroy(&db->wr.mu);
+    pthread_mutex_destroy(&db->bg.mu);
+    pthread_mutex_destroy(&db->bg.savemu);
+    pthread_mutex_destroy(&db->cat.mu);
+    pthread_mutex_destroy(&db->vs.pubmu);
+    pthread_mutex_destroy(&db->grave.mu);
     for (int l = 0; l < AKV_MAX_LEVELS; l++)
-        free(db->cursor[l].key);
-    pthread_cond_destroy(&db->stall_cv);
-    pthread_cond_destroy(&db->bg_cv);
-    pthread_cond_destroy(&db->done_cv);
-    pthread_rwlock_destroy(&db->guard_lock);
+        free(db->bg.cursor[l].key);
+    pthread_cond_destroy(&db->wr.stall_cv);
+    pthread_cond_destroy(&db->bg.cv);
+    pthread_cond_destroy(&db->bg.done_cv);
+    pthread_rwlock_destroy(&db->guard.lock);
     free((char *)db->opt.slot_policy);
-    free(db->cat_buf);
+    free(db->cat.buf);
     free(db->dir);
     free(db->rdir);
     free(db->fdir);
@@ -1346,41 +1346,41 @@ akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
 {
     akv_db *db = calloc(1, sizeof *db);
     if (db) { /* a get's pin and counters: one cache line or two per thread slot */
-        db->pins = aligned_alloc(AKVI_LINE, AKVI_THREAD_SLOTS * sizeof *db->pins);
-        db->rs = aligned_alloc(AKVI_LINE, AKVI_RSTATS_STRIPES * sizeof *db->rs);
+        db->vs.pins = aligned_alloc(AKVI_LINE, AKVI_THREAD_SLOTS * sizeof *db->vs.pins);
+        db->st.rs = aligned_alloc(AKVI_LINE, AKVI_RSTATS_STRIPES * sizeof *db->st.rs);
         db->fp_seen = calloc(AKVI_FP_SEEN, sizeof *db->fp_seen);
     }
-    if (!db || !db->pins || !db->rs || !db->fp_seen) {
+    if (!db || !db->vs.pins || !db->st.rs || !db->fp_seen) {
         if (db) {
-            free(db->pins);
-            free(db->rs);
+            free(db->vs.pins);
+            free(db->st.rs);
             free((void *)db->fp_seen);
         }
         free(db);
         *rc = akvi_err(AKV_ENOMEM, "out of memory");
         return NULL;
     }
-    memset(db->pins, 0, AKVI_THREAD_SLOTS * sizeof *db->pins);
-    memset(db->rs, 0, AKVI_RSTATS_STRIPES * sizeof *db->rs);
-    pthread_mutex_init(&db->retmu, NULL);
+    memset(db->vs.pins, 0, AKVI_THREAD_SLOTS * sizeof *db->vs.pins);
+    memset(db->st.rs, 0, AKVI_RSTATS_STRIPES * sizeof *db->st.rs);
+    pthread_mutex_init(&db->vs.retmu, NULL);
     /* Writer-preferring: a stream of readers pinning versions must not
      * starve the background thread's installs. */
     pthread_rwlockattr_t va;
     pthread_rwlockattr_init(&va);
     pthread_rwlockattr_setkind_np(&va, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&db->vmu, &va);
+    pthread_rwlock_init(&db->vs.mu, &va);
     pthread_rwlockattr_destroy(&va);
-    pthread_mutex_init(&db->wmu, NULL);
+    pthread_mutex_init(&db->wr.mu, NULL);
     akvi_pool_init(db);
-    pthread_mutex_init(&db->bgmu, NULL);
-    pthread_mutex_init(&db->savemu, NULL);
-    pthread_mutex_init(&db->catmu, NULL);
-    pthread_mutex_init(&db->pubmu, NULL);
-    pthread_mutex_init(&db->gravemu, NULL);
-    pthread_cond_init(&db->stall_cv, NULL);
-    pthread_cond_init(&db->bg_cv, NULL);
-    pthread_cond_init(&db->done_cv, NULL);
-    pthread_rwlock_init(&db->guard_lock, NULL);
+    pthread_mutex_init(&db->bg.mu, NULL);
+    pthread_mutex_init(&db->bg.savemu, NULL);
+    pthread_mutex_init(&db->cat.mu, NULL);
+    pthread_mutex_init(&db->vs.pubmu, NULL);
+    pthread_mutex_init(&db->grave.mu, NULL);
+    pthread_cond_init(&db->wr.stall_cv, NULL);
+    pthread_cond_init(&db->bg.cv, NULL);
+    pthread_cond_init(&db->bg.done_cv, NULL);
+    pthread_rwlock_init(&db->guard.lock, NULL);
     akvi_fronts_init(db);
     db->lock_fd = -1;
     *rc = setup(db, dir, opt);
@@ -1565,18 +1565,18 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, b
     if (rc == AKV_OK && mode == OPEN_CREATE)
         rc = create_db(db, &L, &made);
     if (rc == AKV_OK) {
-        db->cur = akvi_version_new(L.n_mem, L.n_run);
-        if (!db->cur)
+        db->vs.cur = akvi_version_new(L.n_mem, L.n_run);
+        if (!db->vs.cur)
             rc = akvi_err(AKV_ENOMEM, "out of memory");
     }
     if (rc == AKV_OK) {
         if (L.n_mem)
-            memcpy(db->cur->mems, L.mems, L.n_mem * sizeof *L.mems);
+            memcpy(db->vs.cur->mems, L.mems, L.n_mem * sizeof *L.mems);
         if (L.n_run)
-            memcpy(db->cur->runs, L.runs, L.n_run * sizeof *L.runs);
-        akvi_sort_runs(db->cur->runs, L.n_run);
+            memcpy(db->vs.cur->runs, L.runs, L.n_run * sizeof *L.runs);
+        akvi_sort_runs(db->vs.cur->runs, L.n_run);
         L.n_mem = L.n_run = 0;
-        clean_files(db, db->cur);
+        clean_files(db, db->vs.cur);
         akvi_guard_refit(db); /* sized for the memtables just re-read */
     }
     loaded_free(db, &L, rc == AKV_OK);
@@ -1670,7 +1670,7 @@ int akv_close(akv_db *db)
     /* After a failed write RocksDB has stopped (its log may be torn): a
      * synced write now would trip its own assertions. The miss log is only
      * a hint; the error that stopped the database is reported instead. */
-    int stopped = atomic_load(&db->bg_error);
+    int stopped = atomic_load(&db->bg.error);
     if (stopped)
         rc = akvi_err(stopped, "akv_close: the database stopped after a failed write; the miss log was not saved");
     else if ((rc = akvi_rest_credit_save(db)) == AKV_OK &&

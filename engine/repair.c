@@ -1211,7 +1211,7 @@ static int write_back(state *S, uint64_t flushed)
     uint64_t max_id = S->have_cat ? S->cat.next_run_id : 1;
     for (size_t i = 0; i < S->rs.n; i++)
         max_id = S->rs.v[i].id + 1 > max_id ? S->rs.v[i].id + 1 : max_id;
-    max_id = db->next_run_id > max_id ? db->next_run_id : max_id;
+    max_id = db->vs.next_run_id > max_id ? db->vs.next_run_id : max_id;
     akvi_catalog c = {.layout = (uint32_t)db->layout,
                       .seed = db->seed,
                       .next_run_id = max_id + 1,
@@ -1235,14 +1235,14 @@ static int write_back(state *S, uint64_t flushed)
     }
     if (rc == AKV_OK)
         rc = akvi_fsync_dir(db->fdir);
-    db->run_id_bound = 0;
-    db->cat_seq = S->have_cat ? S->cat.seq : 0;
-    akvi_mutex_lock(&db->catmu, AKVI_RANK_CAT);
+    db->cat.run_id_bound = 0;
+    db->cat.seq = S->have_cat ? S->cat.seq : 0;
+    akvi_mutex_lock(&db->cat.mu, AKVI_RANK_CAT);
     if (rc == AKV_OK)
         rc = akvi_catalog_store(db, &c);
     if (rc == AKV_OK)
         rc = akvi_catalog_store(db, &c);
-    akvi_mutex_unlock(&db->catmu, AKVI_RANK_CAT);
+    akvi_mutex_unlock(&db->cat.mu, AKVI_RANK_CAT);
     free(c.runs);
     if (rc == AKV_OK)
         rc = akvi_identity_write(db);
@@ -1337,7 +1337,7 @@ static int renew_meta(akv_db *db, rep *R, const akvi_live_sst *l, size_t nl)
     akvi_cf_drop(db, db->meta_cf);
     rocksdb_column_family_handle_destroy(db->meta_cf);
     db->meta_cf = NULL;
-    int rc = atomic_load(&db->bg_error);
+    int rc = atomic_load(&db->bg.error);
     if (rc != AKV_OK)
         return akvi_err(rc, "cannot repair %s: dropping the meta family failed: %s", db->dir, akv_errmsg());
     return akvi_cf_create(db, "meta", 0, &db->meta_cf);
@@ -1384,7 +1384,7 @@ static int renew_pool(state *S, const akvi_live_sst *l, size_t nl)
         akvi_cf_drop(db, S->cfs.h[i]);
         rocksdb_column_family_handle_destroy(S->cfs.h[i]);
         S->cfs.h[i] = NULL;
-        int rc = atomic_load(&db->bg_error);
+        int rc = atomic_load(&db->bg.error);
         if (rc != AKV_OK)
             return akvi_err(rc, "cannot repair %s: dropping family %s failed: %s", db->dir, S->cfs.names[i],
                             akv_errmsg());
@@ -1416,9 +1416,9 @@ static int repair(akv_db *db, rep *R)
     if (rc == AKV_OK && identity_pending)
         rc = find_identity(db, R, true);
     /* Repair allocates run ids itself; the catalog is written at the end. */
-    db->run_id_bound = UINT64_MAX;
-    db->cur = akvi_version_new(0, 0);
-    if (rc == AKV_OK && !db->cur)
+    db->cat.run_id_bound = UINT64_MAX;
+    db->vs.cur = akvi_version_new(0, 0);
+    if (rc == AKV_OK && !db->vs.cur)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
     if (rc == AKV_OK)
         rc = gather(&S);
@@ -1426,7 +1426,7 @@ static int repair(akv_db *db, rep *R)
         uint64_t next = S.have_cat ? S.cat.next_run_id : 1;
         for (size_t i = 0; i < S.rs.n; i++)
             next = S.rs.v[i].id >= next ? S.rs.v[i].id + 1 : next;
-        db->next_run_id = next;
+        db->vs.next_run_id = next;
         S.trust_cat = catalog_is_newest(&S);
         if (S.have_cat && !S.trust_cat)
             note(

@@ -127,11 +127,11 @@ const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name)
 
 int akvi_stop(akv_db *db, int rc)
 {
-    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-    if (!db->bg_error)
-        db->bg_error = rc;
-    pthread_cond_broadcast(&db->done_cv);
-    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+    akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+    if (!db->bg.error)
+        db->bg.error = rc;
+    pthread_cond_broadcast(&db->bg.done_cv);
+    akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
     return rc;
 }
 
@@ -156,7 +156,7 @@ static void family_op_done(akv_db *db, _Atomic uint64_t *kind, double t0)
 int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_family_handle_t **out)
 {
     *out = NULL;
-    int stopped = atomic_load(&db->bg_error);
+    int stopped = atomic_load(&db->bg.error);
     if (stopped)
         return akvi_err(stopped, "creating column family %s: the database stopped after a failure (reopen to recover)",
                         name);
@@ -178,7 +178,7 @@ void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf)
 {
     /* No catalog names a family that is dropped: if it stays, the next open
      * drops it (recover.c). */
-    if (atomic_load(&db->bg_error))
+    if (atomic_load(&db->bg.error))
         return;
     char *err = NULL;
     double t0 = akvi_mono_seconds();

@@ -94,7 +94,7 @@ int akvi_rw_begin(akv_db *db, int level, uint64_t est_bytes, const akvi_shards *
         return akvi_err(AKV_ENOMEM, "out of memory");
     w->db = db;
     w->level = level;
-    w->run_id = db->next_run_id++;
+    w->run_id = db->vs.next_run_id++;
     /* Before the id names a file or family, the catalog on disk must
      * reserve it: open deletes what carries a reserved id and the catalog
      * does not name, and refuses what carries an id beyond the reserve. */

@@ -1,7 +1,7 @@
 /*
  * stats.c — statistics: counters, shape of the LSM, per-slot rows, JSON.
  *
- * The read path counts per thread (internal.h, "thread slots"): a get
+ * The read path counts per thread (threadslot.h, stats.h): a get
  * writes only its thread's stripe of the database's and each slot's
  * counters, and these sums are exact once the readers are done.
  */
@@ -20,7 +20,7 @@ int akv_get_stats(akv_db *db, akv_stats *st)
     st->deletes = atomic_load(&db->st.deletes);
     /* The read path's counters: one block per thread slot, summed. */
     for (size_t i = 0; i < AKVI_RSTATS_STRIPES; i++) {
-        const akvi_rstats *r = &db->rs[i].c;
+        const akvi_rstats *r = &db->st.rs[i].c;
         st->gets += atomic_load_explicit(&r->gets, memory_order_relaxed);
         st->negative_lookups += atomic_load_explicit(&r->negative_lookups, memory_order_relaxed);
         st->probes += atomic_load_explicit(&r->probes, memory_order_relaxed);
@@ -207,8 +207,8 @@ int akv_slots(akv_db *db, akv_slot_info **rows, size_t *n)
     uint64_t mem_keys = 0;
     for (size_t i = 0; i < v->n_mem; i++)
         mem_keys += atomic_load(&v->mems[i]->entries);
-    fill_row(&out[k++], -1, 0, 0, db->policy.mem ? db->policy.mem->name : "none", mem_keys, akvi_guard_memory(db),
-             &db->guard_stats);
+    fill_row(&out[k++], -1, 0, 0, db->policy.mem ? db->policy.mem->name : "none", mem_keys,
+             akvi_guard_memory(db), &db->guard.stats);
     /* Guard probes are the memtable reads it let through. */
     out[0].probes = out[0].queries - out[0].filtered;
     for (size_t i = 0; i < v->n_run; i++) {

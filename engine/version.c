@@ -84,11 +84,11 @@ void akvi_mem_unref(akvi_mem *m)
 
 akvi_version *akvi_current(akv_db *db)
 {
-    akvi_rw_rdlock(&db->vmu, AKVI_RANK_VERSION);
-    akvi_version *v = db->cur;
+    akvi_rw_rdlock(&db->vs.mu, AKVI_RANK_VERSION);
+    akvi_version *v = db->vs.cur;
     if (v) /* NULL only while open builds the first version */
         akvi_version_ref(v);
-    akvi_rw_unlock(&db->vmu, AKVI_RANK_VERSION);
+    akvi_rw_unlock(&db->vs.mu, AKVI_RANK_VERSION);
     return v;
 }
 
@@ -99,18 +99,18 @@ akvi_version *akvi_pin(akv_db *db, int *tok)
      * filter kind's callback that reads the database) must not overwrite
      * the outer get's pin: only this thread writes its slot, so a pin
      * already there means nesting, and the inner get pins by refcount. */
-    if (t >= 0 && atomic_load_explicit(&db->pins[t].p.v, memory_order_relaxed) != NULL)
+    if (t >= 0 && atomic_load_explicit(&db->vs.pins[t].p.v, memory_order_relaxed) != NULL)
         t = -1;
     *tok = t;
     if (t < 0)
         return akvi_current(db);
     /* seq_cst: the pin's store and the second read of `cur` are ordered
      * against an edit's swap and its reclaim's scan of the pins. */
-    _Atomic(akvi_version *) *pin = &db->pins[t].p.v;
-    akvi_version *v = atomic_load(&db->cur);
+    _Atomic(akvi_version *) *pin = &db->vs.pins[t].p.v;
+    akvi_version *v = atomic_load(&db->vs.cur);
     for (;;) {
         atomic_store(pin, v);
-        akvi_version *again = atomic_load(&db->cur);
+        akvi_version *again = atomic_load(&db->vs.cur);
         if (again == v)
             return v;
         v = again;
@@ -124,19 +124,19 @@ void akvi_unpin(akv_db *db, akvi_version *v, int tok)
         return;
     }
     /* Ended, then cleared: a grace period waits for either. */
-    atomic_store(&db->pins[tok].p.ended,
-                 atomic_load_explicit(&db->pins[tok].p.ended, memory_order_relaxed) + 1);
-    atomic_store(&db->pins[tok].p.v, NULL);
+    atomic_store(&db->vs.pins[tok].p.ended,
+                 atomic_load_explicit(&db->vs.pins[tok].p.ended, memory_order_relaxed) + 1);
+    atomic_store(&db->vs.pins[tok].p.v, NULL);
     /* An edit retired a version (maybe this one) while this reader held it:
      * its scan may have seen the pin, so look (seq_cst, after the store). */
-    if (atomic_load(&db->n_retired) > 0)
+    if (atomic_load(&db->vs.n_retired) > 0)
         akvi_reclaim(db, false);
 }
 
 static bool pinned(const akv_db *db, const akvi_version *v)
 {
     for (size_t i = 0; i < AKVI_THREAD_SLOTS; i++)
-        if (atomic_load(&db->pins[i].p.v) == v)
+        if (atomic_load(&db->vs.pins[i].p.v) == v)
             return true;
     return false;
 }
@@ -146,14 +146,14 @@ static bool pinned(const akv_db *db, const akvi_version *v)
 void akvi_pins_snapshot(akv_db *db, akvi_pin_snapshot *s)
 {
     for (size_t i = 0; i < AKVI_THREAD_SLOTS; i++)
-        s->ended[i] = atomic_load(&db->pins[i].p.v) ? atomic_load(&db->pins[i].p.ended) : UINT64_MAX;
+        s->ended[i] = atomic_load(&db->vs.pins[i].p.v) ? atomic_load(&db->vs.pins[i].p.ended) : UINT64_MAX;
 }
 
 bool akvi_pins_passed(akv_db *db, const akvi_pin_snapshot *s)
 {
     for (size_t i = 0; i < AKVI_THREAD_SLOTS; i++)
-        if (s->ended[i] != UINT64_MAX && atomic_load(&db->pins[i].p.v) &&
-            atomic_load(&db->pins[i].p.ended) == s->ended[i])
+        if (s->ended[i] != UINT64_MAX && atomic_load(&db->vs.pins[i].p.v) &&
+            atomic_load(&db->vs.pins[i].p.ended) == s->ended[i])
             return false;
     return true;
 }
@@ -163,11 +163,11 @@ static void retire(akv_db *db, akvi_version *old)
 {
     if (!old)
         return;
-    akvi_mutex_lock(&db->retmu, AKVI_RANK_RETIRED);
-    old->retired_next = db->retired;
-    db->retired = old;
-    atomic_fetch_add(&db->n_retired, 1);
-    akvi_mutex_unlock(&db->retmu, AKVI_RANK_RETIRED);
+    akvi_mutex_lock(&db->vs.retmu, AKVI_RANK_RETIRED);
+    old->retired_next = db->vs.retired;
+    db->vs.retired = old;
+    atomic_fetch_add(&db->vs.n_retired, 1);
+    akvi_mutex_unlock(&db->vs.retmu, AKVI_RANK_RETIRED);
     akvi_reclaim(db, true);
 }
 
@@ -176,20 +176,20 @@ static void retire(akv_db *db, akvi_version *old)
  * cleared during a scan is never left unseen. */
 void akvi_reclaim(akv_db *db, bool wait)
 {
-    if (!db->pins)
+    if (!db->vs.pins)
         return;
     if (wait) {
-        akvi_mutex_lock(&db->retmu, AKVI_RANK_RETIRED);
+        akvi_mutex_lock(&db->vs.retmu, AKVI_RANK_RETIRED);
     } else {
-        atomic_store(&db->reclaim_again, true);
-        if (!akvi_mutex_trylock(&db->retmu, AKVI_RANK_RETIRED))
+        atomic_store(&db->vs.reclaim_again, true);
+        if (!akvi_mutex_trylock(&db->vs.retmu, AKVI_RANK_RETIRED))
             return;
     }
     for (;;) {
-        atomic_store(&db->reclaim_again, false);
+        atomic_store(&db->vs.reclaim_again, false);
         akvi_version *keep = NULL, *done = NULL;
         size_t kept = 0;
-        for (akvi_version *v = db->retired, *next; v; v = next) {
+        for (akvi_version *v = db->vs.retired, *next; v; v = next) {
             next = v->retired_next;
             if (pinned(db, v)) {
                 v->retired_next = keep;
@@ -200,25 +200,25 @@ void akvi_reclaim(akv_db *db, bool wait)
                 done = v;
             }
         }
-        db->retired = keep;
-        atomic_store(&db->n_retired, kept);
-        akvi_mutex_unlock(&db->retmu, AKVI_RANK_RETIRED);
+        db->vs.retired = keep;
+        atomic_store(&db->vs.n_retired, kept);
+        akvi_mutex_unlock(&db->vs.retmu, AKVI_RANK_RETIRED);
         /* Outside the lock: the last unref of a run may drop its family. */
         for (akvi_version *v = done, *next; v; v = next) {
             next = v->retired_next;
             akvi_version_unref(v);
         }
-        if (!atomic_load(&db->reclaim_again) || !akvi_mutex_trylock(&db->retmu, AKVI_RANK_RETIRED))
+        if (!atomic_load(&db->vs.reclaim_again) || !akvi_mutex_trylock(&db->vs.retmu, AKVI_RANK_RETIRED))
             return;
     }
 }
 
 void akvi_install(akv_db *db, akvi_version *v)
 {
-    akvi_rw_wrlock(&db->vmu, AKVI_RANK_VERSION);
-    akvi_version *old = db->cur;
-    db->cur = v;
-    akvi_rw_unlock(&db->vmu, AKVI_RANK_VERSION);
+    akvi_rw_wrlock(&db->vs.mu, AKVI_RANK_VERSION);
+    akvi_version *old = db->vs.cur;
+    db->vs.cur = v;
+    akvi_rw_unlock(&db->vs.mu, AKVI_RANK_VERSION);
     retire(db, old);
 }
 
@@ -288,17 +288,17 @@ akvi_run **akvi_runs_after(const akvi_version *v, akvi_run *const *drop, size_t 
  * Derive and publish a new version from the current one, atomically with
  * respect to other edits (the writer rotates memtables while the background
  * thread replaces runs). `add_mem` and `add_runs` hand their references to the
- * new version; the edit is applied under vmu so no edit is lost.
+ * new version; the edit is applied under vs.mu so no edit is lost.
  */
 int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run *const *drop_runs,
                size_t n_drop, akvi_run *const *add_runs, size_t n_add)
 {
-    akvi_rw_wrlock(&db->vmu, AKVI_RANK_VERSION);
-    akvi_version *old = db->cur;
+    akvi_rw_wrlock(&db->vs.mu, AKVI_RANK_VERSION);
+    akvi_version *old = db->vs.cur;
     size_t n_mem = old->n_mem + (add_mem != NULL) - (drop_mem != NULL);
     akvi_version *v = akvi_version_new(n_mem, old->n_run + n_add + 1);
     if (!v) {
-        akvi_rw_unlock(&db->vmu, AKVI_RANK_VERSION);
+        akvi_rw_unlock(&db->vs.mu, AKVI_RANK_VERSION);
         return akvi_err(AKV_ENOMEM, "out of memory installing a version");
     }
     size_t k = 0;
@@ -313,8 +313,8 @@ int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run
         if (!in_list(old->runs[i], drop_runs, n_drop))
             akvi_run_ref(old->runs[i]);
     v->n_run = place_runs(old, drop_runs, n_drop, add_runs, n_add, v->runs);
-    db->cur = v;
-    akvi_rw_unlock(&db->vmu, AKVI_RANK_VERSION);
+    db->vs.cur = v;
+    akvi_rw_unlock(&db->vs.mu, AKVI_RANK_VERSION);
     retire(db, old);
     return AKV_OK;
 }

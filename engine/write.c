@@ -1,6 +1,6 @@
 /*
  * write.c — the write path (docs/design.md, "The memtable guard"; "LSM
- * shape", stalls): writers are serialised by wmu; each batch is one RocksDB
+ * shape", stalls): writers are serialised by wr.mu; each batch is one RocksDB
  * write to the active memtable's family, its keys' hashes inserted into the
  * guard first; a full memtable is rotated and the background thread woken.
  */
@@ -25,14 +25,14 @@ static int l0_slowdown(const akv_db *db)
     return t + (s - t) / 2;
 }
 
-/* Under wmu: the stalled writer's wait for the background threads, which
+/* Under wr.mu: the stalled writer's wait for the background threads, which
  * broadcast stall_cv after every turn. */
 static int stall_wait(akv_db *db, bool *counted)
 {
-    akvi_mutex_lock(&db->bgmu, AKVI_RANK_BG);
-    int err = db->bg_error;
-    bool down = db->shutdown;
-    akvi_mutex_unlock(&db->bgmu, AKVI_RANK_BG);
+    akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
+    int err = db->bg.error;
+    bool down = db->bg.shutdown;
+    akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
     if (err || down)
         return akvi_err(err ? err : AKV_EBUSY, "background flush/compaction failed; writes are stopped");
     if (!*counted) {
@@ -40,11 +40,11 @@ static int stall_wait(akv_db *db, bool *counted)
         *counted = true;
     }
     akvi_bg_wake(db);
-    pthread_cond_wait(&db->stall_cv, &db->wmu);
+    pthread_cond_wait(&db->wr.stall_cv, &db->wr.mu);
     return AKV_OK;
 }
 
-/* Under wmu (which rate-limits every writer while it sleeps): delay a write
+/* Under wr.mu (which rate-limits every writer while it sleeps): delay a write
  * of `bytes` when the background threads fall behind, stop it while they
  * are far behind (L0 at l0_stall_runs memtables' worth, or three memtables
  * waiting). */
@@ -52,7 +52,7 @@ static int stall(akv_db *db, uint64_t bytes)
 {
     /* After a failed write or background job RocksDB has stopped: another
      * write (a synced one above all) would trip its assertions. */
-    int stopped = atomic_load(&db->bg_error);
+    int stopped = atomic_load(&db->bg.error);
     if (stopped)
         return akvi_err(stopped, "an earlier write or background job failed; writes are stopped (reopen to recover)");
     bool counted = false;
@@ -140,9 +140,9 @@ static int apply_locked(akv_db *db, const akvi_op *ops, size_t n, bool sync)
 
 int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync)
 {
-    akvi_mutex_lock(&db->wmu, AKVI_RANK_WRITE);
+    akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
     int rc = apply_locked(db, ops, n, sync);
-    akvi_mutex_unlock(&db->wmu, AKVI_RANK_WRITE);
+    akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
     if (rc == AKV_OK)
         for (size_t i = 0; i < n; i++) {
             atomic_fetch_add_explicit(ops[i].tag == AKVI_TAG_PUT ? &db->st.puts : &db->st.deletes, 1, memory_order_relaxed);

@@ -363,9 +363,10 @@ Test(concurrency, a_nested_get_keeps_the_outer_pin)
     cr_assert_geq(tok, 0, "the test thread has a thread slot");
     cr_assert_eq(akv_get(db, "k", 1, NULL, NULL), AKV_OK);
     cr_assert_eq(akv_get(db, "absent", 6, NULL, NULL), AKV_NOTFOUND);
-    cr_assert_eq(atomic_load(&db->pins[tok].p.v), outer, "the nested get replaced or cleared the outer pin");
+    cr_assert_eq(atomic_load(&db->vs.pins[tok].p.v), outer,
+                 "the nested get replaced or cleared the outer pin");
     akvi_unpin(db, outer, tok);
-    cr_assert_null(atomic_load(&db->pins[tok].p.v));
+    cr_assert_null(atomic_load(&db->vs.pins[tok].p.v));
     cr_assert_eq(akv_close(db), AKV_OK);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -1882,8 +1882,8 @@ static double upper_share(akv_db *db)
  * what rests have rewritten. Never negative: that is the bound. */
 static void assert_rest_within_credit(akv_db *db, const char *when)
 {
-    uint64_t in = db->rest_credit_saved + atomic_load(&db->st.bytes_written_user);
-    uint64_t out = atomic_load(&db->rest_spent);
+    uint64_t in = db->bg.rest_credit_saved + atomic_load(&db->st.bytes_written_user);
+    uint64_t out = atomic_load(&db->bg.rest_spent);
     cr_assert_leq(out, in, "%s: rests rewrote %llu raw bytes, more than the %llu written", when,
                   (unsigned long long)out, (unsigned long long)in);
 }
@@ -1922,8 +1922,8 @@ Test(lsm, rest_compaction_keeps_gaps_within_its_credit)
     uint32_t levels = rest_shape(&w, &st, &filters);
     cr_log_info("at rest after five passes: %u levels, upper share %.3f, %.3f filters per absent key", levels,
                 share, filters);
-    uint64_t left =
-        w.db->rest_credit_saved + atomic_load(&w.db->st.bytes_written_user) - atomic_load(&w.db->rest_spent);
+    uint64_t left = w.db->bg.rest_credit_saved + atomic_load(&w.db->st.bytes_written_user) -
+                    atomic_load(&w.db->bg.rest_spent);
     cr_assert_leq(share, 0.25,
                   "the upper levels cover %.3f of the hash space at rest (%llu bytes of credit left)", share,
                   (unsigned long long)left);
@@ -1931,8 +1931,8 @@ Test(lsm, rest_compaction_keeps_gaps_within_its_credit)
     check_all(&w, "at rest with gaps");
     /* The credit left is saved at close and read back at open. */
     world_reopen(&w);
-    cr_assert_eq(w.db->rest_credit_saved, left, "credit %llu after a reopen, %llu before",
-                 (unsigned long long)w.db->rest_credit_saved, (unsigned long long)left);
+    cr_assert_eq(w.db->bg.rest_credit_saved, left, "credit %llu after a reopen, %llu before",
+                 (unsigned long long)w.db->bg.rest_credit_saved, (unsigned long long)left);
     /* A burst after the rest: its rest stays within the credit. */
     put_sized(&w, 6000, 6700);
     cr_assert_eq(akv_flush(w.db), AKV_OK, "flush: %s", akv_errmsg());
@@ -2026,15 +2026,15 @@ static void check_rounds(akv_db *db, const int *last, const char *when)
  * does not hold (what close leaves in L0); -1 while a merge is pending. */
 static int settled_unheld_l0(akv_db *db)
 {
-    pthread_mutex_lock(&db->bgmu);
+    pthread_mutex_lock(&db->bg.mu);
     akvi_version *v = akvi_current(db);
     int n = 0;
     for (size_t i = 0; i < v->n_run; i++)
-        n += v->runs[i]->info.level == 0 && v->runs[i]->info.id >= db->l0_held_below;
-    if (db->l0_merging || akvi_l0_merge_due(db, v))
+        n += v->runs[i]->info.level == 0 && v->runs[i]->info.id >= db->bg.l0_held_below;
+    if (db->bg.l0_merging || akvi_l0_merge_due(db, v))
         n = -1;
     akvi_version_unref(v);
-    pthread_mutex_unlock(&db->bgmu);
+    pthread_mutex_unlock(&db->bg.mu);
     return n;
 }
 
@@ -2071,9 +2071,9 @@ static void close_releasing_hold(akv_db *db)
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, close_thread, db), 0);
     for (bool down = false; !down; usleep(1000)) {
-        pthread_mutex_lock(&db->bgmu);
-        down = db->shutdown;
-        pthread_mutex_unlock(&db->bgmu);
+        pthread_mutex_lock(&db->bg.mu);
+        down = db->bg.shutdown;
+        pthread_mutex_unlock(&db->bg.mu);
     }
     set_hold(false);
     void *rc = NULL;
@@ -2149,12 +2149,12 @@ static void l0_merge_test(akv_layout layout, const char *tag)
     akvt_rmrf(dir);
 }
 
-/* Under a bgmu-protected flag: is the compaction thread inside a step? */
+/* Under a bg.mu-protected flag: is the compaction thread inside a step? */
 static bool compacting(akv_db *db)
 {
-    pthread_mutex_lock(&db->bgmu);
-    bool c = db->compacting;
-    pthread_mutex_unlock(&db->bgmu);
+    pthread_mutex_lock(&db->bg.mu);
+    bool c = db->bg.compacting;
+    pthread_mutex_unlock(&db->bg.mu);
     return c;
 }
 

@@ -19,12 +19,12 @@ Test(lockorder, rising_ranks_pass_and_a_lower_one_is_refused)
     akvi_rank_taken(AKVI_RANK_PUB);
     cr_assert(akvi_rank_ok(AKVI_RANK_WRITE));
     akvi_rank_taken(AKVI_RANK_WRITE);
-    cr_assert(akvi_rank_ok(AKVI_RANK_VERSION), "pubmu -> wmu -> vmu is the documented order");
-    cr_assert(!akvi_rank_ok(AKVI_RANK_CAT), "catmu under wmu could deadlock against a commit");
+    cr_assert(akvi_rank_ok(AKVI_RANK_VERSION), "vs.pubmu -> wr.mu -> vs.mu is the documented order");
+    cr_assert(!akvi_rank_ok(AKVI_RANK_CAT), "cat.mu under wr.mu could deadlock against a commit");
     cr_assert(!akvi_rank_ok(AKVI_RANK_SAVE));
-    cr_assert(!akvi_rank_ok(AKVI_RANK_WRITE), "wmu is one lock: not taken twice");
+    cr_assert(!akvi_rank_ok(AKVI_RANK_WRITE), "wr.mu is one lock: not taken twice");
     akvi_rank_dropped(AKVI_RANK_WRITE);
-    cr_assert(akvi_rank_ok(AKVI_RANK_CAT), "with wmu released, catmu may follow pubmu");
+    cr_assert(akvi_rank_ok(AKVI_RANK_CAT), "with wr.mu released, cat.mu may follow vs.pubmu");
     akvi_rank_dropped(AKVI_RANK_PUB);
     cr_assert(akvi_rank_ok(AKVI_RANK_SAVE), "nothing held: any lock");
 }
@@ -48,10 +48,10 @@ Test(lockorder, a_trylock_breaks_no_order_and_is_recorded)
     akvi_mutex_lock(&hi, AKVI_RANK_RETIRED);
     cr_assert(akvi_mutex_trylock(&lo, AKVI_RANK_BG),
               "a try-lock never waits, so it may go against the order");
-    cr_assert(!akvi_rank_ok(AKVI_RANK_GRAVE), "retmu is held above gravemu");
+    cr_assert(!akvi_rank_ok(AKVI_RANK_GRAVE), "vs.retmu is held above grave.mu");
     akvi_mutex_unlock(&hi, AKVI_RANK_RETIRED);
-    cr_assert(akvi_rank_ok(AKVI_RANK_GRAVE), "bgmu -> gravemu is the documented order");
-    cr_assert(!akvi_rank_ok(AKVI_RANK_WRITE), "the try-locked bgmu counts as held");
+    cr_assert(akvi_rank_ok(AKVI_RANK_GRAVE), "bg.mu -> grave.mu is the documented order");
+    cr_assert(!akvi_rank_ok(AKVI_RANK_WRITE), "the try-locked bg.mu counts as held");
     akvi_mutex_unlock(&lo, AKVI_RANK_BG);
     cr_assert(akvi_rank_ok(AKVI_RANK_WRITE));
 }
@@ -82,6 +82,6 @@ Test(lockorder, each_thread_has_its_own_ranks)
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, other_thread, &ok), 0);
     cr_assert_eq(pthread_join(t, NULL), 0);
-    cr_assert(ok, "vmu held here does not bind another thread");
+    cr_assert(ok, "vs.mu held here does not bind another thread");
     akvi_rank_dropped(AKVI_RANK_VERSION);
 }

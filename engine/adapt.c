@@ -227,7 +227,7 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
  * a sample, so that the measurement does not depend on how many keys come
  * back: a pool of replayed keys many times the table would overwrite every
  * entry before its key came back, and read as a fresh stream. One first
- * false positive in 2^k (a coin; k = SAMPLE_SHIFT + db->fp_thin) is a
+ * false positive in 2^k (a coin; k = SAMPLE_SHIFT + db->ad.thin) is a
  * *sample*: left unfixed and remembered in a region of the table of its
  * own (SAMPLE entries, which only a later sample takes over, on a coin
  * toss), its tag carrying the k it was drawn at. Counted in first false
@@ -248,7 +248,7 @@ static int make_room(akv_db *db, akvi_run *r, size_t j, akv_filter *full)
  * second); a fresh-key stream, whose keys never come back, pays no
  * adaptation.
  */
-#define SAMPLE       (1u << 13) /* entries of db->fp_seen that hold samples: 32 KiB */
+#define SAMPLE       (1u << 13) /* entries of db->ad.seen that hold samples: 32 KiB */
 #define SAMPLE_SHIFT 3          /* at most one first false positive in 8 is a sample */
 #define MAX_THIN     9          /* at least one in 2^12 */
 #define THIN_BITS    0xfu       /* a sample's tag: fp_thin + 1 in its low bits, never 0 */
@@ -299,32 +299,32 @@ static bool take(_Atomic uint32_t *e, uint32_t was)
 static void sample_left(akv_db *db, uint32_t thin)
 {
     uint32_t w = 1u << thin;
-    if (atomic_fetch_add_explicit(&db->fp_left, w, memory_order_relaxed) + w <= (uint32_t)WINDOW << thin)
+    if (atomic_fetch_add_explicit(&db->ad.left, w, memory_order_relaxed) + w <= (uint32_t)WINDOW << thin)
         return;
-    uint32_t back = load(&db->fp_back), lost = load(&db->fp_lost), left = load(&db->fp_left);
+    uint32_t back = load(&db->ad.back), lost = load(&db->ad.lost), left = load(&db->ad.left);
     if (lost > back && thin < MAX_THIN)
-        store(&db->fp_thin, thin + 1);
+        store(&db->ad.thin, thin + 1);
     else if (4 * lost < back && thin > 0)
-        store(&db->fp_thin, thin - 1);
-    store(&db->fp_left, left / 2);
-    store(&db->fp_back, back / 2);
-    store(&db->fp_lost, lost / 2);
+        store(&db->ad.thin, thin - 1);
+    store(&db->ad.left, left / 2);
+    store(&db->ad.back, back / 2);
+    store(&db->ad.lost, lost / 2);
 }
 
 bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
 {
     uint32_t tag = (uint32_t)(h.hi >> 32);
     uint64_t m = akv_mix64(h.lo);
-    _Atomic uint32_t *sample = &db->fp_seen[m & (SAMPLE - 1)];
-    _Atomic uint32_t *kept = &db->fp_seen[SAMPLE + (size_t)(((m >> 32) * (AKVI_FP_SEEN - SAMPLE)) >> 32)];
+    _Atomic uint32_t *sample = &db->ad.seen[m & (SAMPLE - 1)];
+    _Atomic uint32_t *kept = &db->ad.seen[SAMPLE + (size_t)(((m >> 32) * (AKVI_FP_SEEN - SAMPLE)) >> 32)];
     uint32_t was = load(sample);
     if (was != 0 && (was & ~THIN_BITS) == (tag & ~THIN_BITS) && take(sample, was)) {
         /* A sample came back: counted at the rate it was drawn at, and
          * only while what came back does not outweigh what was left (a
          * burst of old samples coming back right after the counts were
          * halved cannot tip the rule alone). */
-        if (load(&db->fp_back) < load(&db->fp_left))
-            add(&db->fp_back, 1u << ((was & THIN_BITS) - 1));
+        if (load(&db->ad.back) < load(&db->ad.left))
+            add(&db->ad.back, 1u << ((was & THIN_BITS) - 1));
         return true;
     }
     uint32_t ktag = tag | 1; /* never the empty 0 */
@@ -333,7 +333,7 @@ bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
     if (akvi_misslog_holds(db->ml, h, key, klen))
         return true;
     uint64_t x = coin();
-    uint32_t thin = load(&db->fp_thin);
+    uint32_t thin = load(&db->ad.thin);
     if ((x >> (64 - SAMPLE_SHIFT - thin)) == 0) {
         /* A sample takes an entry another sample holds on a coin toss
          * only, as below; one that loses it is no sample. */
@@ -341,7 +341,7 @@ bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
         if (was == 0 || (x & 1)) {
             store(sample, (tag & ~THIN_BITS) | (thin + 1));
             if (was != 0)
-                add(&db->fp_lost, 1u << ((was & THIN_BITS) - 1));
+                add(&db->ad.lost, 1u << ((was & THIN_BITS) - 1));
             sample_left(db, thin);
             return false;
         }
@@ -352,9 +352,9 @@ bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen)
      * is left. */
     if (load(kept) == 0 || (x & 2))
         store(kept, ktag);
-    uint32_t left = load(&db->fp_left);
+    uint32_t left = load(&db->ad.left);
     return left >= (uint32_t)MIN_LEFT << thin &&
-           load(&db->fp_back) * BACK_ONE_IN >= left; /* many come back: buy now */
+           load(&db->ad.back) * BACK_ONE_IN >= left; /* many come back: buy now */
 }
 
 int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
@@ -372,4 +372,16 @@ int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t j, akv_hash h)
         rc = yes ? adapt_filter(db, r, j, f, h) : AKV_OK;
     }
     return rc;
+}
+
+int akvi_adapt_rule_init(akvi_adapt_rule *ad)
+{
+    ad->seen = calloc(AKVI_FP_SEEN, sizeof *ad->seen);
+    return ad->seen ? AKV_OK : AKV_ENOMEM;
+}
+
+void akvi_adapt_rule_destroy(akvi_adapt_rule *ad)
+{
+    free((void *)ad->seen);
+    ad->seen = NULL;
 }

@@ -308,3 +308,23 @@ int akv_compact(akv_db *db)
     akvi_grave_empty(db);
     return rc ? akvi_err(rc, "compaction failed in the background; see the log") : AKV_OK;
 }
+
+void akvi_bg_init(akvi_bg *bg)
+{
+    pthread_mutex_init(&bg->mu, NULL);
+    pthread_mutex_init(&bg->savemu, NULL);
+    pthread_cond_init(&bg->cv, NULL);
+    pthread_cond_init(&bg->done_cv, NULL);
+}
+
+void akvi_bg_destroy(akvi_bg *bg)
+{
+    pthread_mutex_destroy(&bg->mu);
+    pthread_mutex_destroy(&bg->savemu);
+    pthread_cond_destroy(&bg->cv);
+    pthread_cond_destroy(&bg->done_cv);
+    for (int l = 0; l < AKV_MAX_LEVELS; l++) {
+        free(bg->cursor[l].key);
+        bg->cursor[l].key = NULL;
+    }
+}

@@ -53,4 +53,8 @@ void akvi_bg_wake(akv_db *db);
 int akvi_rotate_when_free(akv_db *db);
 int akvi_save_adapted_slots(akv_db *db);
 
+/* Background work's fields and locks; destroy after akvi_bg_stop. */
+void akvi_bg_init(akvi_bg *bg);
+void akvi_bg_destroy(akvi_bg *bg);
+
 #endif

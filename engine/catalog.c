@@ -427,3 +427,15 @@ int akvi_catalog_load(const char *dir, akvi_catalog *out, char *note, size_t not
     *out = got[best];
     return AKV_OK;
 }
+
+void akvi_catstate_init(akvi_catstate *cs)
+{
+    pthread_mutex_init(&cs->mu, NULL);
+}
+
+void akvi_catstate_destroy(akvi_catstate *cs)
+{
+    pthread_mutex_destroy(&cs->mu);
+    free(cs->buf);
+    cs->buf = NULL;
+}

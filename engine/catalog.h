@@ -62,6 +62,9 @@ typedef struct akvi_catstate {
     uint64_t meta_wal_bytes, meta_flush_user;
 } akvi_catstate;
 
+void akvi_catstate_init(akvi_catstate *cs);
+void akvi_catstate_destroy(akvi_catstate *cs);
+
 int akvi_catalog_encode(const akvi_catalog *c, uint8_t **buf, size_t *len);
 /* Deep-decodes into *c (free with akvi_catalog_free). */
 int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c);

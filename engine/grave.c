@@ -149,3 +149,13 @@ void akvi_grave_empty(akv_db *db)
         mems = next;
     }
 }
+
+void akvi_grave_init(akvi_grave *g)
+{
+    pthread_mutex_init(&g->mu, NULL);
+}
+
+void akvi_grave_destroy(akvi_grave *g)
+{
+    pthread_mutex_destroy(&g->mu);
+}

@@ -36,4 +36,8 @@ void akvi_grave_empty(akv_db *db);
 /* Does the grave hold a memtable (whose pool family writers may wait for)? */
 bool akvi_grave_has_mems(akv_db *db);
 
+/* The grave's lock; destroy once it is empty (akvi_grave_empty). */
+void akvi_grave_init(akvi_grave *g);
+void akvi_grave_destroy(akvi_grave *g);
+
 #endif

@@ -24,6 +24,7 @@
 
 #include "adaptkv/adaptkv.h"
 #include "adaptkv/filter.h"
+#include "engine/adapt.h"
 #include "engine/bg.h"
 #include "engine/catalog.h"
 #include "engine/grave.h"
@@ -168,15 +169,7 @@ struct akv_db {
     _Atomic bool said_costed_fallback; /* akvi_build_kind logged its note */
     akvi_catstate cat;                 /* the catalog files (catalog.h) */
     akvi_misslog *ml;
-    /* Keys whose false positive was not fixed (adapt.c): a 32-bit tag of
-     * the hash per entry, direct-mapped, AKVI_FP_SEEN entries, the first
-     * 8,192 of them for the sampled ones. */
-    _Atomic uint32_t *fp_seen;
-    /* Of the sampled first false positives left unfixed lately, how many
-     * came back as a second, and how many a later sample took the place of
-     * first; the sampling rate's exponent over its least (adapt.c): decide
-     * whether a first one is fixed at once. */
-    _Atomic uint32_t fp_left, fp_back, fp_lost, fp_thin;
+    akvi_adapt_rule ad; /* when fixing a false positive pays (adapt.h) */
 };
 
 /* This thread's block of the read-path counters. */
@@ -395,24 +388,6 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
                   const akvi_shards *sh, uint64_t run_bytes, bool drop_tombstones, akvi_run ***out,
                   size_t *n_out);
 
-/* ---- adaptation (adapt.c) ---------------------------------------------- */
-
-/* Adapt slot `sst` of run `r` to the false positive `h` (a slot hash): the
- * colliding keys are read from the reverse map first, then the slot's lock
- * is taken and the fingerprint extended. A filter with no room left is
- * rebuilt from its SST with twice the room. */
-int akvi_adapt_slot(akv_db *db, akvi_run *r, size_t sst, akv_hash h);
-/* Whether fixing a false positive of key (hash h, the key's own) pays: on
- * its second false positive (remembered in db->fp_seen), when the miss log
- * already holds it as a returning absent key, or, while at least a quarter
- * of a random sample of unfixed first false positives come back, on its
- * first unless it is sampled (docs/design.md, "Adaptation where it pays").
- * Records this false positive. */
-bool akvi_adapt_pays(akv_db *db, akv_hash h, const void *key, size_t klen);
-#define AKVI_FP_SEEN (1u << 16) /* entries of db->fp_seen: 256 KiB */
-/* Test hook: called before the reverse map is read, outside every lock. */
-extern void (*_Atomic akvi_hook_before_revmap_read)(void);
-
 /* ---- commit (commit.c) ------------------------------------------------- */
 
 /* The catalog (sync) and miss log for the given runs and flushed gen. */
@@ -448,12 +423,19 @@ bool akvi_l0_merge_due(const akv_db *db, const akvi_version *v);
  * giving L0's search order. */
 int akvi_compact_l0(akv_db *db);
 
-/* ---- open and close (recover.c) ----------------------------------------- */
+/* ---- the identity record (identity.c) ------------------------------------ */
 
-/* akv_open without the background threads: every check of open, and
- * nothing flushed or compacted until the handle is closed (repair's check
- * that the repaired database opens). */
-int akvi_open_quiet(const char *dir, const akv_options *opt, akv_db **out);
+/* The identity record (28 bytes) and DIR/IDENTITY (docs/format.md §5). */
+size_t akvi_identity_encode(uint32_t layout, uint64_t seed, uint8_t *buf);
+int akvi_identity_decode(const uint8_t *buf, size_t len, uint32_t *layout, uint64_t *seed);
+int akvi_identity_read(const char *dir, uint32_t *layout, uint64_t *seed);
+/* DIR/IDENTITY (atomically) and its copy in the meta family. */
+int akvi_identity_write(akv_db *db);
+
+/* ---- RocksDB's families as an open finds them (cfset.c) ------------------ */
+
+/* Every refusal that repair can resolve ends with this. */
+#define AKVI_REPAIR_HINT "; the directory was left as it was (akv_repair salvages what is on disk)"
 
 /* RocksDB's families as open found them; runs and memtables take theirs. */
 enum { AKVI_CF_FREE, AKVI_CF_USED, AKVI_CF_LEFTOVER };
@@ -470,21 +452,30 @@ typedef struct akvi_cf_set {
 int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s);
 /* Destroy the handles nobody took (dropping leftovers when `drop`). */
 void akvi_cf_set_free(akv_db *db, akvi_cf_set *s, bool drop);
+/* The free family called name, now taken by the caller (NULL: none). */
+rocksdb_column_family_handle_t *akvi_cf_take(akvi_cf_set *s, const char *name);
+/* The family called name, whoever holds it (NULL: none). */
+rocksdb_column_family_handle_t *akvi_cf_find(const akvi_cf_set *s, const char *name);
 /* "run.12" with prefix "run." -> 12; 0 if the name is not of that form. */
 uint64_t akvi_parse_id(const char *name, const char *prefix);
-/* The identity record (28 bytes) and DIR/IDENTITY (docs/format.md §5). */
-size_t akvi_identity_encode(uint32_t layout, uint64_t seed, uint8_t *buf);
-int akvi_identity_decode(const uint8_t *buf, size_t len, uint32_t *layout, uint64_t *seed);
-int akvi_identity_read(const char *dir, uint32_t *layout, uint64_t *seed);
-/* DIR/IDENTITY (atomically) and its copy in the meta family. */
-int akvi_identity_write(akv_db *db);
+
+/* ---- the handle's life (db.c) -------------------------------------------- */
+
 /* An akv_db with options, paths, locks and RocksDB options, not opened. */
 akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc);
+/* Stop, release and free everything of db (open or not). */
 void akvi_db_free(akv_db *db);
 /* Take the database's lock (db->lock_fd): AKV_EBUSY, naming DIR, when
  * another handle holds it, in this process or another; AKV_NOTFOUND when
  * DIR does not exist. Taken before anything in DIR is read. */
 int akvi_dir_lock(akv_db *db);
+
+/* ---- open and close (recover.c) ----------------------------------------- */
+
+/* akv_open without the background threads: every check of open, and
+ * nothing flushed or compacted until the handle is closed (repair's check
+ * that the repaired database opens). */
+int akvi_open_quiet(const char *dir, const akv_options *opt, akv_db **out);
 /* Check RocksDB's WAL before it is replayed (wal.c): damage is logged and
  * counted, or refused when `strict`; the finding's text into note. */
 int akvi_wal_damage(akv_db *db, bool strict, char *note, size_t cap);

@@ -25,20 +25,16 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "engine/internal.h"
 #include "engine/lockorder.h"
-#include "util/codec.h"
 #include "util/order.h"
 #include "util/shard.h"
 
@@ -49,72 +45,16 @@ const char *__tsan_default_suppressions(void);
 __attribute__((used)) static const char *(*const keep_tsan_suppressions)(void) = __tsan_default_suppressions;
 #endif
 
-#define ID_MAGIC   "AKVI"
-#define ID_VERSION 1
-#define ID_LEN     28
-
-/* Every refusal that repair can resolve ends with this. */
-#define REPAIR_HINT "; the directory was left as it was (akv_repair salvages what is on disk)"
+#define REPAIR_HINT AKVI_REPAIR_HINT
+#define CF_FREE     AKVI_CF_FREE
+#define CF_USED     AKVI_CF_USED
+#define CF_LEFTOVER AKVI_CF_LEFTOVER
 
 int (*_Atomic akvi_hook_create_step)(const char *step);
 
 static const char *layout_name(uint32_t l)
 {
     return l == AKV_LAYOUT_ORDERED ? "ordered" : "hash";
-}
-
-/* ---- identity ------------------------------------------------------------ */
-
-size_t akvi_identity_encode(uint32_t layout, uint64_t seed, uint8_t *buf)
-{
-    akvi_wbuf w = {buf, 0};
-    akvi_w_bytes(&w, ID_MAGIC, 4);
-    akvi_w_u32(&w, ID_VERSION);
-    akvi_w_u32(&w, layout);
-    akvi_w_u64(&w, seed);
-    akvi_w_u64(&w, XXH64(buf, w.len, 0));
-    return w.len;
-}
-
-int akvi_identity_decode(const uint8_t *buf, size_t len, uint32_t *layout, uint64_t *seed)
-{
-    akvi_rbuf t = {buf, len, 20, false};
-    if (len != ID_LEN || memcmp(buf, ID_MAGIC, 4) != 0 || akvi_r_u64(&t) != XXH64(buf, 20, 0))
-        return akvi_err(AKV_ECORRUPT, "the identity record is damaged");
-    akvi_rbuf r = {buf, 20, 4, false};
-    uint32_t ver = akvi_r_u32(&r);
-    *layout = akvi_r_u32(&r);
-    *seed = akvi_r_u64(&r);
-    if (ver != ID_VERSION)
-        return akvi_err(AKV_ENOTSUP, "identity version %u is not supported", ver);
-    if (*layout != AKV_LAYOUT_HASH && *layout != AKV_LAYOUT_ORDERED)
-        return akvi_err(AKV_ECORRUPT, "the identity names unknown layout %u", *layout);
-    return AKV_OK;
-}
-
-int akvi_identity_read(const char *dir, uint32_t *layout, uint64_t *seed)
-{
-    char *p = akvi_path_join(dir, "IDENTITY");
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    int rc = p ? akvi_file_read(p, &buf, &len) : akvi_err(AKV_ENOMEM, "out of memory");
-    free(p);
-    if (rc == AKV_OK) {
-        rc = akvi_identity_decode(buf, len, layout, seed);
-        if (rc != AKV_OK)
-            rc = akvi_err(rc, "%s/IDENTITY: %s", dir, akv_errmsg());
-    }
-    free(buf);
-    return rc;
-}
-
-int akvi_identity_write(akv_db *db)
-{
-    uint8_t buf[ID_LEN];
-    size_t n = akvi_identity_encode((uint32_t)db->layout, db->seed, buf);
-    /* Also in the meta family: a second copy for repair. */
-    int rc = akvi_meta_put(db, "identity", buf, n, true);
-    return rc == AKV_OK ? akvi_file_write_atomic(db->dir, "IDENTITY", buf, n) : rc;
 }
 
 /* The identity against the options: a database is never reopened with
@@ -130,141 +70,6 @@ static int adopt_identity(akv_db *db, uint32_t layout, uint64_t seed)
     db->layout = (akv_layout)layout;
     db->seed = seed;
     return AKV_OK;
-}
-
-/* ---- column families ----------------------------------------------------- */
-
-#define CF_FREE     AKVI_CF_FREE
-#define CF_USED     AKVI_CF_USED
-#define CF_LEFTOVER AKVI_CF_LEFTOVER
-
-static rocksdb_column_family_handle_t *take_cf(akvi_cf_set *s, const char *name)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (s->state[i] == CF_FREE && strcmp(s->names[i], name) == 0) {
-            s->state[i] = CF_USED;
-            return s->h[i];
-        }
-    return NULL;
-}
-
-static rocksdb_column_family_handle_t *find_cf(const akvi_cf_set *s, const char *name)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->names[i], name) == 0)
-            return s->h[i];
-    return NULL;
-}
-
-int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s)
-{
-    char *err = NULL;
-    size_t n = 0;
-    char *cur = akvi_path_join(db->rdir, "CURRENT");
-    bool exists = cur && akvi_path_exists(cur);
-    free(cur);
-    char **listed = exists ? rocksdb_list_column_families(db->dbopt, db->rdir, &n, &err) : NULL;
-    if (err)
-        return akvi_rocks_err(err, "listing RocksDB's column families");
-    bool has_meta = false;
-    for (size_t i = 0; i < n; i++)
-        has_meta |= strcmp(listed[i], "meta") == 0;
-    size_t total = n ? n + !has_meta : 2;
-    s->names = calloc(total, sizeof *s->names);
-    s->h = calloc(total, sizeof *s->h);
-    s->state = calloc(total, sizeof *s->state);
-    const rocksdb_options_t **opts = calloc(total, sizeof *opts);
-    if (!s->names || !s->h || !s->state || !opts) {
-        free(opts);
-        if (listed)
-            rocksdb_list_column_families_destroy(listed, n);
-        return akvi_err(AKV_ENOMEM, "out of memory");
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        s->names[k++] = strdup(listed[i]);
-    if (!n)
-        s->names[k++] = strdup("default");
-    if (!has_meta && !read_only)
-        s->names[k++] = strdup("meta");
-    if (listed)
-        rocksdb_list_column_families_destroy(listed, n);
-    s->n = k;
-    for (size_t i = 0; i < k; i++)
-        opts[i] = akvi_cf_options_for(db, s->names[i]);
-    rocksdb_options_set_create_if_missing(db->dbopt, create ? 1 : 0);
-    for (;;) {
-        if (read_only)
-            db->rdb = rocksdb_open_for_read_only_column_families(
-                db->dbopt, db->rdir, (int)k, (const char *const *)s->names, opts, s->h, 0, &err);
-        else
-            db->rdb = rocksdb_open_column_families(db->dbopt, db->rdir, (int)k,
-                                                   (const char *const *)s->names, opts, s->h, &err);
-        /* A table file the MANIFEST names is missing: RocksDB 7.8 deletes
-         * an ingested file when the MANIFEST sync of its ingestion fails,
-         * though the record may have reached the disk. Open once more
-         * without paranoid checks; load_existing then refuses unless every
-         * missing file belongs to a family the catalog does not name. */
-        if (!err || !db->missing_ok || db->missing_relaxed || !strstr(err, "Corruption") ||
-            !strstr(err, "No such file"))
-            break;
-        akvi_log(db, "warning: RocksDB's MANIFEST names a missing SST (%s); opening without its paranoid checks "
-                     "to see whose it is",
-                 err);
-        free(err);
-        err = NULL;
-        memset(s->h, 0, s->n * sizeof *s->h);
-        rocksdb_options_set_paranoid_checks(db->dbopt, 0);
-        db->missing_relaxed = true;
-    }
-    free(opts);
-    if (err) {
-        db->rdb = NULL;
-        memset(s->h, 0, s->n * sizeof *s->h);
-        return akvi_rocks_err(err, "opening RocksDB");
-    }
-    db->default_cf = take_cf(s, "default");
-    db->meta_cf = take_cf(s, "meta");
-    if (!db->meta_cf)
-        return akvi_err(AKV_ECORRUPT, "RocksDB in %s has no meta family" REPAIR_HINT, db->rdir);
-    return AKV_OK;
-}
-
-/* Handles the runs and memtables did not take; `drop`: leftovers go (only
- * after a successful recovery, in the read-write phase). */
-static void cf_set_release(akv_db *db, akvi_cf_set *s, bool drop)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        if (s->state[i] != CF_USED && s->h && s->h[i]) {
-            if (drop && s->state[i] == CF_LEFTOVER)
-                akvi_cf_drop(db, s->h[i]);
-            rocksdb_column_family_handle_destroy(s->h[i]);
-        }
-        s->h[i] = NULL;
-    }
-}
-
-void akvi_cf_set_free(akv_db *db, akvi_cf_set *s, bool drop)
-{
-    if (s->h)
-        cf_set_release(db, s, drop);
-    for (size_t i = 0; i < s->n; i++)
-        free(s->names[i]);
-    free(s->names);
-    free(s->h);
-    free(s->state);
-    memset(s, 0, sizeof *s);
-}
-
-/* "run.12" -> 12 with prefix "run."; 0 if the name is not of that form. */
-uint64_t akvi_parse_id(const char *name, const char *prefix)
-{
-    size_t n = strlen(prefix);
-    if (strncmp(name, prefix, n) != 0 || name[n] < '0' || name[n] > '9')
-        return 0;
-    char *end;
-    unsigned long long v = strtoull(name + n, &end, 10);
-    return *end ? 0 : (uint64_t)v;
 }
 
 /* ---- the catalog against RocksDB ----------------------------------------- */
@@ -310,10 +115,10 @@ static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
     for (size_t i = 0; i < c->n_run; i++) {
         char name[64];
         snprintf(name, sizeof name, "run.%llu", (unsigned long long)c->runs[i].id);
-        bool ok = find_cf(s, name) != NULL;
+        bool ok = akvi_cf_find(s, name) != NULL;
         if (ok && db->layout == AKV_LAYOUT_ORDERED) {
             snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)c->runs[i].id);
-            ok = find_cf(s, name) != NULL;
+            ok = akvi_cf_find(s, name) != NULL;
         }
         if (!ok)
             return akvi_err(AKV_ECORRUPT,
@@ -381,7 +186,7 @@ static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_ru
                 (unsigned long long)s->bytes, what);
     }
     uint64_t entries = 0;
-    int rc = akvi_cf_entries(db->rdb, find_cf(cfs, name), &entries);
+    int rc = akvi_cf_entries(db->rdb, akvi_cf_find(cfs, name), &entries);
     if (rc == AKV_OK && entries != r->keys)
         return akvi_err(
             AKV_ECORRUPT,
@@ -389,7 +194,7 @@ static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_ru
             (unsigned long long)r->id, name, (unsigned long long)entries, (unsigned long long)r->keys);
     if (rc == AKV_OK && db->layout == AKV_LAYOUT_ORDERED) {
         snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->id);
-        rc = akvi_cf_entries(db->rdb, find_cf(cfs, name), &entries);
+        rc = akvi_cf_entries(db->rdb, akvi_cf_find(cfs, name), &entries);
         if (rc == AKV_OK && entries != r->keys)
             return akvi_err(
                 AKV_ECORRUPT, "run %llu: its reverse map %s holds %llu entries, the run %llu" REPAIR_HINT,
@@ -618,9 +423,9 @@ static int load_run(akv_db *db, akvi_cat_run *cr, akvi_cf_set *cfs, bool *upgrad
     memset(cr, 0, sizeof *cr); /* ownership moves into the run */
     r->slots = calloc(r->info.n_sst ? r->info.n_sst : 1, sizeof *r->slots);
     snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->info.id);
-    r->cf = take_cf(cfs, name);
+    r->cf = akvi_cf_take(cfs, name);
     snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->info.id);
-    r->rmap_cf = take_cf(cfs, name);
+    r->rmap_cf = akvi_cf_take(cfs, name);
     int rc = AKV_OK;
     if (!r->slots)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
@@ -1037,17 +842,17 @@ static int reopen_rw(akv_db *db, loaded *L)
     for (size_t i = 0; i < L->n_run; i++) {
         akvi_run *r = L->runs[i];
         snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->info.id);
-        r->cf = take_cf(&L->cfs, name);
+        r->cf = akvi_cf_take(&L->cfs, name);
         snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->info.id);
-        r->rmap_cf = take_cf(&L->cfs, name);
+        r->rmap_cf = akvi_cf_take(&L->cfs, name);
     }
     for (size_t i = 0; i < db->pool.n; i++) {
         akvi_pool_name(i, name, sizeof name);
-        akvi_pool_set(db, i, take_cf(&L->cfs, name), db->pool.state[i]);
+        akvi_pool_set(db, i, akvi_cf_take(&L->cfs, name), db->pool.state[i]);
     }
     for (size_t i = 0; i < L->n_mem; i++) {
         snprintf(name, sizeof name, "mem.%llu", (unsigned long long)L->mems[i]->gen);
-        L->mems[i]->cf = L->mems[i]->pool >= 0 ? db->pool.cf[L->mems[i]->pool] : take_cf(&L->cfs, name);
+        L->mems[i]->cf = L->mems[i]->pool >= 0 ? db->pool.cf[L->mems[i]->pool] : akvi_cf_take(&L->cfs, name);
     }
     return AKV_OK;
 }
@@ -1272,163 +1077,6 @@ static int create_db(akv_db *db, loaded *L, created *m)
 
 /* ---- akv_open ------------------------------------------------------------ */
 
-static void db_free(akv_db *db)
-{
-    akvi_bg_stop(db);
-    akvi_reclaim(db, true); /* no reader is left: every retired version goes */
-    if (db->vs.cur)
-        akvi_version_unref(db->vs.cur);
-    db->vs.cur = NULL;
-    if (db->guard.stats.ctr)
-        akvi_slot_destroy(&db->guard.stats);
-    free(db->vs.pins);
-    free(db->st.rs);
-    free((void *)db->fp_seen);
-    pthread_mutex_destroy(&db->vs.retmu);
-    akvi_guard_free(db);
-    akvi_fronts_free(db);
-    akvi_pool_free(db);
-    akvi_rocks_teardown(db);
-    pthread_mutex_destroy(&db->pool.mu);
-    if (db->lock_fd >= 0) /* released last: RocksDB is closed */
-        close(db->lock_fd);
-    akvi_misslog_destroy(db->ml);
-    pthread_rwlock_destroy(&db->vs.mu);
-    pthread_mutex_destroy(&db->wr.mu);
-    pthread_mutex_destroy(&db->bg.mu);
-    pthread_mutex_destroy(&db->bg.savemu);
-    pthread_mutex_destroy(&db->cat.mu);
-    pthread_mutex_destroy(&db->vs.pubmu);
-    pthread_mutex_destroy(&db->grave.mu);
-    for (int l = 0; l < AKV_MAX_LEVELS; l++)
-        free(db->bg.cursor[l].key);
-    pthread_cond_destroy(&db->wr.stall_cv);
-    pthread_cond_destroy(&db->bg.cv);
-    pthread_cond_destroy(&db->bg.done_cv);
-    pthread_rwlock_destroy(&db->guard.lock);
-    free((char *)db->opt.slot_policy);
-    free(db->cat.buf);
-    free(db->dir);
-    free(db->rdir);
-    free(db->fdir);
-    free(db->tdir);
-    free(db);
-}
-
-static int setup(akv_db *db, const char *dir, const akv_options *opt)
-{
-    db->opt = *opt;
-    db->opt.slot_policy = opt->slot_policy ? strdup(opt->slot_policy) : NULL;
-    /* What the options say (checked before anything is read); an existing
-     * database replaces what they leave unset with its own (adopt_policy).
-     * A successful open prints nothing unless the policy changed: the
-     * policy in effect is in akv_db_slot_policy and kvshell's `filters`. */
-    db->policy_given = opt->slot_policy && *opt->slot_policy;
-    db->bits_given = opt->bits_per_key != 0;
-    if (!db->bits_given)
-        db->opt.bits_per_key = AKVI_DEFAULT_BITS_PER_KEY;
-    int rc = akvi_policy_parse(opt->slot_policy, db->opt.bits_per_key, &db->policy, NULL, 0);
-    if (rc == AKV_OK)
-        rc = akvi_policy_format(&db->policy, db->policy_text, sizeof db->policy_text);
-    if (rc != AKV_OK)
-        return rc;
-    db->dir = strdup(dir);
-    db->rdir = akvi_path_join(dir, "rocksdb");
-    db->fdir = akvi_path_join(dir, "filters");
-    db->tdir = akvi_path_join(dir, "tmp");
-    db->ml = akvi_misslog_create(opt->miss_log_bytes);
-    if (!db->dir || !db->rdir || !db->fdir || !db->tdir || !db->ml)
-        return akvi_err(AKV_ENOMEM, "out of memory");
-    return akvi_rocks_setup(db);
-}
-
-akv_db *akvi_db_new(const char *dir, const akv_options *opt, int *rc)
-{
-    akv_db *db = calloc(1, sizeof *db);
-    if (db) { /* a get's pin and counters: one cache line or two per thread slot */
-        db->vs.pins = aligned_alloc(AKVI_LINE, AKVI_THREAD_SLOTS * sizeof *db->vs.pins);
-        db->st.rs = aligned_alloc(AKVI_LINE, AKVI_RSTATS_STRIPES * sizeof *db->st.rs);
-        db->fp_seen = calloc(AKVI_FP_SEEN, sizeof *db->fp_seen);
-    }
-    if (!db || !db->vs.pins || !db->st.rs || !db->fp_seen) {
-        if (db) {
-            free(db->vs.pins);
-            free(db->st.rs);
-            free((void *)db->fp_seen);
-        }
-        free(db);
-        *rc = akvi_err(AKV_ENOMEM, "out of memory");
-        return NULL;
-    }
-    memset(db->vs.pins, 0, AKVI_THREAD_SLOTS * sizeof *db->vs.pins);
-    memset(db->st.rs, 0, AKVI_RSTATS_STRIPES * sizeof *db->st.rs);
-    pthread_mutex_init(&db->vs.retmu, NULL);
-    /* Writer-preferring: a stream of readers pinning versions must not
-     * starve the background thread's installs. */
-    pthread_rwlockattr_t va;
-    pthread_rwlockattr_init(&va);
-    pthread_rwlockattr_setkind_np(&va, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&db->vs.mu, &va);
-    pthread_rwlockattr_destroy(&va);
-    pthread_mutex_init(&db->wr.mu, NULL);
-    akvi_pool_init(db);
-    pthread_mutex_init(&db->bg.mu, NULL);
-    pthread_mutex_init(&db->bg.savemu, NULL);
-    pthread_mutex_init(&db->cat.mu, NULL);
-    pthread_mutex_init(&db->vs.pubmu, NULL);
-    pthread_mutex_init(&db->grave.mu, NULL);
-    pthread_cond_init(&db->wr.stall_cv, NULL);
-    pthread_cond_init(&db->bg.cv, NULL);
-    pthread_cond_init(&db->bg.done_cv, NULL);
-    pthread_rwlock_init(&db->guard.lock, NULL);
-    akvi_fronts_init(db);
-    db->lock_fd = -1;
-    *rc = setup(db, dir, opt);
-    if (*rc != AKV_OK) {
-        db_free(db);
-        return NULL;
-    }
-    return db;
-}
-
-void akvi_db_free(akv_db *db)
-{
-    db_free(db);
-}
-
-/* The lock is DIR itself, flock()ed: no file is created for it (a refused
- * open changes nothing), it is released when the process dies, and it
- * belongs to the open file description, so two handles in one process
- * exclude each other as two processes do. RocksDB's own rocksdb/LOCK is
- * taken only when RocksDB opens for writing, after open's read-only checks
- * and repair's first steps: a second opener used to read a database in the
- * middle of a commit and call it corrupt, and a second repair moved live
- * SSTs away (docs/reliability.md, "One handle at a time"). */
-int akvi_dir_lock(akv_db *db)
-{
-    if (db->lock_fd >= 0)
-        return AKV_OK;
-    int fd = open(db->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return AKV_NOTFOUND;
-        return akvi_err(errno == ENOTDIR ? AKV_EINVAL : AKV_EIO, "cannot open database directory %s: %s",
-                        db->dir, strerror(errno));
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        close(fd);
-        if (e == EWOULDBLOCK)
-            return akvi_err(AKV_EBUSY,
-                            "database %s is in use: another handle (in this process or another) holds its "
-                            "lock; nothing was read or changed",
-                            db->dir);
-        return akvi_err(AKV_EIO, "cannot lock database directory %s: %s", db->dir, strerror(e));
-    }
-    db->lock_fd = fd;
-    return AKV_OK;
-}
-
 /* RocksDB replays its WAL up to the first damaged record (point in time)
  * and drops the rest without a word: say what it will drop, before it
  * replays. Logged, counted in akv_stats; with `strict`, refused
@@ -1590,7 +1238,7 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, b
             akvi_rocks_teardown(db);
             uncreate(db, &made);
         }
-        db_free(db);
+        akvi_db_free(db);
         return akvi_err(rc, "%s", msg);
     }
     *out = db;
@@ -1697,6 +1345,6 @@ int akv_close(akv_db *db)
         bg_errors > 0)
         rc = akvi_err(AKV_EIO, "akv_close: RocksDB reported %llu background error(s); see its LOG",
                       (unsigned long long)bg_errors);
-    db_free(db);
+    akvi_db_free(db);
     return rc;
 }

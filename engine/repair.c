@@ -6,8 +6,8 @@
  * Sources, most trusted first: the catalog (if one loads), the filter
  * files (each repeats its SST's catalog entry), RocksDB's record of its SST
  * files, and the data itself, which every run is read back from in full.
- * Repair sits beside recover.c at the top of the engine and uses its
- * helpers for identities and families.
+ * Repair sits beside recover.c at the top of the engine and shares the
+ * handle (db.c), the identity (identity.c) and the family set (cfset.c).
  */
 #include <dirent.h>
 #include <errno.h>

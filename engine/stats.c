@@ -222,3 +222,18 @@ int akv_slots(akv_db *db, akv_slot_info **rows, size_t *n)
     *n = k;
     return AKV_OK;
 }
+
+int akvi_stats_init(akvi_stats *st)
+{
+    st->rs = aligned_alloc(AKVI_LINE, AKVI_RSTATS_STRIPES * sizeof *st->rs);
+    if (!st->rs)
+        return AKV_ENOMEM;
+    memset(st->rs, 0, AKVI_RSTATS_STRIPES * sizeof *st->rs);
+    return AKV_OK;
+}
+
+void akvi_stats_destroy(akvi_stats *st)
+{
+    free(st->rs);
+    st->rs = NULL;
+}

@@ -38,4 +38,8 @@ typedef struct akvi_stats {
     _Atomic uint64_t bytes_written_level[AKV_MAX_LEVELS];
 } akvi_stats;
 
+/* The read-path stripes (AKV_ENOMEM: nothing to destroy then). */
+int akvi_stats_init(akvi_stats *st);
+void akvi_stats_destroy(akvi_stats *st);
+
 #endif

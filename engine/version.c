@@ -318,3 +318,30 @@ int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run
     retire(db, old);
     return AKV_OK;
 }
+
+int akvi_vset_init(akvi_vset *vs)
+{
+    vs->pins = aligned_alloc(AKVI_LINE, AKVI_THREAD_SLOTS * sizeof *vs->pins);
+    if (!vs->pins)
+        return AKV_ENOMEM;
+    memset(vs->pins, 0, AKVI_THREAD_SLOTS * sizeof *vs->pins);
+    pthread_mutex_init(&vs->retmu, NULL);
+    pthread_mutex_init(&vs->pubmu, NULL);
+    /* Writer-preferring: a stream of readers pinning versions must not
+     * starve the background thread's installs. */
+    pthread_rwlockattr_t va;
+    pthread_rwlockattr_init(&va);
+    pthread_rwlockattr_setkind_np(&va, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&vs->mu, &va);
+    pthread_rwlockattr_destroy(&va);
+    return AKV_OK;
+}
+
+void akvi_vset_destroy(akvi_vset *vs)
+{
+    free(vs->pins);
+    vs->pins = NULL;
+    pthread_mutex_destroy(&vs->retmu);
+    pthread_mutex_destroy(&vs->pubmu);
+    pthread_rwlock_destroy(&vs->mu);
+}

@@ -127,4 +127,10 @@ int akvi_apply(akv_db *db, akvi_mem *add_mem, const akvi_mem *drop_mem, akvi_run
 void akvi_sort_runs(akvi_run **runs, size_t n);
 int akvi_deepest_level(const akvi_version *v);
 
+/* The version set's fields and locks, before any use (AKV_ENOMEM: the pins
+ * could not be allocated; nothing to destroy then). The current version
+ * and the retired ones are released by the handle first (db.c). */
+int akvi_vset_init(akvi_vset *vs);
+void akvi_vset_destroy(akvi_vset *vs);
+
 #endif

@@ -174,3 +174,15 @@ int akv_delete(akv_db *db, const void *key, size_t klen)
     akvi_op op = {AKVI_TAG_DEL, key, (const uint8_t *)"", klen, 0};
     return akvi_write_ops(db, &op, 1, db->opt.sync);
 }
+
+void akvi_writer_init(akvi_writer *wr)
+{
+    pthread_mutex_init(&wr->mu, NULL);
+    pthread_cond_init(&wr->stall_cv, NULL);
+}
+
+void akvi_writer_destroy(akvi_writer *wr)
+{
+    pthread_mutex_destroy(&wr->mu);
+    pthread_cond_destroy(&wr->stall_cv);
+}

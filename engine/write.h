@@ -29,4 +29,7 @@ typedef struct akvi_op {
 /* Apply ops atomically to the active memtable (one RocksDB write batch). */
 int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync);
 
+void akvi_writer_init(akvi_writer *wr);
+void akvi_writer_destroy(akvi_writer *wr);
+
 #endif

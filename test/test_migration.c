@@ -23,6 +23,10 @@
 
 /* Written by the format of commit 3147892 (test/fixtures/README.md). */
 #define FIXTURE_3147892 "test/fixtures/format-3147892"
+/* Written by the format of commit f5e8b9e: memtables in the pool of
+ * families, runs one family each; kept for the change that takes the runs
+ * out of their families. */
+#define FIXTURE_F5E8B9E "test/fixtures/format-f5e8b9e"
 
 static char copy_to[1024];
 static size_t copy_from_len;
@@ -189,4 +193,14 @@ Test(migration, format_3147892_hash)
 Test(migration, format_3147892_ordered)
 {
     migrates(FIXTURE_3147892, AKV_LAYOUT_ORDERED);
+}
+
+Test(migration, format_f5e8b9e_hash)
+{
+    migrates(FIXTURE_F5E8B9E, AKV_LAYOUT_HASH);
+}
+
+Test(migration, format_f5e8b9e_ordered)
+{
+    migrates(FIXTURE_F5E8B9E, AKV_LAYOUT_ORDERED);
 }

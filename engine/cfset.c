@@ -98,7 +98,7 @@ int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s)
     db->default_cf = akvi_cf_take(s, "default");
     db->meta_cf = akvi_cf_take(s, "meta");
     if (!db->meta_cf)
-        return akvi_err(AKV_ECORRUPT, "RocksDB in %s has no meta family" AKVI_REPAIR_HINT, db->rdir);
+        return akvi_refuse(AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT, "RocksDB in %s has no meta family", db->rdir);
     return AKV_OK;
 }
 

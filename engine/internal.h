@@ -27,6 +27,7 @@
 #include "engine/adapt.h"
 #include "engine/bg.h"
 #include "engine/catalog.h"
+#include "engine/damage.h"
 #include "engine/grave.h"
 #include "engine/guard.h"
 #include "engine/l0front.h"

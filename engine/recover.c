@@ -45,7 +45,6 @@ const char *__tsan_default_suppressions(void);
 __attribute__((used)) static const char *(*const keep_tsan_suppressions)(void) = __tsan_default_suppressions;
 #endif
 
-#define REPAIR_HINT AKVI_REPAIR_HINT
 #define CF_FREE     AKVI_CF_FREE
 #define CF_USED     AKVI_CF_USED
 #define CF_LEFTOVER AKVI_CF_LEFTOVER
@@ -96,10 +95,10 @@ static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
             if (catalog_run(c, id))
                 continue;
             if (id >= c->next_run_id)
-                return akvi_err(
-                    AKV_ECORRUPT,
+                return akvi_refuse(
+                    AKVI_DMG_CATALOG_OLD, AKV_ECORRUPT,
                     "family %s is newer than the catalog (which reserves run ids below %llu): the "
-                    "catalog is older than the data" REPAIR_HINT,
+                    "catalog is older than the data",
                     name, (unsigned long long)c->next_run_id);
             s->state[i] = CF_LEFTOVER; /* a run the catalog replaced, or one never committed */
         } else if ((id = akvi_parse_id(name, "mem."))) {
@@ -108,8 +107,8 @@ static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
         } else if ((id = akvi_parse_id(name, "pool.")) && id <= AKVI_POOL_MAX) {
             continue; /* the pool's: load_mems reads which memtable it holds */
         } else {
-            return akvi_err(AKV_ECORRUPT, "RocksDB holds family '%s', which is not adaptkv's" REPAIR_HINT,
-                            name);
+            return akvi_refuse(AKVI_DMG_FOREIGN_FAMILY, AKV_ECORRUPT,
+                               "RocksDB holds family '%s', which is not adaptkv's", name);
         }
     }
     for (size_t i = 0; i < c->n_run; i++) {
@@ -121,9 +120,9 @@ static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
             ok = akvi_cf_find(s, name) != NULL;
         }
         if (!ok)
-            return akvi_err(AKV_ECORRUPT,
-                            "the catalog names run %llu but RocksDB has no family %s" REPAIR_HINT,
-                            (unsigned long long)c->runs[i].id, name);
+            return akvi_refuse(AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
+                               "the catalog names run %llu but RocksDB has no family %s",
+                               (unsigned long long)c->runs[i].id, name);
     }
     return AKV_OK;
 }
@@ -151,10 +150,10 @@ static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_ru
     snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->id);
     size_t k = akvi_live_ssts_of(l, n, name, &first);
     if (k != r->n_sst)
-        return akvi_err(
-            AKV_ECORRUPT,
+        return akvi_refuse(
+            AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
             "run %llu: the catalog records %zu SST files, RocksDB's family %s holds %zu (its MANIFEST "
-            "lost or gained files)" REPAIR_HINT,
+            "lost or gained files)",
             (unsigned long long)r->id, r->n_sst, name, k);
     for (size_t j = 0; j < k; j++) {
         const akvi_cat_sst *s = &r->ssts[j];
@@ -170,17 +169,17 @@ static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_ru
         else if (db->layout == AKV_LAYOUT_HASH && !shard_fits(r, s))
             /* Lookups go to an SST by its shard prefix: the prefix must be
              * the shard of the key range RocksDB (the witness) holds. */
-            return akvi_err(
-                AKV_ECORRUPT,
+            return akvi_refuse(
+                AKVI_DMG_CATALOG_SHARD, AKV_ECORRUPT,
                 "run %llu SST %llu: the catalog's shard prefix %llu (of %u bits) is not the shard of the "
-                "SST's key range in RocksDB's file %s" REPAIR_HINT,
+                "SST's key range in RocksDB's file %s",
                 (unsigned long long)r->id, (unsigned long long)s->id, (unsigned long long)s->prefix,
                 r->prefix_bits, f->name + (f->name[0] == '/'));
         if (what)
-            return akvi_err(
-                AKV_ECORRUPT,
+            return akvi_refuse(
+                AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
                 "run %llu SST %llu: RocksDB's file %s (%llu entries, %llu bytes) differs from the "
-                "catalog's record (%llu entries, %llu bytes) in its %s" REPAIR_HINT,
+                "catalog's record (%llu entries, %llu bytes) in its %s",
                 (unsigned long long)r->id, (unsigned long long)s->id, f->name + (f->name[0] == '/'),
                 (unsigned long long)f->entries, (unsigned long long)f->size, (unsigned long long)s->keys,
                 (unsigned long long)s->bytes, what);
@@ -188,17 +187,18 @@ static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_ru
     uint64_t entries = 0;
     int rc = akvi_cf_entries(db->rdb, akvi_cf_find(cfs, name), &entries);
     if (rc == AKV_OK && entries != r->keys)
-        return akvi_err(
-            AKV_ECORRUPT,
-            "run %llu: RocksDB's family %s holds %llu entries, the catalog records %llu" REPAIR_HINT,
-            (unsigned long long)r->id, name, (unsigned long long)entries, (unsigned long long)r->keys);
+        return akvi_refuse(AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
+                           "run %llu: RocksDB's family %s holds %llu entries, the catalog records %llu",
+                           (unsigned long long)r->id, name, (unsigned long long)entries,
+                           (unsigned long long)r->keys);
     if (rc == AKV_OK && db->layout == AKV_LAYOUT_ORDERED) {
         snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->id);
         rc = akvi_cf_entries(db->rdb, akvi_cf_find(cfs, name), &entries);
         if (rc == AKV_OK && entries != r->keys)
-            return akvi_err(
-                AKV_ECORRUPT, "run %llu: its reverse map %s holds %llu entries, the run %llu" REPAIR_HINT,
-                (unsigned long long)r->id, name, (unsigned long long)entries, (unsigned long long)r->keys);
+            return akvi_refuse(AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
+                               "run %llu: its reverse map %s holds %llu entries, the run %llu",
+                               (unsigned long long)r->id, name, (unsigned long long)entries,
+                               (unsigned long long)r->keys);
     }
     return rc;
 }
@@ -222,8 +222,9 @@ static int check_missing_files(akv_db *db, const akvi_cf_set *cfs, const akvi_li
             if (strcmp(cfs->names[j], l[i].cf) == 0)
                 leftover = cfs->state[j] == CF_LEFTOVER;
         if (!leftover)
-            return akvi_err(AKV_ECORRUPT, "RocksDB's file %s of family %s is missing" REPAIR_HINT, file,
-                            l[i].cf);
+            return akvi_refuse(akvi_parse_id(l[i].cf, "pool.") ? AKVI_DMG_POOL_FILE_MISSING
+                                                               : AKVI_DMG_SST_MISSING,
+                               AKV_ECORRUPT, "RocksDB's file %s of family %s is missing", file, l[i].cf);
         akvi_log(db, "warning: RocksDB's file %s is missing; it belongs to family %s, which no committed run "
                      "names (an interrupted flush or compaction): the family is dropped",
                  file, l[i].cf);
@@ -258,10 +259,11 @@ static int check_filter_dir(akv_db *db, const akvi_catalog *c)
         char tail[8];
         if (sscanf(e->d_name, "%llu-%llu.ak%7s", &run, &sst, tail) == 3 && strcmp(tail, "f") == 0 &&
             run >= c->next_run_id)
-            rc = akvi_err(AKV_ECORRUPT,
-                          "filter file %s is newer than the catalog (which reserves run ids below %llu): the "
-                          "catalog is older than the data" REPAIR_HINT,
-                          e->d_name, (unsigned long long)c->next_run_id);
+            rc = akvi_refuse(
+                AKVI_DMG_CATALOG_OLD, AKV_ECORRUPT,
+                "filter file %s is newer than the catalog (which reserves run ids below %llu): the "
+                "catalog is older than the data",
+                e->d_name, (unsigned long long)c->next_run_id);
     }
     closedir(d);
     return rc;
@@ -337,11 +339,11 @@ static int check_binding(akv_db *db, const akvi_run *r, size_t j)
         bool level = strcmp(field, "level") == 0;
         char prev[200];
         previous_generation(db, r->info.id, s->id, level, prev, sizeof prev);
-        rc = akvi_err(
-            AKV_ECORRUPT,
+        rc = akvi_refuse(
+            AKVI_DMG_FILTER_FIELD_CONFLICT, AKV_ECORRUPT,
             "run %llu: the catalog (CATALOG.%u, sequence %llu) records %s %llu (shard of %u bits), but "
             "its SST %llu's filter file %s, bound to that SST, records %s %llu (%u bits); %s: the "
-            "catalog or the filter file is wrong" REPAIR_HINT,
+            "catalog or the filter file is wrong",
             (unsigned long long)r->info.id, (unsigned)(db->cat.seq & 1), (unsigned long long)db->cat.seq,
             field, (unsigned long long)(level ? r->info.level : s->prefix), r->info.prefix_bits,
             (unsigned long long)s->id, name, field, (unsigned long long)(level ? d.level : b->prefix),
@@ -430,8 +432,9 @@ static int load_run(akv_db *db, akvi_cat_run *cr, akvi_cf_set *cfs, bool *upgrad
     if (!r->slots)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
     else if (!r->cf || (db->layout == AKV_LAYOUT_ORDERED && !r->rmap_cf))
-        rc = akvi_err(AKV_ECORRUPT, "the catalog names run %llu but its column family is missing" REPAIR_HINT,
-                      (unsigned long long)r->info.id);
+        rc = akvi_refuse(AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
+                         "the catalog names run %llu but its column family is missing",
+                         (unsigned long long)r->info.id);
     size_t loaded = 0;
     while (rc == AKV_OK && loaded < r->info.n_sst) {
         rc = load_slot(db, r, loaded, upgraded);
@@ -527,8 +530,8 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
         /* Its generation is written before its first key and removed with
          * its last, by one range deletion. */
         if (rc == AKV_OK && any && gen == 0)
-            rc = akvi_err(AKV_ECORRUPT, "memtable family %s holds data but no generation" REPAIR_HINT,
-                          cfs->names[i]);
+            rc = akvi_refuse(AKVI_DMG_POOL_NO_GENERATION, AKV_ECORRUPT,
+                             "memtable family %s holds data but no generation", cfs->names[i]);
         akvi_pool_set(db, p - 1, cfs->h[i],
                       gen > db->vs.flushed_mem_gen ? AKVI_POOL_BUSY
                       : gen || any                 ? AKVI_POOL_STALE
@@ -573,11 +576,11 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
      * catalog does not have. */
     if (rc == AKV_OK && n &&
         (mems[n - 1]->gen != db->vs.flushed_mem_gen + 1 || mems[0]->gen - mems[n - 1]->gen + 1 != n))
-        rc = akvi_err(AKV_ECORRUPT,
-                      "memtables %llu..%llu (%zu of them) do not follow the catalog's flushed "
-                      "generation %llu: the catalog is older than the data" REPAIR_HINT,
-                      (unsigned long long)mems[n - 1]->gen, (unsigned long long)mems[0]->gen, n,
-                      (unsigned long long)db->vs.flushed_mem_gen);
+        rc = akvi_refuse(AKVI_DMG_CATALOG_OLD, AKV_ECORRUPT,
+                         "memtables %llu..%llu (%zu of them) do not follow the catalog's flushed "
+                         "generation %llu: the catalog is older than the data",
+                         (unsigned long long)mems[n - 1]->gen, (unsigned long long)mems[0]->gen, n,
+                         (unsigned long long)db->vs.flushed_mem_gen);
     return rc;
 }
 
@@ -657,23 +660,25 @@ static int read_catalog(akv_db *db, bool legacy, akvi_catalog *c)
             akvi_log(db, "warning: %s", note);
         if (c->layout != (uint32_t)db->layout || c->seed != db->seed) {
             akvi_catalog_free(c);
-            return akvi_err(AKV_ECORRUPT,
-                            "the catalog's layout or seed differs from the identity's" REPAIR_HINT);
+            return akvi_refuse(AKVI_DMG_IDENTITY_DAMAGED, AKV_ECORRUPT,
+                               "the catalog's layout or seed differs from the identity's");
         }
         return AKV_OK;
     }
     if (rc != AKV_NOTFOUND || !legacy)
-        return rc == AKV_NOTFOUND ? akvi_err(AKV_ECORRUPT, "%s has no catalog file" REPAIR_HINT, db->dir)
-                                  : akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg());
+        return rc == AKV_NOTFOUND
+                   ? akvi_refuse(AKVI_DMG_CATALOG_BOTH, AKV_ECORRUPT, "%s has no catalog file", db->dir)
+                   : akvi_refuse(AKVI_DMG_CATALOG_BOTH, rc, "%s", akv_errmsg());
     uint8_t *buf = NULL;
     size_t len = 0;
     rc = akvi_meta_get(db, "catalog", &buf, &len);
     if (rc == AKV_NOTFOUND)
-        return akvi_err(AKV_ECORRUPT, "the catalog record is missing from %s" REPAIR_HINT, db->dir);
+        return akvi_refuse(AKVI_DMG_CATALOG_BOTH, AKV_ECORRUPT, "the catalog record is missing from %s",
+                           db->dir);
     if (rc == AKV_OK) {
         rc = akvi_catalog_decode(buf, len, c);
         if (rc != AKV_OK)
-            rc = akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg());
+            rc = akvi_refuse(AKVI_DMG_CATALOG_BOTH, rc, "%s", akv_errmsg());
     }
     free(buf);
     return rc;
@@ -697,8 +702,9 @@ static int adopt_policy(akv_db *db, const akvi_catalog *c, loaded *L)
     if (rc != AKV_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", akv_errmsg());
-        return akvi_err(AKV_ECORRUPT, "%s/CATALOG.%u: the stored slot policy '%s' is unusable (%s)" REPAIR_HINT,
-                        db->dir, (unsigned)(c->seq & 1), c->policy, why);
+        return akvi_refuse(AKVI_DMG_CATALOG_POLICY, AKV_ECORRUPT,
+                           "%s/CATALOG.%u: the stored slot policy '%s' is unusable (%s)", db->dir,
+                           (unsigned)(c->seq & 1), c->policy, why);
     }
     if (!db->policy_given) {
         db->policy = stored;
@@ -726,7 +732,7 @@ static int load_existing(akv_db *db, bool have_identity, loaded *L)
         return rc;
     rc = akvi_cf_set_open(db, true, false, &L->cfs);
     if (rc != AKV_OK)
-        return rc == AKV_EIO ? akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg()) : rc;
+        return rc == AKV_EIO ? akvi_refuse(AKVI_DMG_MANIFEST_CUT, rc, "%s", akv_errmsg()) : rc;
     if (!have_identity) {
         /* Format 1 kept the identity in the meta family only. */
         uint8_t *buf = NULL;
@@ -742,8 +748,8 @@ static int load_existing(akv_db *db, bool have_identity, loaded *L)
                              akvi_parse_id(L->cfs.names[i], "mem.") != 0 ||
                              akvi_parse_id(L->cfs.names[i], "pool.") != 0;
             return only_meta ? AKV_NOTFOUND
-                             : akvi_err(AKV_ECORRUPT,
-                                        "%s holds RocksDB data but no adaptkv identity" REPAIR_HINT, db->dir);
+                             : akvi_refuse(AKVI_DMG_IDENTITY_GONE, AKV_ECORRUPT,
+                                           "%s holds RocksDB data but no adaptkv identity", db->dir);
         }
         if (rc == AKV_OK)
             rc = akvi_identity_decode(buf, len, &layout, &seed);
@@ -1140,15 +1146,16 @@ static int inspect(akv_db *db, open_mode *mode)
     int rc = akvi_identity_read(db->dir, &layout, &seed);
     if (rc == AKV_OK) {
         if (!has_current)
-            return akvi_err(AKV_ECORRUPT,
-                            "%s/CURRENT is missing: RocksDB cannot find its MANIFEST, and a database with an "
-                            "identity is never created again" REPAIR_HINT " (it restores CURRENT)",
-                            db->rdir);
+            return akvi_refuse(
+                AKVI_DMG_CURRENT_MISSING, AKV_ECORRUPT,
+                "%s/CURRENT is missing: RocksDB cannot find its MANIFEST, and a database with an "
+                "identity is never created again (akv_repair restores CURRENT)",
+                db->rdir);
         *mode = OPEN_EXISTING;
         return adopt_identity(db, layout, seed);
     }
     if (rc != AKV_NOTFOUND)
-        return akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg());
+        return akvi_refuse(AKVI_DMG_IDENTITY_DAMAGED, rc, "%s", akv_errmsg());
     if (has_current) {
         *mode = OPEN_LEGACY; /* format 1, or a create interrupted before its identity */
         return AKV_OK;
@@ -1159,9 +1166,8 @@ static int inspect(akv_db *db, open_mode *mode)
     free(c0);
     free(c1);
     if (adaptkv_files)
-        return akvi_err(AKV_ECORRUPT,
-                        "%s holds adaptkv files but neither an identity nor rocksdb/CURRENT" REPAIR_HINT,
-                        db->dir);
+        return akvi_refuse(AKVI_DMG_CURRENT_MISSING, AKV_ECORRUPT,
+                           "%s holds adaptkv files but neither an identity nor rocksdb/CURRENT", db->dir);
     *mode = OPEN_CREATE;
     return AKV_OK;
 }
@@ -1267,7 +1273,7 @@ static int open_db(const char *dir, const akv_options *opt_in, bool background, 
     rc = akv_close(*out);
     *out = NULL;
     if (rc != AKV_OK)
-        return akvi_err(rc, "%s" REPAIR_HINT, akv_errmsg());
+        return akvi_refuse(AKVI_DMG_SST_MISSING, rc, "%s", akv_errmsg());
     return open_once(dir, &opt, false, background, out);
 }
 

@@ -10,6 +10,7 @@
  * stale value or a resurrected delete.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -922,4 +923,49 @@ Test(reliability, scan_over_a_damaged_block_is_ecorrupt)
         akvt_rmrf(work);
     }
     akvt_rmrf(dir);
+}
+
+/* docs/reliability.md's "Damage and what open does" is engine/damage.c's
+ * table: the same rows in the same order, the damage word for word, and a
+ * row open refuses says "refused" there and no other row does. */
+Test(reliability, the_damage_table_in_the_code_is_the_documented_one)
+{
+    FILE *f = fopen("docs/reliability.md", "r");
+    cr_assert_not_null(f, "docs/reliability.md: %s", strerror(errno));
+    char line[4096];
+    bool in = false;
+    size_t n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!in) {
+            in = strncmp(line, "| damage | what open does |", 27) == 0;
+            if (in)
+                cr_assert_not_null(fgets(line, sizeof line, f)); /* |---|---| */
+            continue;
+        }
+        if (line[0] != '|')
+            break;
+        const char *cell = line + 2, *end = strstr(cell, " | ");
+        cr_assert_not_null(end, "row %zu of the table has one cell: %s", n, line);
+        cr_assert_lt(n, AKVI_DMG_COUNT, "the documented table has more rows than the code's: %.*s",
+                     (int)(end - cell), cell);
+        const akvi_damage_row *row = &akvi_damage_table[n];
+        cr_assert(strlen(row->what) == (size_t)(end - cell) &&
+                      strncmp(cell, row->what, (size_t)(end - cell)) == 0,
+                  "row %zu: the docs say '%.*s', the code '%s'", n, (int)(end - cell), cell, row->what);
+        cr_assert_eq(strstr(end, "refused") != NULL, row->refuses,
+                     "row %zu ('%s'): the docs %s it is refused", n, row->what,
+                     row->refuses ? "do not say" : "say");
+        n++;
+    }
+    fclose(f);
+    cr_assert(in, "docs/reliability.md has no damage table");
+    cr_assert_eq(n, AKVI_DMG_COUNT, "the docs list %zu kinds of damage, the code %d", n, AKVI_DMG_COUNT);
+}
+
+Test(reliability, a_refusal_names_repair_and_keeps_its_code)
+{
+    int rc = akvi_refuse(AKVI_DMG_FOREIGN_FAMILY, AKV_ECORRUPT, "family %s", "x");
+    cr_assert_eq(rc, AKV_ECORRUPT);
+    cr_assert_str_eq(akv_errmsg(), "family x" AKVI_REPAIR_HINT);
+    cr_assert_eq(akvi_refuse(AKVI_DMG_IDENTITY_DAMAGED, AKV_ENOTSUP, "v"), AKV_ENOTSUP);
 }

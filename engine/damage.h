@@ -1,0 +1,58 @@
+/*
+ * damage.h — the damage an open can find in a database directory, and what
+ * open does about each: the table of docs/reliability.md ("Damage and what
+ * open does"), here as code. Each row names one kind of damage in the
+ * words of that table; test_reliability.c checks that the two list the
+ * same rows in the same order, so neither changes alone.
+ *
+ * Open goes on past some damage (it rebuilds, drops or re-creates what is
+ * derived, and logs a warning) and refuses the rest, leaving the directory
+ * as it was and naming akv_repair. A refusal is made only through
+ * akvi_refuse, with the kind it found.
+ */
+#ifndef AKVI_DAMAGE_H
+#define AKVI_DAMAGE_H
+
+#include <stdbool.h>
+
+typedef enum akvi_damage {
+    AKVI_DMG_FILTER_UNUSABLE,
+    AKVI_DMG_FILTER_OTHER_KIND,
+    AKVI_DMG_FILTER_OTHER_SST,
+    AKVI_DMG_FILTER_FIELD_CONFLICT,
+    AKVI_DMG_CATALOG_SHARD,
+    AKVI_DMG_FILTER_V1,
+    AKVI_DMG_FILTER_AND_SST,
+    AKVI_DMG_SST_BLOCK,
+    AKVI_DMG_WAL,
+    AKVI_DMG_MANIFEST_CUT,
+    AKVI_DMG_CURRENT_MISSING,
+    AKVI_DMG_CATALOG_ONE_SLOT,
+    AKVI_DMG_CATALOG_BOTH,
+    AKVI_DMG_CATALOG_OLD,
+    AKVI_DMG_CATALOG_POLICY,
+    AKVI_DMG_IDENTITY_DAMAGED,
+    AKVI_DMG_IDENTITY_MISSING,
+    AKVI_DMG_IDENTITY_GONE,
+    AKVI_DMG_FOREIGN_FAMILY,
+    AKVI_DMG_POOL_STALE,
+    AKVI_DMG_POOL_FILE_MISSING,
+    AKVI_DMG_POOL_MISSING,
+    AKVI_DMG_POOL_NO_GENERATION,
+    AKVI_DMG_MEM_FAMILY_MOVED,
+    AKVI_DMG_SST_MISSING,
+    AKVI_DMG_COUNT
+} akvi_damage;
+
+typedef struct akvi_damage_row {
+    const char *what; /* the damage, as docs/reliability.md's table words it */
+    bool refuses;     /* open refuses (else it goes on, and says so) */
+} akvi_damage_row;
+
+extern const akvi_damage_row akvi_damage_table[AKVI_DMG_COUNT];
+
+/* Open's refusal for damage d (a kind open refuses): rc with the message
+ * and the repair hint, the directory left as it was. */
+int akvi_refuse(akvi_damage d, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

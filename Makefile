@@ -6,7 +6,7 @@
 #   make bench      the full benchmark matrix (slow; writes docs/benchmarks.md)
 #   make asan|tsan  the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make crashtest  ITER=1000: the kill-and-recover loop alone
-#   make DEBUG=1 …  any of these with the lock order checked (as asan/tsan do)
+#   make DEBUG=1 test-run  the tests with the lock order checked (as asan/tsan do)
 #   make install    PREFIX=/usr/local: library, headers, tools, adaptkv.pc
 #   make format | format-check | lint | clean
 

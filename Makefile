@@ -12,7 +12,7 @@
 
 CC      ?= cc
 PREFIX  ?= /usr/local
-BUILD   ?= $(if $(DEBUG),build/debug,build)
+BUILD   ?= $(if $(filter 1,$(DEBUG)),build/debug,build)
 SAN     ?=
 OPT     ?= -O2
 # The release number is written once, in the public header (AKV_VERSION_STRING).
@@ -37,7 +37,7 @@ LDSAN := -fsanitize=$(SAN)
 endif
 # Debug builds check the engine's lock order on every lock
 # (engine/lockorder.h): the sanitizer builds, and DEBUG=1.
-ifneq ($(SAN)$(DEBUG),)
+ifneq ($(SAN)$(filter 1,$(DEBUG)),)
 CFLAGS_BASE += -DAKVI_LOCK_ORDER
 endif
 CFLAGS  += $(CFLAGS_BASE)

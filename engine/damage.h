@@ -7,8 +7,10 @@
  *
  * Open goes on past some damage (it rebuilds, drops or re-creates what is
  * derived, and logs a warning) and refuses the rest, leaving the directory
- * as it was and naming akv_repair. A refusal is made only through
- * akvi_refuse, with the kind it found.
+ * as it was and naming akv_repair. Each refusal of a kind the table
+ * refuses goes through akvi_refuse, with the kind it found. The one
+ * refusal an option asks for (`wal_strict`, of a WAL open would otherwise
+ * recover up to its damage) is made where the option is read (recover.c).
  */
 #ifndef AKVI_DAMAGE_H
 #define AKVI_DAMAGE_H

@@ -8,10 +8,10 @@
  * whose rank is not above every held one prints both locks and aborts:
  * an order that could deadlock fails the first test that takes it, not
  * the rare run where two threads meet. A try-lock never waits, so it may
- * break the order; it is recorded, not checked. Ranks marked as classes
- * (the miss log's shards, slots) have many locks; a thread may hold
- * several of one class at once only where the code takes them in a fixed
- * order of their own (misslog.c takes shards by index).
+ * break the order; it is recorded, not checked. Many locks share a rank
+ * where there is one per slot or per shard; a thread holds at most one of
+ * a rank, except the miss log's shards, a class it takes several of at
+ * once in a fixed order of its own (misslog.c takes them by index).
  *
  * Without AKVI_LOCK_ORDER these are the plain pthread calls.
  *
@@ -39,8 +39,8 @@ typedef enum akvi_rank {
     AKVI_RANK_GUARD,     /* guard.lock: the memtable guard */
     AKVI_RANK_VERSION,   /* vs.mu: the current version pointer */
     AKVI_RANK_RETIRED,   /* vs.retmu: the retired versions' list */
-    AKVI_RANK_SLOT_GROW, /* a slot's grow_mu (class) */
-    AKVI_RANK_SLOT,      /* a slot's filter lock (class) */
+    AKVI_RANK_SLOT_GROW, /* a slot's grow_mu (one at a time) */
+    AKVI_RANK_SLOT,      /* a slot's filter lock (one at a time) */
     AKVI_RANK_MISSLOG,   /* a miss-log shard's lock (class) */
     AKVI_RANK_COUNT
 } akvi_rank;

@@ -524,6 +524,9 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_ou
             continue;
         cfs->state[i] = CF_USED; /* the pool owns the handle */
         rc = akvi_pool_marker(db, cfs->h[i], &gen);
+        if (rc == AKV_ECORRUPT) /* a record that is not 8 bytes */
+            rc = akvi_refuse(AKVI_DMG_POOL_NO_GENERATION, rc, "memtable family %s: %s", cfs->names[i],
+                             akv_errmsg());
         bool any = false;
         if (rc == AKV_OK && gen <= db->vs.flushed_mem_gen)
             rc = cf_has_data(db, cfs->h[i], &any);

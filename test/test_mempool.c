@@ -314,6 +314,33 @@ Test(mempool, data_without_a_generation_is_refused)
     akvt_rmrf(dir);
 }
 
+/* A generation record that is not 8 bytes is damage open cannot read
+ * past: refused like data without a record, naming the family and
+ * akv_repair. */
+Test(mempool, a_generation_record_of_the_wrong_size_is_refused)
+{
+    char dir[512];
+    akvt_tmpdir(dir, sizeof dir, "badgen");
+    akv_options o;
+    opts(&o, AKV_LAYOUT_HASH);
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    bare b = {0};
+    bare_open(&b, dir);
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    char *err = NULL;
+    rocksdb_put_cf(b.db, wo, bare_cf(&b, "pool.4"), "", 0, "\x07\0\0\0\0\0\0", 7, &err);
+    cr_assert_null(err);
+    rocksdb_writeoptions_destroy(wo);
+    bare_close(&b);
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT, "open read a 7-byte generation record");
+    cr_assert(strstr(akv_errmsg(), "pool.4") && strstr(akv_errmsg(), "7 bytes") &&
+                  strstr(akv_errmsg(), "akv_repair"),
+              "%s", akv_errmsg());
+    akvt_rmrf(dir);
+}
+
 /* Open moves an older format's memtable into the pool with one batch and
  * then drops its family; a crash in between leaves both: the copy wins and
  * the family goes. */

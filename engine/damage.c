@@ -70,3 +70,15 @@ int akvi_refuse(akvi_damage d, int rc, const char *fmt, ...)
     va_end(ap);
     return akvi_err(rc, "%s" AKVI_REPAIR_HINT, msg);
 }
+
+void akvi_damage_warn(const akv_db *db, akvi_damage d, const char *fmt, ...)
+{
+    assert(d < AKVI_DMG_COUNT && !akvi_damage_table[d].refuses);
+    (void)d;
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    akvi_log(db, "warning: %s", msg);
+}

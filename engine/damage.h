@@ -17,6 +17,8 @@
 
 #include <stdbool.h>
 
+#include "adaptkv/adaptkv.h"
+
 typedef enum akvi_damage {
     AKVI_DMG_FILTER_UNUSABLE,
     AKVI_DMG_FILTER_OTHER_KIND,
@@ -56,5 +58,10 @@ extern const akvi_damage_row akvi_damage_table[AKVI_DMG_COUNT];
 /* Open's refusal for damage d (a kind open refuses): rc with the message
  * and the repair hint, the directory left as it was. */
 int akvi_refuse(akvi_damage d, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Open goes on past damage d (a kind it does not refuse): a warning
+ * through the log hook. */
+void akvi_damage_warn(const akv_db *db, akvi_damage d, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -383,8 +383,9 @@ static int load_slot(akv_db *db, akvi_run *r, size_t j, bool *upgraded)
             rc = AKV_ECORRUPT;
         }
         if (hrc == AKV_OK && rc != AKV_OK) {
-            akvi_log(db, "warning: filter slot %llu-%llu unusable (%s); rebuilt from its SST",
-                     (unsigned long long)r->info.id, (unsigned long long)s->id, why);
+            akvi_damage_warn(db, AKVI_DMG_FILTER_UNUSABLE,
+                             "filter slot %llu-%llu unusable (%s); rebuilt from its SST",
+                             (unsigned long long)r->info.id, (unsigned long long)s->id, why);
             rc = akvi_build_filter(db, (int)r->info.level, &r->info, s, h, n, n, NULL, 0, &f);
         } else if (hrc != AKV_OK && (rc != AKV_OK || unbound)) {
             /* No filter rather than one that might answer "no" wrongly:
@@ -660,7 +661,7 @@ static int read_catalog(akv_db *db, bool legacy, akvi_catalog *c)
     int rc = akvi_catalog_load(db->dir, c, note, sizeof note);
     if (rc == AKV_OK) {
         if (note[0])
-            akvi_log(db, "warning: %s", note);
+            akvi_damage_warn(db, AKVI_DMG_CATALOG_ONE_SLOT, "%s", note);
         if (c->layout != (uint32_t)db->layout || c->seed != db->seed) {
             akvi_catalog_free(c);
             return akvi_refuse(AKVI_DMG_IDENTITY_DAMAGED, AKV_ECORRUPT,
@@ -773,7 +774,8 @@ static int load_existing(akv_db *db, bool have_identity, loaded *L)
         return rc;
     }
     if (L->legacy && c.seq > 0)
-        akvi_log(db, "warning: %s/IDENTITY is missing; written again from the meta family's copy", db->dir);
+        akvi_damage_warn(db, AKVI_DMG_IDENTITY_MISSING,
+                         "%s/IDENTITY is missing; written again from the meta family's copy", db->dir);
     if (c.next_run_id == 0)
         c.next_run_id = 1;
     db->vs.next_run_id = c.next_run_id;
@@ -1120,7 +1122,7 @@ int akvi_wal_damage(akv_db *db, bool strict, char *note, size_t cap)
                         msg);
     atomic_fetch_add(&db->st.wal_damaged_recoveries, w.files_damaged);
     atomic_fetch_add(&db->st.wal_records_dropped, w.records_dropped);
-    akvi_log(db, "warning: %s (point-in-time recovery)", msg);
+    akvi_damage_warn(db, AKVI_DMG_WAL, "%s (point-in-time recovery)", msg);
     return AKV_OK;
 }
 

@@ -59,26 +59,32 @@ const akvi_damage_row akvi_damage_table[AKVI_DMG_COUNT] = {
     [AKVI_DMG_SST_MISSING] = {"an SST file the MANIFEST names is missing", REFUSES},
 };
 
+/* The message of a finding of kind d, which open must (refuses) or must
+ * not refuse. */
+static void format(char *msg, size_t cap, akvi_damage d, bool refuses, const char *fmt, va_list ap)
+{
+    assert(d < AKVI_DMG_COUNT && akvi_damage_table[d].refuses == refuses);
+    (void)d;
+    (void)refuses;
+    vsnprintf(msg, cap, fmt, ap);
+}
+
 int akvi_refuse(akvi_damage d, int rc, const char *fmt, ...)
 {
-    assert(d < AKVI_DMG_COUNT && akvi_damage_table[d].refuses);
-    (void)d;
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    format(msg, sizeof msg, d, true, fmt, ap);
     va_end(ap);
     return akvi_err(rc, "%s" AKVI_REPAIR_HINT, msg);
 }
 
 void akvi_damage_warn(const akv_db *db, akvi_damage d, const char *fmt, ...)
 {
-    assert(d < AKVI_DMG_COUNT && !akvi_damage_table[d].refuses);
-    (void)d;
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    format(msg, sizeof msg, d, false, fmt, ap);
     va_end(ap);
     akvi_log(db, "warning: %s", msg);
 }

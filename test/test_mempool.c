@@ -291,6 +291,24 @@ Test(mempool, a_stale_family_is_emptied_at_open)
     akvt_rmrf(dir);
 }
 
+/* A new database in dir, closed, then key = val put straight into its
+ * family cf with RocksDB, behind adaptkv's back. */
+static void put_behind(const char *dir, const akv_options *o, const char *cf, const char *key, size_t klen,
+                       const char *val, size_t vlen)
+{
+    akv_db *db = NULL;
+    cr_assert_eq(akv_open(dir, o, &db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    bare b = {0};
+    bare_open(&b, dir);
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    char *err = NULL;
+    rocksdb_put_cf(b.db, wo, bare_cf(&b, cf), key, klen, val, vlen, &err);
+    cr_assert_null(err, "%s", err);
+    rocksdb_writeoptions_destroy(wo);
+    bare_close(&b);
+}
+
 /* A family holding data under no generation cannot come from adaptkv:
  * open refuses (and changes nothing) rather than guess. */
 Test(mempool, data_without_a_generation_is_refused)
@@ -299,17 +317,8 @@ Test(mempool, data_without_a_generation_is_refused)
     akvt_tmpdir(dir, sizeof dir, "nogen");
     akv_options o;
     opts(&o, AKV_LAYOUT_HASH);
+    put_behind(dir, &o, "pool.5", "0123456789", 10, "\x01x", 2);
     akv_db *db = NULL;
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
-    bare b = {0};
-    bare_open(&b, dir);
-    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    char *err = NULL;
-    rocksdb_put_cf(b.db, wo, bare_cf(&b, "pool.5"), "0123456789", 10, "\x01x", 2, &err);
-    cr_assert_null(err);
-    rocksdb_writeoptions_destroy(wo);
-    bare_close(&b);
     cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT, "open accepted data under no generation");
     akvt_rmrf(dir);
 }
@@ -323,17 +332,8 @@ Test(mempool, a_generation_record_of_the_wrong_size_is_refused)
     akvt_tmpdir(dir, sizeof dir, "badgen");
     akv_options o;
     opts(&o, AKV_LAYOUT_HASH);
+    put_behind(dir, &o, "pool.4", "", 0, "\x07\0\0\0\0\0\0", 7);
     akv_db *db = NULL;
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
-    bare b = {0};
-    bare_open(&b, dir);
-    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    char *err = NULL;
-    rocksdb_put_cf(b.db, wo, bare_cf(&b, "pool.4"), "", 0, "\x07\0\0\0\0\0\0", 7, &err);
-    cr_assert_null(err);
-    rocksdb_writeoptions_destroy(wo);
-    bare_close(&b);
     cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT, "open read a 7-byte generation record");
     cr_assert(strstr(akv_errmsg(), "pool.4") && strstr(akv_errmsg(), "7 bytes") &&
                   strstr(akv_errmsg(), "akv_repair"),

@@ -25,8 +25,9 @@ SONAME  := libadaptkv.so.$(SOMAJOR)
 # -fvisibility=hidden: the shared library exports only the functions the
 # public headers mark AKV_API (include/adaptkv/api.h).
 CFLAGS_BASE := -std=c17 $(OPT) -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -D_GNU_SOURCE -pthread -I. -Iinclude -MMD -MP
-# The one C++ file (engine/sstwriter.cc) reaches an option of RocksDB's
-# SstFileWriter that its C API does not; same warnings, nothing exported.
+# The C++ files (engine/sstwriter.cc, engine/sstreader.cc) reach RocksDB's
+# SstFileWriter option and SstFileReader, which its C API does not; same
+# warnings, nothing exported.
 CXXFLAGS_BASE := -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -fvisibility-inlines-hidden \
                  -D_GNU_SOURCE -pthread -I. -Iinclude -MMD -MP
 ifneq ($(SAN),)

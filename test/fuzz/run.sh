@@ -13,8 +13,8 @@
 # crashes to build/fuzz/artifacts/NAME/, logs to build/fuzz/logs/. One
 # fuzzer process at a time, at nice 10. The library is compiled with clang,
 # libFuzzer coverage, AddressSanitizer and UBSan (aborting on the first
-# report), separately from the normal build; its one C++ file
-# (engine/sstwriter.cc) with the matching clang++, never the default c++
+# report), separately from the normal build; its C++ files
+# (engine/*.cc) with the matching clang++, never the default c++
 # (g++ knows no -fsanitize=fuzzer-no-link). Environment: FUZZ_CC (clang),
 # FUZZ_CXX (clang++, or the clang++ named like FUZZ_CC: clang-14 ->
 # clang++-14), FUZZ_BUILD (build/fuzz), FUZZ_FLAGS (extra libFuzzer flags).

@@ -49,25 +49,47 @@ void akvi_cat_sst_put_fields(akvi_wbuf *w, const akvi_cat_sst *s)
     akvi_w_bytes(w, s->largest, s->largest_len);
 }
 
-void akvi_sweep_filter_files(const char *fdir, bool (*keep)(void *arg, uint64_t run, uint64_t sst), void *arg)
+void akvi_run_file_name(uint64_t run, uint64_t sst, char *out, size_t cap)
 {
-    DIR *d = opendir(fdir);
+    snprintf(out, cap, "%llu-%llu.sst", (unsigned long long)run, (unsigned long long)sst);
+}
+
+/* "<run>-<sst><ext>" names in dir: kept when keep() says so, temp names
+ * ("<ext>.tmp") deleted, any other name left alone. */
+static void sweep(const char *dir, const char *ext, bool (*keep)(void *arg, uint64_t run, uint64_t sst),
+                  void *arg)
+{
+    DIR *d = opendir(dir);
     struct dirent *e;
+    size_t el = strlen(ext);
     while (d && (e = readdir(d)) != NULL) {
         unsigned long long run, sst;
         int used = 0;
-        if (sscanf(e->d_name, "%llu-%llu.akf%n", &run, &sst, &used) != 2 || used == 0)
+        if (sscanf(e->d_name, "%llu-%llu%n", &run, &sst, &used) != 2 || used == 0)
             continue;
         const char *rest = e->d_name + used;
+        if (strncmp(rest, ext, el) != 0)
+            continue;
+        rest += el;
         if (rest[0] == 0 ? keep(arg, run, sst) : strcmp(rest, ".tmp") != 0)
             continue;
-        char *p = akvi_path_join(fdir, e->d_name);
+        char *p = akvi_path_join(dir, e->d_name);
         if (p)
             unlink(p);
         free(p);
     }
     if (d)
         closedir(d);
+}
+
+void akvi_sweep_filter_files(const char *fdir, bool (*keep)(void *arg, uint64_t run, uint64_t sst), void *arg)
+{
+    sweep(fdir, ".akf", keep, arg);
+}
+
+void akvi_sweep_run_files(const char *dir, bool (*keep)(void *arg, uint64_t run, uint64_t sst), void *arg)
+{
+    sweep(dir, ".sst", keep, arg);
 }
 
 static void encode_sst(akvi_wbuf *w, const akvi_cat_sst *s)

@@ -45,6 +45,7 @@ void akvi_db_free(akv_db *db)
     free(db->rdir);
     free(db->fdir);
     free(db->tdir);
+    free(db->sdir);
     free(db);
 }
 
@@ -69,8 +70,9 @@ static int setup(akv_db *db, const char *dir, const akv_options *opt)
     db->rdir = akvi_path_join(dir, "rocksdb");
     db->fdir = akvi_path_join(dir, "filters");
     db->tdir = akvi_path_join(dir, "tmp");
+    db->sdir = akvi_path_join(dir, "runs");
     db->ml = akvi_misslog_create(opt->miss_log_bytes);
-    if (!db->dir || !db->rdir || !db->fdir || !db->tdir || !db->ml)
+    if (!db->dir || !db->rdir || !db->fdir || !db->tdir || !db->sdir || !db->ml)
         return akvi_err(AKV_ENOMEM, "out of memory");
     return akvi_rocks_setup(db);
 }

@@ -24,6 +24,7 @@
 
 #include "engine/internal.h"
 #include "engine/lockorder.h"
+#include "engine/runstore.h"
 
 static _Thread_local bool on_background_thread;
 
@@ -42,8 +43,28 @@ static void delete_filter_files(akvi_run *r)
     }
 }
 
+void akvi_run_close_files(akvi_run *r)
+{
+    for (size_t j = 0; r->files && j < r->info.n_sst; j++)
+        akvi_rs_sst_close(r->files[j]);
+    free(r->files);
+    r->files = NULL;
+}
+
+/* Its names in DIR/runs (the family holds the same files). */
+static void delete_run_files(akvi_run *r)
+{
+    for (size_t j = 0; j < r->info.n_sst; j++) {
+        char name[64], path[4096];
+        akvi_run_file_name(r->info.id, r->info.ssts[j].id, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", r->db->sdir, name);
+        unlink(path);
+    }
+}
+
 static void destroy_run(akvi_run *r)
 {
+    akvi_run_close_files(r);
     if (atomic_load(&r->obsolete)) {
         /* The catalog no longer names this run: its data and slots go. */
         if (r->cf)
@@ -51,6 +72,7 @@ static void destroy_run(akvi_run *r)
         if (r->rmap_cf)
             akvi_cf_drop(r->db, r->rmap_cf);
         delete_filter_files(r);
+        delete_run_files(r);
     }
     if (r->cf)
         rocksdb_column_family_handle_destroy(r->cf);

@@ -33,6 +33,8 @@ void akvi_grave_background_thread(void);
 void akvi_grave_set_open(akv_db *db, bool open);
 /* Destroy everything deferred so far. */
 void akvi_grave_empty(akv_db *db);
+/* Closes run r's readers of its files (r->files NULL again). */
+void akvi_run_close_files(akvi_run *r);
 /* Does the grave hold a memtable (whose pool family writers may wait for)? */
 bool akvi_grave_has_mems(akv_db *db);
 

@@ -128,6 +128,8 @@ int akvi_misslog_decode(akvi_misslog *ml, const uint8_t *buf, size_t len);
  * owned state"; the order their locks are taken in: lockorder.h). */
 struct akv_db {
     char *dir, *rdir, *fdir, *tdir; /* DIR, DIR/rocksdb, DIR/filters, DIR/tmp */
+    char *sdir;                     /* DIR/runs: the runs' SST files (created when first needed) */
+    struct akvi_rs *runstore;       /* their readers' store and block cache (runstore.h) */
     akv_options opt;      /* opt.bits_per_key: the one in effect (stored, given or default) */
     akvi_policy policy;   /* in effect for slots built from now on */
     char policy_text[AKVI_POLICY_MAX]; /* its canonical text, recorded in the catalog */
@@ -381,6 +383,12 @@ int akvi_rw_add(akvi_runwriter *w, const uint8_t *ikey, size_t iklen, const uint
 /* Seal: SSTs, slots, filter files, ingest into a new run CF. *out is NULL
  * when nothing was added. */
 int akvi_rw_finish(akvi_runwriter *w, akvi_run **out);
+/* Names the SST file `from` (a family's, or one being ingested) as SST
+ * `sst` of run `run` in DIR/runs, a hard link replacing any other file of
+ * that name; DIR/runs is created if missing. */
+int akvi_run_link_file(akv_db *db, const char *from, uint64_t run, uint64_t sst);
+/* Opens a reader for each of run r's SST files in DIR/runs (r->files). */
+int akvi_run_open_files(akv_db *db, akvi_run *r);
 void akvi_rw_abort(akvi_runwriter *w);
 /* Merge column families (newest first) into new runs at `level`, each cut
  * once it holds `run_bytes` raw bytes (disjoint ranges, ascending); the

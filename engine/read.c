@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/runstore.h"
 
 enum { LK_MISSING, LK_PUT, LK_DEL };
 
@@ -20,6 +21,7 @@ typedef struct get_ctx {
     void **val;
     size_t *vlen;
     rocksdb_pinnableslice_t **pin; /* akv_get_pinned: keep RocksDB's slice instead of copying */
+    akvi_rs_val *rpin;             /* akv_get_pinned: or the run file's block */
     const void *key;               /* the user key, for the adaptation rule */
     size_t klen;
     uint64_t filtered, fps, adaptations; /* added to this thread's counters at the end */
@@ -27,6 +29,44 @@ typedef struct get_ctx {
     bool perf;                           /* reads_before taken: a probe went to RocksDB */
     uint64_t reads_before;
 } get_ctx;
+
+/* A stored value: LK_PUT (copied into g->val when asked) or LK_DEL, or a
+ * negative error. */
+static int take_value(const uint8_t *v, size_t len, get_ctx *g)
+{
+    if (len == 0 || (v[0] != AKVI_TAG_PUT && v[0] != AKVI_TAG_DEL))
+        return akvi_err(AKV_ECORRUPT, "stored value has no valid tag");
+    if (v[0] == AKVI_TAG_DEL)
+        return LK_DEL;
+    if (g->val) {
+        *g->val = malloc(len > 1 ? len - 1 : 1);
+        if (!*g->val)
+            return akvi_err(AKV_ENOMEM, "out of memory copying a value");
+        memcpy(*g->val, v + 1, len - 1);
+        if (g->vlen)
+            *g->vlen = len - 1;
+    }
+    return LK_PUT;
+}
+
+/* Probe one SST file of a run; as lookup below, the block it was found in
+ * handed over in g->rpin. */
+static int lookup_file(akvi_rs_sst *f, const uint8_t *ik, size_t iklen, get_ctx *g)
+{
+    akvi_rs_val rv;
+    int rc = akvi_rs_get(f, ik, iklen, &rv);
+    if (rc == AKV_NOTFOUND)
+        return LK_MISSING;
+    if (rc != AKV_OK)
+        return rc;
+    rc = take_value(rv.v, rv.len, g);
+    if (rc == LK_PUT && g->rpin) {
+        *g->rpin = rv;
+        return rc;
+    }
+    akvi_rs_val_release(&rv);
+    return rc;
+}
 
 /* Probe one column family; LK_* or a negative error. A value found is
  * copied into g->val, or its slice handed over in g->pin. */
@@ -40,42 +80,28 @@ static int lookup(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t 
         return LK_MISSING;
     size_t len;
     const uint8_t *v = (const uint8_t *)rocksdb_pinnableslice_value(ps, &len);
-    int rc;
-    if (len == 0 || (v[0] != AKVI_TAG_PUT && v[0] != AKVI_TAG_DEL)) {
-        rc = akvi_err(AKV_ECORRUPT, "stored value has no valid tag");
-    } else if (v[0] == AKVI_TAG_DEL) {
-        rc = LK_DEL;
-    } else {
-        rc = LK_PUT;
-        if (g->pin) {
-            *g->pin = ps;
-            return rc;
-        }
-        if (g->val) {
-            *g->val = malloc(len > 1 ? len - 1 : 1);
-            if (*g->val) {
-                memcpy(*g->val, v + 1, len - 1);
-                if (g->vlen)
-                    *g->vlen = len - 1;
-            } else {
-                rc = akvi_err(AKV_ENOMEM, "out of memory copying a value");
-            }
-        }
+    int rc = take_value(v, len, g);
+    if (rc == LK_PUT && g->pin) {
+        *g->pin = ps;
+        return rc;
     }
     rocksdb_pinnableslice_destroy(ps);
     return rc;
 }
 
 /* RocksDB's perf context is read only when a probe goes to RocksDB: a get
- * that every filter answered never touches it. */
-static int probe(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t *ik, size_t iklen, get_ctx *g)
+ * that every filter answered never touches it. A run's SST is read
+ * through its file when the run has its readers (f), else through its
+ * family. */
+static int probe(akv_db *db, rocksdb_column_family_handle_t *cf, akvi_rs_sst *f, const uint8_t *ik,
+                 size_t iklen, get_ctx *g)
 {
     if (!g->perf) {
         g->perf = true;
         g->reads_before = akvi_thread_block_reads();
     }
     g->info.probes++;
-    return lookup(db, cf, ik, iklen, g);
+    return f ? lookup_file(f, ik, iklen, g) : lookup(db, cf, ik, iklen, g);
 }
 
 static bool adaptive(const akvi_slot *s)
@@ -97,7 +123,7 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
             continue;
         }
         g->info.mem_probes++;
-        int rc = probe(db, m->cf, ik, iklen, g);
+        int rc = probe(db, m->cf, NULL, ik, iklen, g);
         if (rc != LK_MISSING)
             return rc;
         g->info.wasted_probes++;
@@ -149,7 +175,7 @@ static int search(akv_db *db, akvi_version *v, akv_hash h, const uint8_t *ik, si
             continue;
         }
         atomic_fetch_add_explicit(&c->probes, 1, memory_order_relaxed);
-        int rc = probe(db, r->cf, ik, iklen, g);
+        int rc = probe(db, r->cf, r->files ? r->files[j] : NULL, ik, iklen, g);
         if (rc != LK_MISSING)
             return rc;
         g->info.wasted_probes++;
@@ -225,10 +251,12 @@ int akv_get_ex(akv_db *db, const void *key, size_t klen, void **val, size_t *vle
 }
 
 /* A value read without a copy: RocksDB's pinned slice (a block-cache block,
- * or its own copy of a memtable value) and the version it was found in, so
- * that its run family is not dropped before the caller lets go. */
+ * or its own copy of a memtable value) or the run file's block, and the
+ * version it was found in, so that its run is not dropped before the
+ * caller lets go. */
 struct akv_pinned {
-    rocksdb_pinnableslice_t *ps;
+    rocksdb_pinnableslice_t *ps; /* NULL: rv */
+    akvi_rs_val rv;
     akvi_version *v;
 };
 
@@ -240,7 +268,7 @@ int akv_get_pinned(akv_db *db, const void *key, size_t klen, akv_pinned **out)
     akv_pinned *p = calloc(1, sizeof *p);
     if (!p)
         return akvi_err(AKV_ENOMEM, "out of memory");
-    get_ctx g = {.pin = &p->ps};
+    get_ctx g = {.pin = &p->ps, .rpin = &p->rv};
     int rc = get(db, key, klen, &g, &p->v);
     if (rc != AKV_OK) {
         free(p);
@@ -258,7 +286,13 @@ const void *akv_pinned_value(const akv_pinned *p, size_t *vlen)
         return NULL;
     }
     size_t len;
-    const char *v = rocksdb_pinnableslice_value(p->ps, &len);
+    const char *v;
+    if (p->ps) {
+        v = rocksdb_pinnableslice_value(p->ps, &len);
+    } else {
+        v = (const char *)p->rv.v;
+        len = p->rv.len;
+    }
     if (vlen)
         *vlen = len - 1; /* the tag byte, checked by lookup */
     return v + 1;
@@ -268,7 +302,10 @@ void akv_pinned_release(akv_pinned *p)
 {
     if (!p)
         return;
-    rocksdb_pinnableslice_destroy(p->ps);
+    if (p->ps)
+        rocksdb_pinnableslice_destroy(p->ps);
+    else
+        akvi_rs_val_release(&p->rv);
     akvi_version_unref(p->v);
     free(p);
 }

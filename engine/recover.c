@@ -467,6 +467,7 @@ static bool run_holds(void *arg, uint64_t run, uint64_t sst)
 static void clean_files(akv_db *db, const akvi_version *v)
 {
     akvi_sweep_filter_files(db->fdir, run_holds, (void *)v);
+    akvi_sweep_run_files(db->sdir, run_holds, (void *)v);
     struct dirent *e;
     DIR *d = opendir(db->tdir);
     while (d && (e = readdir(d)) != NULL) {
@@ -902,6 +903,63 @@ static int adopt_catalog(akv_db *db, const loaded *L, bool store)
 
 static int make_dir(const char *p, bool *made);
 
+/* Is run r's SST j named in DIR/runs by the very file its family holds? */
+static bool run_file_bound(const akv_db *db, const akvi_run *r, size_t j, const char *live)
+{
+    char name[64];
+    akvi_run_file_name(r->info.id, r->info.ssts[j].id, name, sizeof name);
+    char *p = akvi_path_join(db->sdir, name);
+    struct stat a, b;
+    bool same = p && stat(p, &a) == 0 && stat(live, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+    free(p);
+    return same;
+}
+
+/* Names each run's SSTs in DIR/runs as the files its family holds (a
+ * missing or stale name is linked again: the family is the record, the
+ * names are derived from it), then opens their readers. A run whose files
+ * cannot be named or opened is read through its family, as before run
+ * files (docs/design.md, "Run files"), and said once. */
+static void open_run_files(akv_db *db, loaded *L)
+{
+    akvi_live_sst *l = NULL;
+    size_t n = 0;
+    if (akvi_live_ssts(db->rdb, &l, &n) != AKV_OK) {
+        akvi_log(db, "warning: runs are read through their families: %s", akv_errmsg());
+        return;
+    }
+    for (size_t i = 0; i < L->n_run; i++) {
+        akvi_run *r = L->runs[i];
+        char name[64];
+        snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->info.id);
+        size_t first, k = akvi_live_ssts_of(l, n, name, &first);
+        int rc = k == r->info.n_sst
+                     ? AKV_OK
+                     : akvi_err(AKV_ECORRUPT, "its family holds %zu SST files, its catalog entry %zu", k,
+                                r->info.n_sst);
+        for (size_t j = 0; rc == AKV_OK && j < k; j++) {
+            const akvi_live_sst *f = &l[first + j];
+            const akvi_cat_sst *c = &r->info.ssts[j];
+            if (akvi_bytes_cmp(f->smallest, f->smallest_len, c->smallest, c->smallest_len) != 0) {
+                rc = akvi_err(AKV_ECORRUPT, "its family's SST %zu does not start where the catalog says", j);
+                break;
+            }
+            char *live = akvi_path_join(db->rdir, f->name[0] == '/' ? f->name + 1 : f->name);
+            if (!live)
+                rc = akvi_err(AKV_ENOMEM, "out of memory");
+            else if (!run_file_bound(db, r, j, live))
+                rc = akvi_run_link_file(db, live, r->info.id, c->id);
+            free(live);
+        }
+        if (rc == AKV_OK)
+            rc = akvi_run_open_files(db, r);
+        if (rc != AKV_OK)
+            akvi_log(db, "warning: run %llu is read through its family: %s", (unsigned long long)r->info.id,
+                     akv_errmsg());
+    }
+    akvi_live_ssts_free(l, n);
+}
+
 /* Phase 2: from here on the directory changes. */
 static int go_live(akv_db *db, loaded *L)
 {
@@ -935,6 +993,8 @@ static int go_live(akv_db *db, loaded *L)
             m->pool = (int)idx;
         }
     }
+    if (rc == AKV_OK)
+        open_run_files(db, L);
     if (rc == AKV_OK)
         rc = add_active_mem(db, L->mems, &L->n_mem);
     if (rc == AKV_OK)

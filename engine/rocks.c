@@ -12,6 +12,7 @@
 
 #include "engine/internal.h"
 #include "engine/lockorder.h"
+#include "engine/runstore.h"
 #include "util/clock.h"
 #include "util/order.h"
 
@@ -28,7 +29,15 @@ static rocksdb_options_t *cf_options(akv_db *db, bool auto_compact, int compress
 
 int akvi_rocks_setup(akv_db *db)
 {
-    db->cache = rocksdb_cache_create_lru(db->opt.block_cache_bytes ? db->opt.block_cache_bytes : 1 << 20);
+    size_t cache_bytes = db->opt.block_cache_bytes ? db->opt.block_cache_bytes : 1 << 20;
+    /* Runs are read through their own files (runstore.c), with a cache of
+     * the same size: RocksDB's then holds the memtables' and meta family's
+     * blocks and what iterators, merges and rebuilds read from run
+     * families (docs/design.md, "Run files"). */
+    int rc = akvi_rs_open(cache_bytes, db->opt.direct_reads, &db->runstore);
+    if (rc != AKV_OK)
+        return rc;
+    db->cache = rocksdb_cache_create_lru(cache_bytes);
     db->bbto = rocksdb_block_based_options_create();
     rocksdb_block_based_options_set_block_cache(db->bbto, db->cache);
 
@@ -113,6 +122,8 @@ void akvi_rocks_teardown(akv_db *db)
     db->cache = NULL;
     db->wo = db->wo_sync = NULL;
     db->ro = db->ro_scan = NULL;
+    akvi_rs_close(db->runstore); /* readers still open keep what they use */
+    db->runstore = NULL;
 }
 
 /* Options for a column family by its name's prefix. */

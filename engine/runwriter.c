@@ -7,7 +7,11 @@
  * each SST owns an aligned hash prefix and its filter can skip those bits.
  * Ordered layout: SSTs are cut by size at key boundaries, and the run's
  * reverse map (BE64(h.hi) ‖ user key) is written to its own rmap family.
+ * Each SST is also named DIR/runs/<run>-<sst>.sst (a hard link of the
+ * file the family holds), which gets read through (docs/design.md, "Run
+ * files").
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 #include <unistd.h>
 
 #include "engine/internal.h"
+#include "engine/runstore.h"
 #include "engine/sstwriter.h"
 #include "util/order.h"
 
@@ -348,6 +353,64 @@ static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf,
     return AKV_OK;
 }
 
+static void run_file_path(const akv_db *db, uint64_t run, uint64_t sst, char *out, size_t cap)
+{
+    char name[64];
+    akvi_run_file_name(run, sst, name, sizeof name);
+    snprintf(out, cap, "%s/%s", db->sdir, name);
+}
+
+int akvi_run_link_file(akv_db *db, const char *from, uint64_t run, uint64_t sst)
+{
+    char path[4096], tmp[4200];
+    run_file_path(db, run, sst, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    unlink(tmp);
+    int rc = link(from, tmp);
+    if (rc != 0 && errno == ENOENT && mkdir(db->sdir, 0755) == 0)
+        rc = link(from, tmp);
+    if (rc != 0)
+        return akvi_err(AKV_EIO, "linking %s as %s: %s", from, path, strerror(errno));
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return akvi_err(AKV_EIO, "renaming %s: %s", tmp, strerror(e));
+    }
+    return AKV_OK;
+}
+
+int akvi_run_open_files(akv_db *db, akvi_run *r)
+{
+    akvi_rs_sst **f = calloc(r->info.n_sst ? r->info.n_sst : 1, sizeof *f);
+    if (!f)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    int rc = AKV_OK;
+    for (size_t j = 0; rc == AKV_OK && j < r->info.n_sst; j++) {
+        char path[4096];
+        run_file_path(db, r->info.id, r->info.ssts[j].id, path, sizeof path);
+        rc = akvi_rs_sst_open(db->runstore, path, &f[j]);
+    }
+    if (rc != AKV_OK) {
+        for (size_t j = 0; j < r->info.n_sst; j++)
+            akvi_rs_sst_close(f[j]);
+        free(f);
+        return rc;
+    }
+    akvi_run_close_files(r);
+    r->files = f;
+    return AKV_OK;
+}
+
+/* Names the run's SSTs in DIR/runs before their ingestion moves them into
+ * RocksDB (the same file under both names). */
+static int link_files(akvi_runwriter *w)
+{
+    int rc = AKV_OK;
+    for (size_t j = 0; rc == AKV_OK && j < w->n_sst; j++)
+        rc = akvi_run_link_file(w->db, w->paths[j], w->run_id, w->ssts[j].id);
+    return rc;
+}
+
 int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
 {
     *out = NULL;
@@ -361,7 +424,9 @@ int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
     char name[64];
     snprintf(name, sizeof name, "run.%llu", (unsigned long long)w->run_id);
     rocksdb_column_family_handle_t *cf = NULL, *rmap = NULL;
-    rc = akvi_cf_create(w->db, name, w->level, &cf);
+    rc = link_files(w);
+    if (rc == AKV_OK)
+        rc = akvi_cf_create(w->db, name, w->level, &cf);
     if (rc == AKV_OK)
         rc = ingest(w->db, cf, w->paths, w->n_sst);
     if (rc == AKV_OK && w->db->layout == AKV_LAYOUT_ORDERED)
@@ -371,6 +436,12 @@ int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
     if (rc != AKV_OK && cf) {
         akvi_cf_drop(w->db, cf);
         rocksdb_column_family_handle_destroy(cf);
+    }
+    if (rc == AKV_OK && (rc = akvi_run_open_files(w->db, *out)) != AKV_OK) {
+        /* Never committed: its family, files and filter files go. */
+        atomic_store(&(*out)->obsolete, true);
+        akvi_run_unref(*out);
+        *out = NULL;
     }
     atomic_fetch_add(&w->db->st.bytes_written_disk, w->bytes);
     atomic_fetch_add(&w->db->st.bytes_written_level[w->level < AKV_MAX_LEVELS ? w->level : AKV_MAX_LEVELS - 1],
@@ -531,11 +602,14 @@ void akvi_rw_abort(akvi_runwriter *w)
         free(w->paths[j]);
     }
     for (size_t j = 0; j < w->n_sst; j++) {
-        /* A run that never made it: its filter files go too (after a
-         * successful finish the run owns its SSTs and n_sst is 0). */
+        /* A run that never made it: its filter files and names in
+         * DIR/runs go too (after a successful finish the run owns its SSTs
+         * and n_sst is 0). */
         char name[64], path[4096];
         akvi_filter_file_name(w->run_id, j, name, sizeof name);
         snprintf(path, sizeof path, "%s/%s", w->db->fdir, name);
+        unlink(path);
+        run_file_path(w->db, w->run_id, j, path, sizeof path);
         unlink(path);
         if (w->filters)
             akv_filter_destroy(w->filters[j]);

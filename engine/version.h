@@ -29,6 +29,9 @@ typedef struct akvi_run {
     akvi_slot *slots; /* parallel to info.ssts */
     rocksdb_column_family_handle_t *cf;
     rocksdb_column_family_handle_t *rmap_cf; /* ordered layout only */
+    /* Readers of DIR/runs/<id>-<sst>.sst, parallel to info.ssts (runstore.h),
+     * through which gets read the run; NULL: gets read the family. */
+    struct akvi_rs_sst **files;
     _Atomic bool obsolete;                   /* drop CF + filter files at last unref */
     struct akvi_run *grave_next;             /* in db->grave.runs */
     /* L0 only: the front holding its keys (NULL: none), and how many

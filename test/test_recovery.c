@@ -434,3 +434,111 @@ Test(adapt, hinted_negatives_shape_habf)
     if (akv_filter_kind_by_name("habf"))
         hint_test("l0=habf");
 }
+
+/* Descriptors this process holds open on files under dir/runs. */
+static int open_run_files_count(const char *dir)
+{
+    char runs[700], real[4096];
+    snprintf(runs, sizeof runs, "%s/runs/", dir);
+    cr_assert_not_null(realpath(dir, real));
+    char want[4200];
+    snprintf(want, sizeof want, "%s/runs/", real);
+    int n = 0;
+    for (int fd = 0; fd < 4096; fd++) {
+        char link[64], target[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len < 0)
+            continue;
+        target[len] = '\0';
+        n += strncmp(target, want, strlen(want)) == 0;
+    }
+    return n;
+}
+
+static int count_run_files(const char *dir)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "ls '%s/runs' 2>/dev/null | grep -c '\\.sst$'", dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    int n = 0;
+    cr_assert_eq(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+static void expect_values(akv_db *db, unsigned n)
+{
+    char k[32], want[64];
+    for (unsigned i = 0; i < n; i++) {
+        size_t kl = akvt_numbered_key(k, i);
+        int wl = snprintf(want, sizeof want, "value-%u", i);
+        void *v = NULL;
+        size_t vl = 0;
+        cr_assert_eq(akv_get(db, k, kl, &v, &vl), AKV_OK, "key %u: %s", i, akv_errmsg());
+        cr_assert(vl == (size_t)wl && memcmp(v, want, vl) == 0, "key %u", i);
+        akv_free(v);
+    }
+}
+
+/* Every run's SSTs are named in DIR/runs by the files their families hold,
+ * and gets read them through readers kept open there. Names removed or
+ * replaced are linked again at open; names no run holds are deleted. */
+static void run_files_follow_the_families(akv_layout layout)
+{
+    char dir[512];
+    tmpdir(dir, sizeof dir);
+    akv_options o;
+    opts(&o, layout);
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    load(db, 3000);
+    cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+    int named = count_run_files(dir);
+    cr_assert_gt(named, 1, "the runs' SSTs are named in runs/");
+    cr_assert_eq(open_run_files_count(dir), named, "a reader per SST");
+    expect_values(db, 3000);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    cr_assert_eq(open_run_files_count(dir), 0);
+
+    /* Gone, replaced by another file, and a name of no run. */
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s/runs' && f=$(ls | head -1) && g=$(ls | sed -n 2p) && rm \"$f\" && cp \"$g\" \"$g.x\" && "
+             "mv \"$g.x\" \"$g\" && cp \"$g\" 999999-0.sst",
+             dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(count_run_files(dir), named, "relinked, and the stray name deleted");
+    snprintf(cmd, sizeof cmd, "test ! -e '%s/runs/999999-0.sst'", dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(open_run_files_count(dir), named);
+    expect_values(db, 3000);
+    cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+    expect_values(db, 3000);
+    int after = count_run_files(dir);
+    cr_assert_gt(after, 0);
+    cr_assert_eq(open_run_files_count(dir), after, "replaced runs' names and readers are gone");
+    cr_assert_eq(akv_close(db), AKV_OK);
+
+    /* The whole directory gone (a checkpoint or a database from before
+     * run files): every name comes back. */
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/runs'", dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(count_run_files(dir), after);
+    expect_values(db, 3000);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    rmrf(dir);
+}
+
+Test(recovery, run_files_follow_the_families_hash)
+{
+    run_files_follow_the_families(AKV_LAYOUT_HASH);
+}
+
+Test(recovery, run_files_follow_the_families_ordered)
+{
+    run_files_follow_the_families(AKV_LAYOUT_ORDERED);
+}

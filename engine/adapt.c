@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "engine/internal.h"
+#include "engine/runstore.h"
 #include "revmap/revmap.h"
 
 void (*_Atomic akvi_hook_before_revmap_read)(void);
@@ -40,6 +41,24 @@ static int collect(void *arg, akv_hash h)
     return akvi_memrevmap_covers(m, h.hi, 64) ? AKV_OK : akvi_memrevmap_insert(m, h);
 }
 
+/* A run file read as a reverse map (revmap.h's cursor). */
+static int cur_seek(void *ctx, const uint8_t *k, size_t len)
+{
+    return akvi_rs_iter_seek(ctx, k, len);
+}
+static int cur_next(void *ctx)
+{
+    return akvi_rs_iter_next(ctx);
+}
+static bool cur_valid(void *ctx)
+{
+    return akvi_rs_iter_valid(ctx);
+}
+static const uint8_t *cur_key(void *ctx, size_t *len)
+{
+    return akvi_rs_iter_key(ctx, len);
+}
+
 /* Add to map m the SST's keys whose slot hash starts with hi's top nbits,
  * read from RocksDB. No lock is held here. */
 static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, unsigned nbits,
@@ -49,9 +68,23 @@ static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, uns
     if (hook)
         hook();
     akvi_sst_ref arg = {db, &r->info, &r->info.ssts[j]};
+    /* Read through the run's files when open (runstore.c): the hash
+     * layout's run is its own reverse map (SST j's keys are in its file),
+     * the ordered layout's is the run's rmap file. */
+    akvi_rs_iter *fi = NULL;
+    akvi_revmap_cursor cur = {.seek = cur_seek, .next = cur_next, .valid = cur_valid, .key = cur_key};
+    akvi_rs_sst *const *src = db->layout == AKV_LAYOUT_HASH ? (r->files ? &r->files[j] : NULL)
+                                                            : (r->rmap_file ? &r->rmap_file : NULL);
+    if (src) {
+        int rc = akvi_rs_iter_new(src, 1, false, &fi);
+        if (rc != AKV_OK)
+            return rc;
+        cur.ctx = fi;
+    }
     akvi_rocksrevmap rr = {
         .db = db->rdb,
         .ro = db->ro,
+        .cursor = fi ? &cur : NULL,
         .cf = db->layout == AKV_LAYOUT_HASH ? r->cf : r->rmap_cf,
         .seed = db->seed,
         .prefix_bits = db->layout == AKV_LAYOUT_HASH ? r->info.prefix_bits : 0,
@@ -60,6 +93,7 @@ static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, uns
         .in_sst_arg = &arg,
     };
     int rc = akvi_rocksrevmap_init(&rr)->scan(&rr.rm, hi, nbits, collect, m);
+    akvi_rs_iter_destroy(fi);
     return rc == AKV_OK ? akvi_memrevmap_cover_more(m, hi, nbits) : rc;
 }
 

@@ -51,7 +51,10 @@ void akvi_cat_sst_put_fields(akvi_wbuf *w, const akvi_cat_sst *s)
 
 void akvi_run_file_name(uint64_t run, uint64_t sst, char *out, size_t cap)
 {
-    snprintf(out, cap, "%llu-%llu.sst", (unsigned long long)run, (unsigned long long)sst);
+    if (sst == AKVI_RMAP_SST)
+        snprintf(out, cap, "%llu-rmap.sst", (unsigned long long)run);
+    else
+        snprintf(out, cap, "%llu-%llu.sst", (unsigned long long)run, (unsigned long long)sst);
 }
 
 /* "<run>-<sst><ext>" names in dir: kept when keep() says so, temp names
@@ -65,8 +68,13 @@ static void sweep(const char *dir, const char *ext, bool (*keep)(void *arg, uint
     while (d && (e = readdir(d)) != NULL) {
         unsigned long long run, sst;
         int used = 0;
-        if (sscanf(e->d_name, "%llu-%llu%n", &run, &sst, &used) != 2 || used == 0)
-            continue;
+        if (sscanf(e->d_name, "%llu-%llu%n", &run, &sst, &used) != 2 || used == 0) {
+            /* DIR/runs also holds reverse maps: "<run>-rmap.sst". */
+            used = 0;
+            if (strcmp(ext, ".sst") != 0 || sscanf(e->d_name, "%llu-rmap%n", &run, &used) != 1 || used == 0)
+                continue;
+            sst = AKVI_RMAP_SST;
+        }
         const char *rest = e->d_name + used;
         if (strncmp(rest, ext, el) != 0)
             continue;

@@ -71,10 +71,13 @@ int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c);
 void akvi_catalog_free(akvi_catalog *c);
 void akvi_cat_run_free(akvi_cat_run *r);
 void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap);
-/* A run's SST file in DIR/runs: "<run>-<sst>.sst" (docs/format.md). */
+/* A run's SST file in DIR/runs: "<run>-<sst>.sst"; sst AKVI_RMAP_SST: the
+ * ordered layout's reverse map, "<run>-rmap.sst" (docs/format.md). */
+#define AKVI_RMAP_SST UINT64_MAX
 void akvi_run_file_name(uint64_t run, uint64_t sst, char *out, size_t cap);
 /* Delete, in DIR/runs, each "<run>-<sst>.sst" for which keep(arg, run,
- * sst) is false and each "<run>-<sst>.sst.tmp"; any other name stays. */
+ * sst) is false (a reverse map's: keep(arg, run, AKVI_RMAP_SST)) and each
+ * such name + ".tmp"; any other name stays. */
 void akvi_sweep_run_files(const char *dir, bool (*keep)(void *arg, uint64_t run, uint64_t sst), void *arg);
 /* Delete, in the filter directory fdir, each "<run>-<sst>.akf" for which
  * keep(arg, run, sst) is false and each "<run>-<sst>.akf.tmp"; any other

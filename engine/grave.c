@@ -49,6 +49,8 @@ void akvi_run_close_files(akvi_run *r)
         akvi_rs_sst_close(r->files[j]);
     free(r->files);
     r->files = NULL;
+    akvi_rs_sst_close(r->rmap_file);
+    r->rmap_file = NULL;
 }
 
 /* Its names in DIR/runs (the family holds the same files). */
@@ -57,6 +59,12 @@ static void delete_run_files(akvi_run *r)
     for (size_t j = 0; j < r->info.n_sst; j++) {
         char name[64], path[4096];
         akvi_run_file_name(r->info.id, r->info.ssts[j].id, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", r->db->sdir, name);
+        unlink(path);
+    }
+    if (r->db->layout == AKV_LAYOUT_ORDERED) {
+        char name[64], path[4096];
+        akvi_run_file_name(r->info.id, AKVI_RMAP_SST, name, sizeof name);
         snprintf(path, sizeof path, "%s/%s", r->db->sdir, name);
         unlink(path);
     }

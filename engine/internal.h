@@ -292,6 +292,10 @@ int akvi_mem_recover(akv_db *db, akvi_mem *m);
 typedef struct akvi_merge akvi_merge;
 /* Inputs newest first; takes ownership of the iterators. */
 akvi_merge *akvi_merge_create(rocksdb_iterator_t **its, size_t n);
+struct akvi_rs_iter;
+/* Input i (its[i] NULL) reads a run's files through `it` (runstore.h),
+ * which the merge then owns (destroyed on failure too). */
+int akvi_merge_use_files(akvi_merge *m, size_t i, struct akvi_rs_iter *it);
 void akvi_merge_seek_first(akvi_merge *m);
 void akvi_merge_seek(akvi_merge *m, const uint8_t *k, size_t len);
 bool akvi_merge_valid(const akvi_merge *m);
@@ -387,7 +391,8 @@ int akvi_rw_finish(akvi_runwriter *w, akvi_run **out);
  * `sst` of run `run` in DIR/runs, a hard link replacing any other file of
  * that name; DIR/runs is created if missing. */
 int akvi_run_link_file(akv_db *db, const char *from, uint64_t run, uint64_t sst);
-/* Opens a reader for each of run r's SST files in DIR/runs (r->files). */
+/* Opens a reader for each of run r's SST files in DIR/runs (r->files),
+ * and its reverse map's in the ordered layout (r->rmap_file). */
 int akvi_run_open_files(akv_db *db, akvi_run *r);
 void akvi_rw_abort(akvi_runwriter *w);
 /* Merge column families (newest first) into new runs at `level`, each cut

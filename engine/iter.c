@@ -14,6 +14,7 @@
 
 #include "engine/internal.h"
 #include "engine/lockorder.h"
+#include "engine/runstore.h"
 #include "util/order.h"
 
 struct akv_iter {
@@ -54,18 +55,32 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     size_t k = 0;
     for (size_t i = 0; i < it->v->n_mem; i++)
         its[k++] = rocksdb_create_iterator_cf(db->rdb, it->ro_mem, it->v->mems[i]->cf);
+    /* A run with its files open reads them (runstore.c), else its family. */
     for (size_t i = 0; i < it->v->n_run; i++)
-        its[k++] = rocksdb_create_iterator_cf(db->rdb, db->ro, it->v->runs[i]->cf);
+        its[k++] =
+            it->v->runs[i]->files ? NULL : rocksdb_create_iterator_cf(db->rdb, db->ro, it->v->runs[i]->cf);
     it->mg = akvi_merge_create(its, n);
-    /* A run's input must not end before its last key (merge.c). */
-    for (size_t i = 0; it->mg && i < it->v->n_run; i++)
-        akvi_merge_expect(it->mg, it->v->n_mem + i, &it->v->runs[i]->info);
     if (!it->mg) {
         for (size_t i = 0; i < n; i++)
-            rocksdb_iter_destroy(its[i]);
+            if (its[i])
+                rocksdb_iter_destroy(its[i]);
         free(its);
         akv_iter_destroy(it);
         return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    int rc = AKV_OK;
+    for (size_t i = 0; rc == AKV_OK && i < it->v->n_run; i++) {
+        akvi_run *r = it->v->runs[i];
+        akvi_rs_iter *fi = NULL;
+        if (r->files && (rc = akvi_rs_iter_new(r->files, r->info.n_sst, false, &fi)) == AKV_OK)
+            rc = akvi_merge_use_files(it->mg, it->v->n_mem + i, fi);
+        /* A run's input must not end before its last key (merge.c). */
+        if (rc == AKV_OK)
+            akvi_merge_expect(it->mg, it->v->n_mem + i, &r->info);
+    }
+    if (rc != AKV_OK) {
+        akv_iter_destroy(it);
+        return rc;
     }
     *out = it;
     return AKV_OK;

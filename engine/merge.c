@@ -1,5 +1,6 @@
 /*
- * merge.c — merging iterator over column-family iterators, newest first.
+ * merge.c — merging iterator over column-family iterators and run-file
+ * iterators (runstore.c), newest first.
  *
  * Yields each distinct key once, with the entry of the newest input that
  * holds it (the lowest index). Shadowing by tags is left to the caller:
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "engine/runstore.h"
 #include "util/order.h"
 
 typedef struct expect {
@@ -33,7 +35,8 @@ typedef struct expect {
 
 struct akvi_merge {
     size_t n;
-    rocksdb_iterator_t **its;
+    rocksdb_iterator_t **its; /* its[i] NULL: input i reads files[i] */
+    akvi_rs_iter **files;     /* NULL until the first akvi_merge_use_files */
     expect *exp; /* NULL until the first akvi_merge_expect */
     bool full;   /* positioned by seek_first: a full pass is counted */
     bool reverse; /* moving backwards: every input at or before the current key */
@@ -52,6 +55,98 @@ akvi_merge *akvi_merge_create(rocksdb_iterator_t **its, size_t n)
     m->n = n;
     m->cur = -1;
     return m;
+}
+
+int akvi_merge_use_files(akvi_merge *m, size_t i, akvi_rs_iter *it)
+{
+    if (!m->files && !(m->files = calloc(m->n, sizeof *m->files))) {
+        akvi_rs_iter_destroy(it);
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    m->files[i] = it;
+    return AKV_OK;
+}
+
+/* ---- one input, either kind ---------------------------------------------- */
+
+static akvi_rs_iter *file_of(const akvi_merge *m, size_t i)
+{
+    return m->its[i] ? NULL : m->files[i];
+}
+
+/* A run file's read failed: the merge ends with its error (AKV_ECORRUPT
+ * for damaged data, naming the run and the file). */
+static void file_rc(akvi_merge *m, size_t i, int rc)
+{
+    if (rc == AKV_OK || m->status != AKV_OK)
+        return;
+    const akvi_cat_run *r = m->exp ? m->exp[i].run : NULL;
+    m->status = r ? akvi_err(rc, "run %llu: %s (akv_repair salvages what is readable)",
+                             (unsigned long long)r->id, akv_errmsg())
+                  : rc;
+}
+
+static bool in_valid(const akvi_merge *m, size_t i)
+{
+    akvi_rs_iter *f = file_of(m, i);
+    return f ? akvi_rs_iter_valid(f) : rocksdb_iter_valid(m->its[i]);
+}
+
+static const char *in_key(const akvi_merge *m, size_t i, size_t *len)
+{
+    akvi_rs_iter *f = file_of(m, i);
+    return f ? (const char *)akvi_rs_iter_key(f, len) : rocksdb_iter_key(m->its[i], len);
+}
+
+static const char *in_value(const akvi_merge *m, size_t i, size_t *len)
+{
+    akvi_rs_iter *f = file_of(m, i);
+    return f ? (const char *)akvi_rs_iter_value(f, len) : rocksdb_iter_value(m->its[i], len);
+}
+
+static void in_seek_first(akvi_merge *m, size_t i)
+{
+    akvi_rs_iter *f = file_of(m, i);
+    if (f)
+        file_rc(m, i, akvi_rs_iter_seek_first(f));
+    else
+        rocksdb_iter_seek_to_first(m->its[i]);
+}
+
+static void in_seek_last(akvi_merge *m, size_t i)
+{
+    akvi_rs_iter *f = file_of(m, i);
+    if (f)
+        file_rc(m, i, akvi_rs_iter_seek_last(f));
+    else
+        rocksdb_iter_seek_to_last(m->its[i]);
+}
+
+static void in_seek(akvi_merge *m, size_t i, const void *k, size_t len)
+{
+    akvi_rs_iter *f = file_of(m, i);
+    if (f)
+        file_rc(m, i, akvi_rs_iter_seek(f, k, len));
+    else
+        rocksdb_iter_seek(m->its[i], (const char *)k, len);
+}
+
+static void in_next(akvi_merge *m, size_t i)
+{
+    akvi_rs_iter *f = file_of(m, i);
+    if (f)
+        file_rc(m, i, akvi_rs_iter_next(f));
+    else
+        rocksdb_iter_next(m->its[i]);
+}
+
+static void in_prev(akvi_merge *m, size_t i)
+{
+    akvi_rs_iter *f = file_of(m, i);
+    if (f)
+        file_rc(m, i, akvi_rs_iter_prev(f));
+    else
+        rocksdb_iter_prev(m->its[i]);
 }
 
 void akvi_merge_expect(akvi_merge *m, size_t i, const akvi_cat_run *run)
@@ -88,6 +183,8 @@ static void fail(akvi_merge *m, const akvi_cat_run *r, const char *fmt, ...)
 static void check_errors(akvi_merge *m)
 {
     for (size_t i = 0; i < m->n && m->status == AKV_OK; i++) {
+        if (!m->its[i])
+            continue; /* a run file's error ended the merge when it came */
         char *err = NULL;
         rocksdb_iter_get_error(m->its[i], &err);
         if (err && m->exp && m->exp[i].run) {
@@ -171,10 +268,10 @@ static void pick(akvi_merge *m)
     size_t bl = 0;
     int want = m->reverse ? 1 : -1;
     for (size_t i = 0; i < m->n; i++) {
-        if (!rocksdb_iter_valid(m->its[i]))
+        if (!in_valid(m, i))
             continue;
         size_t kl;
-        const char *k = rocksdb_iter_key(m->its[i], &kl);
+        const char *k = in_key(m, i, &kl);
         int c = best < 0 ? 0 : akvi_bytes_cmp(k, kl, bk, bl);
         if (best < 0 || (want < 0 ? c < 0 : c > 0)) {
             best = (long)i;
@@ -195,8 +292,8 @@ void akvi_merge_seek_first(akvi_merge *m)
     reset_counts(m, true);
     m->reverse = false;
     for (size_t i = 0; i < m->n; i++) {
-        rocksdb_iter_seek_to_first(m->its[i]);
-        if (m->exp && m->exp[i].run && m->exp[i].run->n_sst && !rocksdb_iter_valid(m->its[i]))
+        in_seek_first(m, i);
+        if (m->exp && m->exp[i].run && m->exp[i].run->n_sst && !in_valid(m, i))
             ended_early(m, i);
     }
     pick(m);
@@ -207,10 +304,10 @@ void akvi_merge_seek(akvi_merge *m, const uint8_t *k, size_t len)
     reset_counts(m, false);
     m->reverse = false;
     for (size_t i = 0; i < m->n; i++) {
-        rocksdb_iter_seek(m->its[i], (const char *)k, len);
+        in_seek(m, i, k, len);
         const akvi_cat_run *r = m->exp ? m->exp[i].run : NULL;
         /* A run whose last key is >= k has an entry at or after k. */
-        if (r && r->n_sst && !rocksdb_iter_valid(m->its[i]) &&
+        if (r && r->n_sst && !in_valid(m, i) &&
             akvi_bytes_cmp(k, len, r->ssts[r->n_sst - 1].largest, r->ssts[r->n_sst - 1].largest_len) <= 0)
             ended_early(m, i);
     }
@@ -224,20 +321,20 @@ bool akvi_merge_valid(const akvi_merge *m)
 
 const uint8_t *akvi_merge_key(const akvi_merge *m, size_t *len)
 {
-    return (const uint8_t *)rocksdb_iter_key(m->its[m->cur], len);
+    return (const uint8_t *)in_key(m, m->cur, len);
 }
 
 const uint8_t *akvi_merge_value(const akvi_merge *m, size_t *len)
 {
-    return (const uint8_t *)rocksdb_iter_value(m->its[m->cur], len);
+    return (const uint8_t *)in_value(m, m->cur, len);
 }
 
 /* Advance input i past its current entry `key`. */
 static void step(akvi_merge *m, size_t i, const char *key, size_t kl)
 {
     bool may_end = account(m, i, key, kl);
-    rocksdb_iter_next(m->its[i]);
-    if (!may_end && !rocksdb_iter_valid(m->its[i]))
+    in_next(m, i);
+    if (!may_end && !in_valid(m, i))
         ended_early(m, i);
 }
 
@@ -245,7 +342,7 @@ static void step(akvi_merge *m, size_t i, const char *key, size_t kl)
 static bool save_key(akvi_merge *m, size_t *len)
 {
     size_t kl;
-    const char *k = rocksdb_iter_key(m->its[m->cur], &kl);
+    const char *k = in_key(m, m->cur, &kl);
     if (kl > m->kcap) {
         uint8_t *b = realloc(m->kbuf, kl);
         if (!b) {
@@ -266,11 +363,11 @@ static void position_before(akvi_merge *m, const uint8_t *k, size_t len)
     reset_counts(m, false);
     m->reverse = true;
     for (size_t i = 0; i < m->n; i++) {
-        rocksdb_iter_seek(m->its[i], (const char *)k, len);
-        if (rocksdb_iter_valid(m->its[i]))
-            rocksdb_iter_prev(m->its[i]);
+        in_seek(m, i, k, len);
+        if (in_valid(m, i))
+            in_prev(m, i);
         else
-            rocksdb_iter_seek_to_last(m->its[i]);
+            in_seek_last(m, i);
     }
 }
 
@@ -279,7 +376,7 @@ void akvi_merge_seek_last(akvi_merge *m)
     reset_counts(m, false);
     m->reverse = true;
     for (size_t i = 0; i < m->n; i++)
-        rocksdb_iter_seek_to_last(m->its[i]);
+        in_seek_last(m, i);
     pick(m);
 }
 
@@ -296,16 +393,16 @@ void akvi_merge_seek_before(akvi_merge *m, const uint8_t *k, size_t len)
 static void move_ties(akvi_merge *m, const char *k, size_t kl, bool forward)
 {
     for (size_t i = 0; i < m->n; i++) {
-        if ((long)i == m->cur || !rocksdb_iter_valid(m->its[i]))
+        if ((long)i == m->cur || !in_valid(m, i))
             continue;
         size_t ol;
-        const char *o = rocksdb_iter_key(m->its[i], &ol);
+        const char *o = in_key(m, i, &ol);
         if (akvi_bytes_cmp(o, ol, k, kl) != 0)
             continue;
         if (forward)
             step(m, i, o, ol);
         else
-            rocksdb_iter_prev(m->its[i]);
+            in_prev(m, i);
     }
 }
 
@@ -321,9 +418,9 @@ void akvi_merge_prev(akvi_merge *m)
         return;
     }
     size_t kl;
-    const char *k = rocksdb_iter_key(m->its[m->cur], &kl);
+    const char *k = in_key(m, m->cur, &kl);
     move_ties(m, k, kl, false);
-    rocksdb_iter_prev(m->its[m->cur]);
+    in_prev(m, m->cur);
     pick(m);
 }
 
@@ -337,13 +434,13 @@ static void turn_forward(akvi_merge *m)
     reset_counts(m, false);
     m->reverse = false;
     for (size_t i = 0; i < m->n; i++) {
-        rocksdb_iter_seek(m->its[i], (const char *)m->kbuf, kl);
-        if (!rocksdb_iter_valid(m->its[i]))
+        in_seek(m, i, m->kbuf, kl);
+        if (!in_valid(m, i))
             continue;
         size_t ol;
-        const char *o = rocksdb_iter_key(m->its[i], &ol);
+        const char *o = in_key(m, i, &ol);
         if (akvi_bytes_cmp(o, ol, m->kbuf, kl) == 0)
-            rocksdb_iter_next(m->its[i]);
+            in_next(m, i);
     }
     pick(m);
 }
@@ -355,7 +452,7 @@ void akvi_merge_next(akvi_merge *m)
         return;
     }
     size_t kl;
-    const char *k = rocksdb_iter_key(m->its[m->cur], &kl);
+    const char *k = in_key(m, m->cur, &kl);
     move_ties(m, k, kl, true);
     step(m, (size_t)m->cur, k, kl);
     pick(m);
@@ -377,11 +474,15 @@ void akvi_merge_destroy(akvi_merge *m)
     if (!m)
         return;
     for (size_t i = 0; i < m->n; i++) {
-        rocksdb_iter_destroy(m->its[i]);
+        if (m->its[i])
+            rocksdb_iter_destroy(m->its[i]);
+        if (m->files)
+            akvi_rs_iter_destroy(m->files[i]);
         if (m->exp)
             free(m->exp[i].counts);
     }
     free(m->exp);
+    free(m->files);
     free(m->its);
     free(m->kbuf);
     free(m);

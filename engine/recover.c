@@ -464,10 +464,20 @@ static bool run_holds(void *arg, uint64_t run, uint64_t sst)
     return false;
 }
 
+/* The same for DIR/runs, where an ordered run also has its reverse map. */
+static bool run_holds_file(void *arg, uint64_t run, uint64_t sst)
+{
+    const akvi_version *v = arg;
+    for (size_t i = 0; sst == AKVI_RMAP_SST && i < v->n_run; i++)
+        if (v->runs[i]->info.id == run && v->runs[i]->db->layout == AKV_LAYOUT_ORDERED)
+            return true;
+    return sst != AKVI_RMAP_SST && run_holds(arg, run, sst);
+}
+
 static void clean_files(akv_db *db, const akvi_version *v)
 {
     akvi_sweep_filter_files(db->fdir, run_holds, (void *)v);
-    akvi_sweep_run_files(db->sdir, run_holds, (void *)v);
+    akvi_sweep_run_files(db->sdir, run_holds_file, (void *)v);
     struct dirent *e;
     DIR *d = opendir(db->tdir);
     while (d && (e = readdir(d)) != NULL) {
@@ -903,11 +913,12 @@ static int adopt_catalog(akv_db *db, const loaded *L, bool store)
 
 static int make_dir(const char *p, bool *made);
 
-/* Is run r's SST j named in DIR/runs by the very file its family holds? */
-static bool run_file_bound(const akv_db *db, const akvi_run *r, size_t j, const char *live)
+/* Is the name of run r's SST sst in DIR/runs the very file `live` its
+ * family holds? */
+static bool named_as(const akv_db *db, const akvi_run *r, uint64_t sst, const char *live)
 {
     char name[64];
-    akvi_run_file_name(r->info.id, r->info.ssts[j].id, name, sizeof name);
+    akvi_run_file_name(r->info.id, sst, name, sizeof name);
     char *p = akvi_path_join(db->sdir, name);
     struct stat a, b;
     bool same = p && stat(p, &a) == 0 && stat(live, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
@@ -947,8 +958,21 @@ static void open_run_files(akv_db *db, loaded *L)
             char *live = akvi_path_join(db->rdir, f->name[0] == '/' ? f->name + 1 : f->name);
             if (!live)
                 rc = akvi_err(AKV_ENOMEM, "out of memory");
-            else if (!run_file_bound(db, r, j, live))
+            else if (!named_as(db, r, c->id, live))
                 rc = akvi_run_link_file(db, live, r->info.id, c->id);
+            free(live);
+        }
+        if (rc == AKV_OK && db->layout == AKV_LAYOUT_ORDERED) {
+            /* Its reverse map: the one file of its rmap family. */
+            snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->info.id);
+            k = akvi_live_ssts_of(l, n, name, &first);
+            char *live = k == 1 ? akvi_path_join(db->rdir, l[first].name + (l[first].name[0] == '/')) : NULL;
+            if (k != 1)
+                rc = akvi_err(AKV_ECORRUPT, "its reverse map family holds %zu SST files, not 1", k);
+            else if (!live)
+                rc = akvi_err(AKV_ENOMEM, "out of memory");
+            else if (!named_as(db, r, AKVI_RMAP_SST, live))
+                rc = akvi_run_link_file(db, live, r->info.id, AKVI_RMAP_SST);
             free(live);
         }
         if (rc == AKV_OK)

@@ -32,7 +32,7 @@ struct akvi_rs_iter {
 static int sst_err(int code, char *msg, const char *what, const char *path)
 {
     int rc = code == AKVI_SSTR_CORRUPT ? AKV_ECORRUPT : code == AKVI_SSTR_NOMEM ? AKV_ENOMEM : AKV_EIO;
-    rc = akvi_err(rc, "%s run file %s: %s", what, path, msg ? msg : "out of memory");
+    rc = akvi_err(rc, "%s SST file %s: %s", what, path, msg ? msg : "out of memory");
     free(msg);
     return rc;
 }
@@ -74,7 +74,7 @@ int akvi_rs_sst_open(akvi_rs *s, const char *path, akvi_rs_sst **out)
     akvi_rs_sst *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(path))) {
         free(f);
-        return akvi_err(AKV_ENOMEM, "out of memory opening run file %s", path);
+        return akvi_err(AKV_ENOMEM, "out of memory opening SST file %s", path);
     }
     char *err = NULL;
     int code = akvi_sstr_open(s->env, path, &f->r, &err);
@@ -143,7 +143,7 @@ static int iter_open_at(akvi_rs_iter *it, size_t at)
     it->cur = akvi_sstr_iter(it->files[at]->r, it->scan);
     if (!it->cur) {
         it->at = it->n;
-        return akvi_err(AKV_ENOMEM, "out of memory iterating run file %s", it->files[at]->path);
+        return akvi_err(AKV_ENOMEM, "out of memory iterating SST file %s", it->files[at]->path);
     }
     return AKV_OK;
 }
@@ -162,6 +162,25 @@ static int iter_settle(akvi_rs_iter *it)
         }
         if (it->at < it->n)
             akvi_sstr_it_seek_first(it->cur);
+    }
+    return AKV_OK;
+}
+
+/* Backwards: while files[at] is before its first key, the previous file
+ * from its last key. */
+static int iter_settle_back(akvi_rs_iter *it)
+{
+    while (it->at < it->n && !akvi_sstr_it_valid(it->cur)) {
+        int rc = iter_status(it);
+        if (rc == AKV_OK && it->at == 0)
+            return iter_open_at(it, it->n);
+        if (rc == AKV_OK)
+            rc = iter_open_at(it, it->at - 1);
+        if (rc != AKV_OK) {
+            iter_open_at(it, it->n);
+            return rc;
+        }
+        akvi_sstr_it_seek_last(it->cur);
     }
     return AKV_OK;
 }
@@ -226,6 +245,25 @@ int akvi_rs_iter_next(akvi_rs_iter *it)
     return iter_settle(it);
 }
 
+int akvi_rs_iter_seek_last(akvi_rs_iter *it)
+{
+    if (it->n == 0)
+        return iter_open_at(it, 0);
+    int rc = iter_open_at(it, it->n - 1);
+    if (rc != AKV_OK)
+        return rc;
+    akvi_sstr_it_seek_last(it->cur);
+    return iter_settle_back(it);
+}
+
+int akvi_rs_iter_prev(akvi_rs_iter *it)
+{
+    if (it->at >= it->n)
+        return AKV_OK;
+    akvi_sstr_it_prev(it->cur);
+    return iter_settle_back(it);
+}
+
 bool akvi_rs_iter_valid(const akvi_rs_iter *it)
 {
     return it->at < it->n;
@@ -246,7 +284,7 @@ int akvi_rs_get(akvi_rs_sst *f, const void *key, size_t klen, akvi_rs_val *out)
     memset(out, 0, sizeof *out);
     akvi_rs_iter *it = calloc(1, sizeof *it);
     if (!it)
-        return akvi_err(AKV_ENOMEM, "out of memory reading run file %s", f->path);
+        return akvi_err(AKV_ENOMEM, "out of memory reading SST file %s", f->path);
     it->one = f;
     it->files = &it->one;
     it->n = 1;

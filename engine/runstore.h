@@ -67,6 +67,9 @@ void akvi_rs_iter_destroy(akvi_rs_iter *it);
 int akvi_rs_iter_seek_first(akvi_rs_iter *it);
 int akvi_rs_iter_seek(akvi_rs_iter *it, const void *key, size_t klen);
 int akvi_rs_iter_next(akvi_rs_iter *it);
+/* Backwards: the last key; the key before the current one. */
+int akvi_rs_iter_seek_last(akvi_rs_iter *it);
+int akvi_rs_iter_prev(akvi_rs_iter *it);
 bool akvi_rs_iter_valid(const akvi_rs_iter *it);
 /* Valid until the iterator moves. */
 const uint8_t *akvi_rs_iter_key(const akvi_rs_iter *it, size_t *len);

@@ -269,6 +269,13 @@ int akvi_rw_add(akvi_runwriter *w, const uint8_t *ikey, size_t iklen, const uint
     return AKV_OK;
 }
 
+static void run_file_path(const akv_db *db, uint64_t run, uint64_t sst, char *out, size_t cap)
+{
+    char name[64];
+    akvi_run_file_name(run, sst, name, sizeof name);
+    snprintf(out, cap, "%s/%s", db->sdir, name);
+}
+
 static int cmp_rmap(const void *a, const void *b, void *arena)
 {
     const rmap_ent *x = a, *y = b;
@@ -307,15 +314,21 @@ static int write_rmap(akvi_runwriter *w, rocksdb_column_family_handle_t **cf)
         return akvi_rocks_err(err, "writing a reverse map");
     }
     snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)w->run_id);
-    int rc = akvi_cf_create(db, name, w->level, cf);
+    /* Named in DIR/runs too, before the ingestion moves it (as the SSTs). */
+    int rc = akvi_run_link_file(db, path, w->run_id, AKVI_RMAP_SST);
+    if (rc == AKV_OK)
+        rc = akvi_cf_create(db, name, w->level, cf);
     char *paths[1] = {path};
     if (rc == AKV_OK && (rc = ingest(db, *cf, paths, 1)) != AKV_OK) {
         akvi_cf_drop(db, *cf);
         rocksdb_column_family_handle_destroy(*cf);
         *cf = NULL;
     }
-    if (rc != AKV_OK)
+    if (rc != AKV_OK) {
         unlink(path);
+        run_file_path(db, w->run_id, AKVI_RMAP_SST, path, sizeof path);
+        unlink(path);
+    }
     return rc;
 }
 
@@ -353,13 +366,6 @@ static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf,
     return AKV_OK;
 }
 
-static void run_file_path(const akv_db *db, uint64_t run, uint64_t sst, char *out, size_t cap)
-{
-    char name[64];
-    akvi_run_file_name(run, sst, name, sizeof name);
-    snprintf(out, cap, "%s/%s", db->sdir, name);
-}
-
 int akvi_run_link_file(akv_db *db, const char *from, uint64_t run, uint64_t sst)
 {
     char path[4096], tmp[4200];
@@ -385,10 +391,15 @@ int akvi_run_open_files(akv_db *db, akvi_run *r)
     if (!f)
         return akvi_err(AKV_ENOMEM, "out of memory");
     int rc = AKV_OK;
+    char path[4096];
     for (size_t j = 0; rc == AKV_OK && j < r->info.n_sst; j++) {
-        char path[4096];
         run_file_path(db, r->info.id, r->info.ssts[j].id, path, sizeof path);
         rc = akvi_rs_sst_open(db->runstore, path, &f[j]);
+    }
+    akvi_rs_sst *rmap = NULL;
+    if (rc == AKV_OK && db->layout == AKV_LAYOUT_ORDERED) {
+        run_file_path(db, r->info.id, AKVI_RMAP_SST, path, sizeof path);
+        rc = akvi_rs_sst_open(db->runstore, path, &rmap);
     }
     if (rc != AKV_OK) {
         for (size_t j = 0; j < r->info.n_sst; j++)
@@ -398,6 +409,7 @@ int akvi_run_open_files(akv_db *db, akvi_run *r)
     }
     akvi_run_close_files(r);
     r->files = f;
+    r->rmap_file = rmap;
     return AKV_OK;
 }
 
@@ -526,15 +538,10 @@ static rocksdb_iterator_t *scan_iter(akv_db *db, rocksdb_column_family_handle_t 
     return rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
 }
 
-/* Inputs that are runs of the current version are checked against the
- * catalog as they are read (merge.c): RocksDB's iterator can end at a
- * damaged SST with an OK status, and a merge that trusted it would drop the
- * rest of the run, bringing back older values and deleted keys. */
-/* The catalog entries of the input runs, each run held (held[i], NULL for
- * a memtable) until the merge is done: the runs, not the version, so that
- * the memtables a version holds do not wait for the merge (mempool.c). */
-static void expect_runs(akv_db *db, akvi_merge *mg, rocksdb_column_family_handle_t **cfs, size_t n,
-                        akvi_run **held)
+/* The input runs of the current version, each held (held[i], NULL for a
+ * memtable) until the merge is done: the runs, not the version, so that the
+ * memtables a version holds do not wait for the merge (mempool.c). */
+static void hold_runs(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, akvi_run **held)
 {
     akvi_version *v = akvi_current(db);
     for (size_t i = 0; i < n; i++)
@@ -542,9 +549,39 @@ static void expect_runs(akv_db *db, akvi_merge *mg, rocksdb_column_family_handle
             if (v->runs[k]->cf == cfs[i]) {
                 held[i] = v->runs[k];
                 akvi_run_ref(held[i]);
-                akvi_merge_expect(mg, i, &held[i]->info);
             }
     akvi_version_unref(v);
+}
+
+/* Held input runs read their files when open (runstore.c), and are checked
+ * against the catalog as they are read (merge.c): RocksDB's iterator can
+ * end at a damaged SST with an OK status, and a merge that trusted it would
+ * drop the rest of the run, bringing back older values and deleted keys. */
+static int attach_runs(akvi_merge *mg, akvi_run **held, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        akvi_run *r = held[i];
+        if (!r)
+            continue;
+        if (r->files) {
+            akvi_rs_iter *fi;
+            int rc = akvi_rs_iter_new(r->files, r->info.n_sst, true, &fi);
+            if (rc == AKV_OK)
+                rc = akvi_merge_use_files(mg, i, fi);
+            if (rc != AKV_OK)
+                return rc;
+        }
+        akvi_merge_expect(mg, i, &r->info);
+    }
+    return AKV_OK;
+}
+
+static void release_runs(akvi_run **held, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (held[i])
+            akvi_run_unref(held[i]);
+    free(held);
 }
 
 int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
@@ -554,31 +591,31 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
     *out = NULL;
     *n_out = 0;
     rocksdb_iterator_t **its = calloc(n ? n : 1, sizeof *its);
-    if (!its)
+    akvi_run **held = calloc(n ? n : 1, sizeof *held);
+    if (!its || !held) {
+        free(its);
+        free(held);
         return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    hold_runs(db, cfs, n, held); /* keeps the inputs' runs and catalog entries alive */
     for (size_t i = 0; i < n; i++)
-        its[i] = scan_iter(db, cfs[i]);
+        its[i] = held[i] && held[i]->files ? NULL : scan_iter(db, cfs[i]);
     akvi_merge *mg = akvi_merge_create(its, n);
     if (!mg) {
         for (size_t i = 0; i < n; i++)
-            rocksdb_iter_destroy(its[i]);
+            if (its[i])
+                rocksdb_iter_destroy(its[i]);
         free(its);
+        release_runs(held, n);
         return akvi_err(AKV_ENOMEM, "out of memory");
     }
-    akvi_run **held = calloc(n ? n : 1, sizeof *held);
-    if (!held) {
-        akvi_merge_destroy(mg);
-        return akvi_err(AKV_ENOMEM, "out of memory");
-    }
-    expect_runs(db, mg, cfs, n, held); /* keeps the inputs' catalog entries alive */
+    int rc = attach_runs(mg, held, n);
     outputs o = {NULL, 0};
-    int rc =
-        copy_merge(db, mg, cfs, n, level, est, sh, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones, &o);
+    if (rc == AKV_OK)
+        rc = copy_merge(db, mg, cfs, n, level, est, sh, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones,
+                        &o);
     akvi_merge_destroy(mg);
-    for (size_t i = 0; i < n; i++)
-        if (held[i])
-            akvi_run_unref(held[i]);
-    free(held);
+    release_runs(held, n);
     if (rc != AKV_OK) {
         for (size_t i = 0; i < o.n; i++) { /* never committed: its family and files go */
             atomic_store(&o.v[i]->obsolete, true);

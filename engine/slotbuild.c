@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "engine/internal.h"
+#include "engine/runstore.h"
 #include "util/grow.h"
 #include "util/order.h"
 
@@ -450,11 +451,22 @@ int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_ha
     akv_hash *h = malloc(cap * sizeof *h);
     if (!h)
         return akvi_err(AKV_ENOMEM, "out of memory");
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, r->cf);
-    rocksdb_iter_seek(it, (const char *)s->smallest, s->smallest_len);
-    for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+    /* Its file when the run has its readers (runstore.c), else its family. */
+    akvi_rs_sst *file = r->files ? r->files[s - r->info.ssts] : NULL;
+    akvi_rs_iter *fi = NULL;
+    rocksdb_iterator_t *it = NULL;
+    int rc = AKV_OK;
+    if (file) {
+        rc = akvi_rs_iter_new(&file, 1, true, &fi);
+        if (rc == AKV_OK)
+            rc = akvi_rs_iter_seek(fi, s->smallest, s->smallest_len);
+    } else {
+        it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, r->cf);
+        rocksdb_iter_seek(it, (const char *)s->smallest, s->smallest_len);
+    }
+    while (rc == AKV_OK && (fi ? akvi_rs_iter_valid(fi) : rocksdb_iter_valid(it))) {
         size_t kl, ul;
-        const uint8_t *key = (const uint8_t *)rocksdb_iter_key(it, &kl);
+        const uint8_t *key = fi ? akvi_rs_iter_key(fi, &kl) : (const uint8_t *)rocksdb_iter_key(it, &kl);
         if (akvi_bytes_cmp(key, kl, s->largest, s->largest_len) > 0)
             break;
         const uint8_t *uk = akvi_ukey(db, key, kl, &ul);
@@ -465,10 +477,21 @@ int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_ha
         }
         h = p;
         h[k++] = akv_hash_key(uk, ul, db->seed);
+        if (fi)
+            rc = akvi_rs_iter_next(fi);
+        else
+            rocksdb_iter_next(it);
     }
+    akvi_rs_iter_destroy(fi);
     char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
+    if (it) {
+        rocksdb_iter_get_error(it, &err);
+        rocksdb_iter_destroy(it);
+    }
+    if (rc != AKV_OK) {
+        free(h);
+        return akvi_err(rc, "reading an SST to rebuild its filter: %s", akv_errmsg());
+    }
     if (err) {
         free(h);
         return akvi_rocks_err(err, "reading an SST to rebuild its filter");

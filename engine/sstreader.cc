@@ -190,6 +190,16 @@ extern "C" void akvi_sstr_it_next(akvi_sstr_it *it)
     it->it->Next();
 }
 
+extern "C" void akvi_sstr_it_seek_last(akvi_sstr_it *it)
+{
+    it->it->SeekToLast();
+}
+
+extern "C" void akvi_sstr_it_prev(akvi_sstr_it *it)
+{
+    it->it->Prev();
+}
+
 extern "C" bool akvi_sstr_it_valid(const akvi_sstr_it *it)
 {
     return it->it->Valid();

@@ -60,6 +60,8 @@ void akvi_sstr_it_destroy(akvi_sstr_it *it);
 void akvi_sstr_it_seek_first(akvi_sstr_it *it);
 void akvi_sstr_it_seek(akvi_sstr_it *it, const void *key, size_t klen);
 void akvi_sstr_it_next(akvi_sstr_it *it);
+void akvi_sstr_it_seek_last(akvi_sstr_it *it);
+void akvi_sstr_it_prev(akvi_sstr_it *it);
 bool akvi_sstr_it_valid(const akvi_sstr_it *it);
 const void *akvi_sstr_it_key(const akvi_sstr_it *it, size_t *len);
 const void *akvi_sstr_it_value(const akvi_sstr_it *it, size_t *len);

@@ -32,6 +32,7 @@ typedef struct akvi_run {
     /* Readers of DIR/runs/<id>-<sst>.sst, parallel to info.ssts (runstore.h),
      * through which gets read the run; NULL: gets read the family. */
     struct akvi_rs_sst **files;
+    struct akvi_rs_sst *rmap_file; /* ordered layout: DIR/runs/<id>-rmap.sst, with files */
     _Atomic bool obsolete;                   /* drop CF + filter files at last unref */
     struct akvi_run *grave_next;             /* in db->grave.runs */
     /* L0 only: the front holding its keys (NULL: none), and how many

@@ -62,11 +62,23 @@ bool akvi_memrevmap_covers(const akvi_memrevmap *m, uint64_t hi, unsigned nbits)
  */
 typedef bool (*akvi_rocksrevmap_in_sst)(void *arg, akv_hash h, const void *ukey, size_t klen);
 
+/* The keys read through something other than a family (the engine's run
+ * files): seek to the first key >= k, then next; each returns AKV_OK or a
+ * negative error, after which the scan fails with it. */
+typedef struct akvi_revmap_cursor {
+    void *ctx;
+    int (*seek)(void *ctx, const uint8_t *k, size_t len);
+    int (*next)(void *ctx);
+    bool (*valid)(void *ctx);
+    const uint8_t *(*key)(void *ctx, size_t *len);
+} akvi_revmap_cursor;
+
 typedef struct akvi_rocksrevmap {
     akv_revmap rm;
     rocksdb_t *db;
     const rocksdb_readoptions_t *ro;
     rocksdb_column_family_handle_t *cf;
+    const akvi_revmap_cursor *cursor; /* when set, read instead of cf */
     uint64_t seed;
     uint32_t prefix_bits; /* hash layout: the run's shard bits; 0 otherwise */
     uint64_t prefix;      /* the SST's shard */

@@ -50,33 +50,43 @@ static int scan(akv_revmap *rm, uint64_t hi, unsigned nbits, akv_revmap_fn fn, v
     unsigned onbits = nbits + pb > 64 ? 64 : nbits + pb;
     uint64_t mask = onbits == 64 ? ~0ULL : ~(~0ULL >> onbits);
     uint64_t start = ohi & mask;
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(m->db, m->ro, m->cf);
+    const akvi_revmap_cursor *c = m->cursor;
+    rocksdb_iterator_t *it = c ? NULL : rocksdb_create_iterator_cf(m->db, m->ro, m->cf);
     uint8_t seek[8];
     put_be64(seek, start);
     akv_hash *v = NULL;
     size_t n = 0, cap = 0;
     int rc = AKV_OK;
-    for (rocksdb_iter_seek(it, (const char *)seek, 8); rc == AKV_OK && rocksdb_iter_valid(it);
-         rocksdb_iter_next(it)) {
+    if (c)
+        rc = c->seek(c->ctx, seek, 8);
+    else
+        rocksdb_iter_seek(it, (const char *)seek, 8);
+    while (rc == AKV_OK && (c ? c->valid(c->ctx) : rocksdb_iter_valid(it))) {
         size_t kl;
-        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kl);
-        if (kl < 8)
-            continue;
-        if ((be64(k) & mask) != start)
+        const uint8_t *k = c ? c->key(c->ctx, &kl) : (const uint8_t *)rocksdb_iter_key(it, &kl);
+        if (kl >= 8 && (be64(k) & mask) != start)
             break;
-        akv_hash h = akv_hash_key(k + 8, kl - 8, m->seed);
-        if (!m->in_sst(m->in_sst_arg, h, k + 8, kl - 8))
-            continue;
-        akv_hash sh = akvi_slot_hash(h, pb);
-        if ((sh.hi & smask) == (hi & smask))
-            rc = push(&v, &n, &cap, sh);
+        if (kl >= 8) {
+            akv_hash h = akv_hash_key(k + 8, kl - 8, m->seed);
+            akv_hash sh = akvi_slot_hash(h, pb);
+            if (m->in_sst(m->in_sst_arg, h, k + 8, kl - 8) && (sh.hi & smask) == (hi & smask))
+                rc = push(&v, &n, &cap, sh);
+        }
+        if (rc != AKV_OK)
+            break;
+        if (c)
+            rc = c->next(c->ctx);
+        else
+            rocksdb_iter_next(it);
     }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        rocksdb_free(err);
-        rc = AKV_EIO;
+    if (it) {
+        char *err = NULL;
+        rocksdb_iter_get_error(it, &err);
+        rocksdb_iter_destroy(it);
+        if (err) {
+            rocksdb_free(err);
+            rc = AKV_EIO;
+        }
     }
     if (rc == AKV_OK) {
         akvi_sort(v, n, sizeof *v, akvi_hash_cmp_ptr);

@@ -497,21 +497,26 @@ static void run_files_follow_the_families(akv_layout layout)
     cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
     int named = count_run_files(dir);
     cr_assert_gt(named, 1, "the runs' SSTs are named in runs/");
+    char cmd[1400];
+    /* The ordered layout's runs each have their reverse map there too. */
+    snprintf(cmd, sizeof cmd, "test $(ls '%s/runs' | grep -c -- '-rmap\\.sst$') %s 0", dir,
+             layout == AKV_LAYOUT_ORDERED ? "-gt" : "-eq");
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
     cr_assert_eq(open_run_files_count(dir), named, "a reader per SST");
     expect_values(db, 3000);
     cr_assert_eq(akv_close(db), AKV_OK);
     cr_assert_eq(open_run_files_count(dir), 0);
 
-    /* Gone, replaced by another file, and a name of no run. */
-    char cmd[1400];
+    /* Gone, replaced by another file, and names of no run. */
     snprintf(cmd, sizeof cmd,
              "cd '%s/runs' && f=$(ls | head -1) && g=$(ls | sed -n 2p) && rm \"$f\" && cp \"$g\" \"$g.x\" && "
-             "mv \"$g.x\" \"$g\" && cp \"$g\" 999999-0.sst",
+             "mv \"$g.x\" \"$g\" && cp \"$g\" 999999-0.sst && cp \"$g\" 999999-rmap.sst",
              dir);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     cr_assert_eq(count_run_files(dir), named, "relinked, and the stray name deleted");
-    snprintf(cmd, sizeof cmd, "test ! -e '%s/runs/999999-0.sst'", dir);
+    snprintf(cmd, sizeof cmd, "test ! -e '%s/runs/999999-0.sst' && test ! -e '%s/runs/999999-rmap.sst'", dir,
+             dir);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(open_run_files_count(dir), named);
     expect_values(db, 3000);

@@ -141,6 +141,26 @@ Test(runstore, a_run_reads_as_its_model)
             cr_assert(vl == m.v[i].vlen && (vl == 0 || memcmp(v, m.v[i].val, vl) == 0), "value %zu", i);
         }
         cr_assert_eq(i, m.n);
+        /* Backwards, every pair in reverse order. */
+        for (int rc = akvi_rs_iter_seek_last(it); akvi_rs_iter_valid(it); rc = akvi_rs_iter_prev(it)) {
+            cr_assert_eq(rc, AKV_OK);
+            cr_assert_gt(i, 0);
+            i--;
+            size_t kl;
+            const uint8_t *k = akvi_rs_iter_key(it, &kl);
+            cr_assert(kl == m.v[i].klen && memcmp(k, m.v[i].key, kl) == 0, "key %zu backwards", i);
+        }
+        cr_assert_eq(i, 0);
+        /* A seek, then backwards across the files' boundaries. */
+        size_t at = m.n / 2 + seed;
+        cr_assert_eq(akvi_rs_iter_seek(it, m.v[at].key, m.v[at].klen), AKV_OK);
+        for (size_t back = 0; back < m.n / 3; back++) {
+            cr_assert(akvi_rs_iter_valid(it));
+            size_t kl;
+            const uint8_t *k = akvi_rs_iter_key(it, &kl);
+            cr_assert(kl == m.v[at - back].klen && memcmp(k, m.v[at - back].key, kl) == 0);
+            cr_assert_eq(akvi_rs_iter_prev(it), AKV_OK);
+        }
         akvi_rs_iter_destroy(it);
         cr_assert_eq(akvi_rs_verify_run(files, n_sst), AKV_OK);
         for (size_t j = 0; j < n_sst; j++)

@@ -28,6 +28,9 @@ const akvi_damage_row akvi_damage_table[AKVI_DMG_COUNT] = {
     [AKVI_DMG_FILTER_V1] = {"a filter file of format 1 (no binding)", GOES_ON},
     [AKVI_DMG_FILTER_AND_SST] = {"a filter file unusable and its SST unreadable", GOES_ON},
     [AKVI_DMG_SST_BLOCK] = {"a corrupt data block in an SST", GOES_ON},
+    [AKVI_DMG_RUN_FILE_NAME] = {"a name in `runs/` missing, or naming another file than its run's family "
+                                "holds (another inode)",
+                                GOES_ON},
     [AKVI_DMG_WAL] = {"the WAL cut or damaged", GOES_ON},
     [AKVI_DMG_MANIFEST_CUT] = {"the MANIFEST cut (RocksDB forgets recent edits: ingestions, families)",
                                REFUSES},

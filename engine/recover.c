@@ -978,8 +978,8 @@ static void open_run_files(akv_db *db, loaded *L)
         if (rc == AKV_OK)
             rc = akvi_run_open_files(db, r);
         if (rc != AKV_OK)
-            akvi_log(db, "warning: run %llu is read through its family: %s", (unsigned long long)r->info.id,
-                     akv_errmsg());
+            akvi_damage_warn(db, AKVI_DMG_RUN_FILE_NAME, "run %llu is read through its family: %s",
+                             (unsigned long long)r->info.id, akv_errmsg());
     }
     akvi_live_ssts_free(l, n);
 }

@@ -30,14 +30,13 @@ static rocksdb_options_t *cf_options(akv_db *db, bool auto_compact, int compress
 int akvi_rocks_setup(akv_db *db)
 {
     size_t cache_bytes = db->opt.block_cache_bytes ? db->opt.block_cache_bytes : 1 << 20;
-    /* Runs are read through their own files (runstore.c), with a cache of
-     * the same size: RocksDB's then holds the memtables' and meta family's
-     * blocks and what iterators, merges and rebuilds read from run
-     * families (docs/design.md, "Run files"). */
-    int rc = akvi_rs_open(cache_bytes, db->opt.direct_reads, &db->runstore);
+    /* One block cache: RocksDB's families and the readers of the runs'
+     * own files (runstore.c) share it, so block_cache_bytes bounds both
+     * (docs/design.md, "Run files"). */
+    db->cache = rocksdb_cache_create_lru(cache_bytes);
+    int rc = akvi_rs_open(db->cache, cache_bytes, db->opt.direct_reads, &db->runstore);
     if (rc != AKV_OK)
         return rc;
-    db->cache = rocksdb_cache_create_lru(cache_bytes);
     db->bbto = rocksdb_block_based_options_create();
     rocksdb_block_based_options_set_block_cache(db->bbto, db->cache);
 

@@ -37,14 +37,14 @@ static int sst_err(int code, char *msg, const char *what, const char *path)
     return rc;
 }
 
-int akvi_rs_open(size_t cache_bytes, bool direct_reads, akvi_rs **out)
+int akvi_rs_open(struct rocksdb_cache_t *cache, size_t cache_bytes, bool direct_reads, akvi_rs **out)
 {
     *out = NULL;
     akvi_rs *s = calloc(1, sizeof *s);
     if (!s)
         return akvi_err(AKV_ENOMEM, "out of memory opening the run store");
     char *err = NULL;
-    s->env = akvi_sstr_env_create(cache_bytes, direct_reads, &err);
+    s->env = akvi_sstr_env_create(cache, cache_bytes, direct_reads, &err);
     if (!s->env) {
         free(s);
         int rc = akvi_err(AKV_ENOMEM, "opening the run store: %s", err ? err : "out of memory");

@@ -25,9 +25,10 @@ typedef struct akvi_rs akvi_rs;
 typedef struct akvi_rs_sst akvi_rs_sst;
 typedef struct akvi_rs_iter akvi_rs_iter;
 
-/* A store whose readers share a block cache of cache_bytes; direct_reads:
- * files are read with O_DIRECT. */
-int akvi_rs_open(size_t cache_bytes, bool direct_reads, akvi_rs **out);
+/* A store whose readers share one block cache: `cache` (RocksDB's, made
+ * by its C API; it must outlive the store), or a new one of cache_bytes
+ * when it is NULL; direct_reads: files are read with O_DIRECT. */
+int akvi_rs_open(struct rocksdb_cache_t *cache, size_t cache_bytes, bool direct_reads, akvi_rs **out);
 /* After every reader and iterator of the store is closed. */
 void akvi_rs_close(akvi_rs *s);
 /* Bytes in the shared block cache now (data blocks only: indexes are held

@@ -26,6 +26,14 @@
 
 extern "C" {
 #include "engine/sstreader.h"
+
+/* The C API's handle of a block cache. RocksDB's C API keeps its
+ * definition in its own source file and offers no accessor, so this is
+ * that definition, the same in every RocksDB release: the one way to share
+ * the database's cache with these readers (docs/design.md, "Run files"). */
+struct rocksdb_cache_t {
+    std::shared_ptr<rocksdb::Cache> rep;
+};
 }
 
 struct akvi_sstr_env {
@@ -65,11 +73,12 @@ static int oom(char **err)
     return AKVI_SSTR_NOMEM;
 }
 
-extern "C" akvi_sstr_env *akvi_sstr_env_create(size_t cache_bytes, bool direct_reads, char **err)
+extern "C" akvi_sstr_env *akvi_sstr_env_create(rocksdb_cache_t *cache, size_t cache_bytes, bool direct_reads,
+                                               char **err)
 {
     try {
         std::unique_ptr<akvi_sstr_env> e(new akvi_sstr_env);
-        e->cache = rocksdb::NewLRUCache(cache_bytes);
+        e->cache = cache ? cache->rep : rocksdb::NewLRUCache(cache_bytes);
         if (!e->cache) {
             *err = strdup("cannot create the block cache");
             return nullptr;

@@ -35,9 +35,13 @@ typedef struct akvi_sstr_props {
     char db_id[48];
 } akvi_sstr_props;
 
-/* One LRU block cache of cache_bytes shared by every reader opened with
- * this env; direct_reads opens the files with O_DIRECT. */
-akvi_sstr_env *akvi_sstr_env_create(size_t cache_bytes, bool direct_reads, char **err);
+struct rocksdb_cache_t;
+/* Every reader opened with this env shares one block cache: `cache`, one
+ * made by RocksDB's C API (the database's own, so that runs and RocksDB's
+ * families count against one budget), or when it is NULL a new LRU cache
+ * of cache_bytes; direct_reads opens the files with O_DIRECT. */
+akvi_sstr_env *akvi_sstr_env_create(struct rocksdb_cache_t *cache, size_t cache_bytes, bool direct_reads,
+                                    char **err);
 /* After every reader of the env is closed. */
 void akvi_sstr_env_destroy(akvi_sstr_env *e);
 /* Bytes the shared block cache holds now. */

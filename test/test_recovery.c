@@ -468,32 +468,18 @@ static int count_run_files(const char *dir)
     return n;
 }
 
-static void expect_values(akv_db *db, unsigned n)
-{
-    char k[32], want[64];
-    for (unsigned i = 0; i < n; i++) {
-        size_t kl = akvt_numbered_key(k, i);
-        int wl = snprintf(want, sizeof want, "value-%u", i);
-        void *v = NULL;
-        size_t vl = 0;
-        cr_assert_eq(akv_get(db, k, kl, &v, &vl), AKV_OK, "key %u: %s", i, akv_errmsg());
-        cr_assert(vl == (size_t)wl && memcmp(v, want, vl) == 0, "key %u", i);
-        akv_free(v);
-    }
-}
-
 /* Every run's SSTs are named in DIR/runs by the files their families hold,
  * and gets read them through readers kept open there. Names removed or
  * replaced are linked again at open; names no run holds are deleted. */
 static void run_files_follow_the_families(akv_layout layout)
 {
     char dir[512];
-    tmpdir(dir, sizeof dir);
+    akvt_tmpdir(dir, sizeof dir, "rec");
     akv_options o;
     opts(&o, layout);
     akv_db *db;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    load(db, 3000);
+    akvt_put_numbered(db, 0, 3000);
     cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
     int named = count_run_files(dir);
     cr_assert_gt(named, 1, "the runs' SSTs are named in runs/");
@@ -503,7 +489,7 @@ static void run_files_follow_the_families(akv_layout layout)
              layout == AKV_LAYOUT_ORDERED ? "-gt" : "-eq");
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     cr_assert_eq(open_run_files_count(dir), named, "a reader per SST");
-    expect_values(db, 3000);
+    akvt_expect_numbered(db, 3000);
     cr_assert_eq(akv_close(db), AKV_OK);
     cr_assert_eq(open_run_files_count(dir), 0);
 
@@ -519,9 +505,9 @@ static void run_files_follow_the_families(akv_layout layout)
              dir);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(open_run_files_count(dir), named);
-    expect_values(db, 3000);
+    akvt_expect_numbered(db, 3000);
     cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
-    expect_values(db, 3000);
+    akvt_expect_numbered(db, 3000);
     int after = count_run_files(dir);
     cr_assert_gt(after, 0);
     cr_assert_eq(open_run_files_count(dir), after, "replaced runs' names and readers are gone");
@@ -533,9 +519,9 @@ static void run_files_follow_the_families(akv_layout layout)
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     cr_assert_eq(count_run_files(dir), after);
-    expect_values(db, 3000);
+    akvt_expect_numbered(db, 3000);
     cr_assert_eq(akv_close(db), AKV_OK);
-    rmrf(dir);
+    akvt_rmrf(dir);
 }
 
 Test(recovery, run_files_follow_the_families_hash)

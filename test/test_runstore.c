@@ -74,7 +74,7 @@ Test(runstore, a_run_reads_as_its_model)
         random_model(&m, seed, 3000 + seed * 500);
         size_t n_sst = 1 + seed % 4;
         akvi_rs *s;
-        cr_assert_eq(akvi_rs_open(64 << 10, false, &s), AKV_OK);
+        cr_assert_eq(akvi_rs_open(NULL, 64 << 10, false, &s), AKV_OK);
         akvi_rs_sst *files[8];
         size_t bounds[9];
         for (size_t i = 0; i <= n_sst; i++)
@@ -182,7 +182,7 @@ Test(runstore, files_sharing_one_cache_never_see_each_others_blocks)
     char dir[PATH_MAX];
     akvt_tmpdir(dir, sizeof dir, "runstore");
     akvi_rs *s;
-    cr_assert_eq(akvi_rs_open(32 << 10, false, &s), AKV_OK);
+    cr_assert_eq(akvi_rs_open(NULL, 32 << 10, false, &s), AKV_OK);
     akvi_rs_sst *files[FILES];
     char sessions[FILES][48];
     for (int f = 0; f < FILES; f++) {
@@ -247,7 +247,7 @@ Test(runstore, a_reader_holds_its_index_and_the_cache_only_data)
     numbered_model(&m, 20000);
     write_sst(path, &m, 0, m.n, false);
     akvi_rs *s;
-    cr_assert_eq(akvi_rs_open(8 << 20, false, &s), AKV_OK);
+    cr_assert_eq(akvi_rs_open(NULL, 8 << 20, false, &s), AKV_OK);
     akvi_rs_sst *f;
     cr_assert_eq(akvi_rs_sst_open(s, path, &f), AKV_OK);
     akvi_sstr_props p;
@@ -266,6 +266,43 @@ Test(runstore, a_reader_holds_its_index_and_the_cache_only_data)
     size_t one = akvi_rs_cache_usage(s);
     cr_assert_gt(one, 0);
     cr_assert_lt(one, 16 << 10, "one data block, not the index");
+    akvi_rs_sst_close(f);
+    akvi_rs_close(s);
+    akvt_model_free(&m);
+    akvt_rmrf(dir);
+}
+
+/* Given the database's block cache (RocksDB's C API handle), the readers
+ * fill that one: runs and families count against one budget. */
+Test(runstore, readers_share_the_cache_they_are_given)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 32];
+    akvt_tmpdir(dir, sizeof dir, "runstore");
+    snprintf(path, sizeof path, "%s/a.sst", dir);
+    akvt_model m = {0};
+    numbered_model(&m, 20000);
+    write_sst(path, &m, 0, m.n, false);
+    rocksdb_cache_t *cache = rocksdb_cache_create_lru(8 << 20);
+    akvi_rs *s;
+    cr_assert_eq(akvi_rs_open(cache, 0, false, &s), AKV_OK);
+    rocksdb_cache_destroy(cache); /* the store keeps its share of it */
+    akvi_rs_sst *f;
+    cr_assert_eq(akvi_rs_sst_open(s, path, &f), AKV_OK);
+    for (size_t i = 0; i < m.n; i += 997)
+        expect_found(f, &m.v[i]);
+    size_t used = akvi_rs_cache_usage(s);
+    cr_assert_gt(used, 4 << 10, "the data blocks read went into the given cache");
+    cache = rocksdb_cache_create_lru(8 << 20);
+    akvi_rs *t;
+    cr_assert_eq(akvi_rs_open(cache, 0, false, &t), AKV_OK);
+    akvi_rs_sst *g;
+    cr_assert_eq(akvi_rs_sst_open(t, path, &g), AKV_OK);
+    expect_found(g, &m.v[5]);
+    cr_assert_eq(rocksdb_cache_get_usage(cache), akvi_rs_cache_usage(t), "one cache, seen from both sides");
+    cr_assert_gt(rocksdb_cache_get_usage(cache), 0);
+    akvi_rs_sst_close(g);
+    akvi_rs_close(t);
+    rocksdb_cache_destroy(cache);
     akvi_rs_sst_close(f);
     akvi_rs_close(s);
     akvt_model_free(&m);
@@ -314,7 +351,7 @@ Test(runstore, direct_reads_open_the_file_with_o_direct)
     write_sst(path, &m, 0, m.n, true);
     for (int direct = 0; direct <= 1; direct++) {
         akvi_rs *s;
-        cr_assert_eq(akvi_rs_open(1 << 20, direct, &s), AKV_OK);
+        cr_assert_eq(akvi_rs_open(NULL, 1 << 20, direct, &s), AKV_OK);
         akvi_rs_sst *f;
         cr_assert_eq(akvi_rs_sst_open(s, path, &f), AKV_OK, "%s", akv_errmsg());
         cr_assert_eq(direct_flag_of(path), direct);
@@ -374,7 +411,7 @@ Test(runstore, damaged_files_are_refused_with_a_clear_error)
     size_t n;
     uint8_t *good = read_bytes(path, &n);
     akvi_rs *s;
-    cr_assert_eq(akvi_rs_open(1 << 20, false, &s), AKV_OK);
+    cr_assert_eq(akvi_rs_open(NULL, 1 << 20, false, &s), AKV_OK);
 
     char missing[PATH_MAX + 32];
     snprintf(missing, sizeof missing, "%s/none.sst", dir);

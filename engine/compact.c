@@ -348,7 +348,6 @@ static void remember_victim(akv_db *db, int level, const akvi_run *r)
 
 typedef struct pick {
     akvi_run **in;
-    rocksdb_column_family_handle_t **cfs;
     size_t n;
     int out_level;
     uint64_t est;
@@ -359,8 +358,7 @@ typedef struct pick {
 
 static void take(pick *p, akvi_run *r)
 {
-    p->in[p->n] = r;
-    p->cfs[p->n++] = r->cf;
+    p->in[p->n++] = r;
     p->est += r->info.raw_bytes;
     akvi_shards_add(&p->shards, &r->info);
 }
@@ -437,7 +435,7 @@ static int merge_and_publish(akv_db *db, pick *p, uint64_t run_bytes, bool drop_
 {
     akvi_run **out = NULL;
     size_t n_out = 0;
-    int rc = akvi_rw_merge(db, p->cfs, p->n, p->out_level, p->est, &p->shards, run_bytes, drop_tombstones,
+    int rc = akvi_rw_merge(db, NULL, p->in, p->n, p->out_level, p->est, &p->shards, run_bytes, drop_tombstones,
                            &out, &n_out);
     if (rc == AKV_OK && p->out_level == 0) /* an L0 merge keeps its inputs' front */
         akvi_front_cover_merge(p->in, p->n, out, n_out);
@@ -473,15 +471,8 @@ int akvi_compact_step(akv_db *db, bool full)
     while (db->bg.l0_merging)
         pthread_cond_wait(&db->bg.done_cv, &db->bg.mu);
     akvi_version *v = akvi_current(db);
-    pick p = {calloc(v->n_run + 1, sizeof *p.in),
-              calloc(v->n_run + 1, sizeof *p.cfs),
-              0,
-              0,
-              0,
-              AKVI_SHARDS_NONE,
-              false,
-              false};
-    int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
+    pick p = {calloc(v->n_run + 1, sizeof *p.in), 0, 0, 0, AKVI_SHARDS_NONE, false, false};
+    int rc = p.in ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
     if (rc == AKV_OK)
         choose(db, v, full, &p);
     bool trivial = p.n == 0 || (full && p.n == 1 && (int)p.in[0]->info.level == p.out_level);
@@ -520,7 +511,6 @@ int akvi_compact_step(akv_db *db, bool full)
             akvi_run_unref(p.in[i]);
     }
     free(p.in);
-    free(p.cfs);
     if (v)
         akvi_version_unref(v);
     return rc;
@@ -579,24 +569,17 @@ int akvi_compact_l0(akv_db *db)
 {
     akvi_mutex_lock(&db->bg.mu, AKVI_RANK_BG);
     akvi_version *v = akvi_current(db);
-    pick p = {calloc(v->n_run + 1, sizeof *p.in),
-              calloc(v->n_run + 1, sizeof *p.cfs),
-              0,
-              0,
-              0,
-              AKVI_SHARDS_NONE,
-              false,
-              false};
-    size_t n = p.in && p.cfs ? l0_merge_pick(db, v, p.in) : 0;
+    pick p = {calloc(v->n_run + 1, sizeof *p.in), 0, 0, 0, AKVI_SHARDS_NONE, false, false};
+    size_t n = p.in ? l0_merge_pick(db, v, p.in) : 0;
     db->bg.l0_merging = n > 0;
     akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
-    int rc = (p.in && p.cfs) ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
+    int rc = p.in ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) /* held instead of the version, as above */
         akvi_run_ref(p.in[i]);
     akvi_version_unref(v);
     if (n > 0) {
         for (size_t i = 0; i < n; i++)
-            take(&p, p.in[i]); /* in[i] stays; cfs, bytes and shards follow */
+            take(&p, p.in[i]); /* in[i] stays; bytes and shards follow */
         p.out_level = 0;
         /* One run (no size cut), tombstones kept: older runs lie below. */
         rc = merge_and_publish(db, &p, UINT64_MAX, false);
@@ -610,6 +593,5 @@ int akvi_compact_l0(akv_db *db)
     for (size_t i = 0; i < n; i++)
         akvi_run_unref(p.in[i]);
     free(p.in);
-    free(p.cfs);
     return rc;
 }

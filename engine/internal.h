@@ -322,11 +322,11 @@ void akvi_merge_destroy(akvi_merge *m);
  * slot hashes and sorted in place), sized for `capacity` >= n keys (room
  * for adaptations), pre-adapted to the miss log's negatives in its range.
  * A kind that cannot be built falls back (docs/design.md). `replaces`: the
- * column families of the runs the output replaces (a compaction's inputs;
- * NULL otherwise), left out of the tree its memory share is computed for. */
+ * runs the output replaces (a compaction's inputs; NULL otherwise), left
+ * out of the tree its memory share is computed for. */
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                      akv_hash *hashes, size_t n, size_t capacity,
-                      rocksdb_column_family_handle_t *const *replaces, size_t n_replaces, akv_filter **out);
+                      akv_hash *hashes, size_t n, size_t capacity, const akvi_run *const *replaces,
+                      size_t n_replaces, akv_filter **out);
 /* What binds a filter to its SST's contents: the keys' 128-bit hashes in SST
  * order, each as 16 little-endian bytes (hi, then lo), hashed with XXH64 in
  * chunks of 256 keys, each chunk seeded with the previous chunk's digest
@@ -395,12 +395,18 @@ int akvi_run_link_file(akv_db *db, const char *from, uint64_t run, uint64_t sst)
  * and its reverse map's in the ordered layout (r->rmap_file). */
 int akvi_run_open_files(akv_db *db, akvi_run *r);
 void akvi_rw_abort(akvi_runwriter *w);
-/* Merge column families (newest first) into new runs at `level`, each cut
- * once it holds `run_bytes` raw bytes (disjoint ranges, ascending); the
- * runs in a malloc'd array *out, count in *n_out (0 when all was dropped). */
-int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
+/* Merge a memtable (`mem`, a flush; no runs) or runs (newest first, a
+ * compaction; mem NULL), which the caller holds, into new runs at `level`,
+ * each cut once it holds `run_bytes` raw bytes (disjoint ranges,
+ * ascending); the runs in a malloc'd array *out, count in *n_out (0 when
+ * all was dropped). */
+int akvi_rw_merge(akv_db *db, akvi_mem *mem, akvi_run *const *runs, size_t n, int level, uint64_t est,
                   const akvi_shards *sh, uint64_t run_bytes, bool drop_tombstones, akvi_run ***out,
                   size_t *n_out);
+/* Repair's merge of families no run object stands for (newest first) into
+ * one run at `level`, tombstones kept. */
+int akvi_rw_merge_families(akv_db *db, rocksdb_column_family_handle_t *const *cfs, size_t n, int level,
+                           uint64_t est, const akvi_shards *sh, akvi_run ***out, size_t *n_out);
 
 /* ---- commit (commit.c) ------------------------------------------------- */
 

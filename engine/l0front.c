@@ -176,16 +176,15 @@ size_t akvi_front_memory(const akvi_front *f)
     return f ? sizeof *f + f->blocks * FRONT_BLOCK_WORDS * sizeof *f->words : 0;
 }
 
-static bool left_out(const akvi_run *r, rocksdb_column_family_handle_t *const *except, size_t n)
+static bool left_out(const akvi_run *r, const akvi_run *const *except, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (r->cf == except[i])
+        if (r == except[i])
             return true;
     return false;
 }
 
-size_t akvi_fronts_memory(const akvi_version *v, rocksdb_column_family_handle_t *const *except,
-                          size_t n_except)
+size_t akvi_fronts_memory(const akvi_version *v, const akvi_run *const *except, size_t n_except)
 {
     size_t sum = 0;
     for (size_t i = 0; v && i < v->n_run && v->runs[i]->info.level == 0; i++) {

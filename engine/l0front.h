@@ -51,8 +51,7 @@ void akvi_front_ref(akvi_front *f);
 void akvi_front_unref(akvi_front *f);
 size_t akvi_front_memory(const akvi_front *f);
 /* The fronts v's L0 runs point to, each counted once (bytes), leaving out
- * the runs whose family is in except[0..n_except) (a compaction's inputs). */
-size_t akvi_fronts_memory(const akvi_version *v, rocksdb_column_family_handle_t *const *except,
-                          size_t n_except);
+ * the runs in except[0..n_except) (a compaction's inputs). */
+size_t akvi_fronts_memory(const akvi_version *v, const akvi_run *const *except, size_t n_except);
 
 #endif

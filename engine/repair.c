@@ -1106,7 +1106,7 @@ static int merge_levels(state *S)
         akvi_run **outs = NULL, *out = NULL;
         size_t n_out = 0;
         /* One output run (no size cut): a level of one run is always valid. */
-        rc = akvi_rw_merge(S->db, cfs, k, (int)level, est, &sh, UINT64_MAX, false, &outs, &n_out);
+        rc = akvi_rw_merge_families(S->db, cfs, k, (int)level, est, &sh, &outs, &n_out);
         if (rc == AKV_OK && n_out)
             out = outs[0];
         free(outs);

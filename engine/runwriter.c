@@ -51,7 +51,7 @@ struct akvi_runwriter {
     uint8_t *first, *last;
     size_t first_len, last_len, last_cap;
 
-    rocksdb_column_family_handle_t *const *replaces; /* a merge's inputs */
+    const akvi_run *const *replaces; /* a compaction's inputs */
     size_t n_replaces;
 
     rmap_ent *rm; /* ordered layout: the reverse map, sorted at the end */
@@ -494,8 +494,7 @@ static int seal(akvi_runwriter *w, outputs *o)
  * (chosen from the whole merge's size) and a run ends only where a shard
  * ends. Ordered layout: a run may end after any key.
  */
-static int copy_merge(akv_db *db, akvi_merge *mg, rocksdb_column_family_handle_t *const *cfs, size_t n,
-                      int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
+static int copy_merge(akv_db *db, akvi_merge *mg, akvi_run *const *runs, size_t n, int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
                       bool drop_tombstones, outputs *o)
 {
     akvi_runwriter *w = NULL;
@@ -520,7 +519,7 @@ static int copy_merge(akv_db *db, akvi_merge *mg, rocksdb_column_family_handle_t
         if (!w) {
             if ((rc = akvi_rw_begin(db, level, est, sh, &w)) != AKV_OK)
                 break;
-            w->replaces = cfs;
+            w->replaces = (const akvi_run *const *)runs;
             w->n_replaces = n;
         }
         rc = akvi_rw_add(w, k, kl, val, vl);
@@ -538,84 +537,49 @@ static rocksdb_iterator_t *scan_iter(akv_db *db, rocksdb_column_family_handle_t 
     return rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
 }
 
-/* The input runs of the current version, each held (held[i], NULL for a
- * memtable) until the merge is done: the runs, not the version, so that the
- * memtables a version holds do not wait for the merge (mempool.c). */
-static void hold_runs(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, akvi_run **held)
-{
-    akvi_version *v = akvi_current(db);
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < v->n_run; k++)
-            if (v->runs[k]->cf == cfs[i]) {
-                held[i] = v->runs[k];
-                akvi_run_ref(held[i]);
-            }
-    akvi_version_unref(v);
-}
-
-/* Held input runs read their files when open (runstore.c), and are checked
+/* The input runs read their files when open (runstore.c), and are checked
  * against the catalog as they are read (merge.c): RocksDB's iterator can
  * end at a damaged SST with an OK status, and a merge that trusted it would
  * drop the rest of the run, bringing back older values and deleted keys. */
-static int attach_runs(akvi_merge *mg, akvi_run **held, size_t n)
+static int attach_runs(akvi_merge *mg, size_t first, akvi_run *const *runs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        akvi_run *r = held[i];
-        if (!r)
-            continue;
+        akvi_run *r = runs[i];
         if (r->files) {
             akvi_rs_iter *fi;
             int rc = akvi_rs_iter_new(r->files, r->info.n_sst, true, &fi);
             if (rc == AKV_OK)
-                rc = akvi_merge_use_files(mg, i, fi);
+                rc = akvi_merge_use_files(mg, first + i, fi);
             if (rc != AKV_OK)
                 return rc;
         }
-        akvi_merge_expect(mg, i, &r->info);
+        akvi_merge_expect(mg, first + i, &r->info);
     }
     return AKV_OK;
 }
 
-static void release_runs(akvi_run **held, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (held[i])
-            akvi_run_unref(held[i]);
-    free(held);
-}
-
-int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, int level, uint64_t est,
-                  const akvi_shards *sh, uint64_t run_bytes, bool drop_tombstones, akvi_run ***out,
-                  size_t *n_out)
+/* Merges the iterators its[0..k) (newest first; NULL for a run that reads
+ * its files), of which its[first..first+n) are runs[0..n), into *out. */
+static int merge_into(akv_db *db, rocksdb_iterator_t **its, size_t k, akvi_run *const *runs, size_t first,
+                      size_t n, int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
+                      bool drop_tombstones, akvi_run ***out, size_t *n_out)
 {
     *out = NULL;
     *n_out = 0;
-    rocksdb_iterator_t **its = calloc(n ? n : 1, sizeof *its);
-    akvi_run **held = calloc(n ? n : 1, sizeof *held);
-    if (!its || !held) {
-        free(its);
-        free(held);
-        return akvi_err(AKV_ENOMEM, "out of memory");
-    }
-    hold_runs(db, cfs, n, held); /* keeps the inputs' runs and catalog entries alive */
-    for (size_t i = 0; i < n; i++)
-        its[i] = held[i] && held[i]->files ? NULL : scan_iter(db, cfs[i]);
-    akvi_merge *mg = akvi_merge_create(its, n);
+    akvi_merge *mg = akvi_merge_create(its, k);
     if (!mg) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < k; i++)
             if (its[i])
                 rocksdb_iter_destroy(its[i]);
         free(its);
-        release_runs(held, n);
         return akvi_err(AKV_ENOMEM, "out of memory");
     }
-    int rc = attach_runs(mg, held, n);
+    int rc = attach_runs(mg, first, runs, n);
     outputs o = {NULL, 0};
     if (rc == AKV_OK)
-        rc = copy_merge(db, mg, cfs, n, level, est, sh, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones,
+        rc = copy_merge(db, mg, runs, n, level, est, sh, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones,
                         &o);
     akvi_merge_destroy(mg);
-    release_runs(held, n);
     if (rc != AKV_OK) {
         for (size_t i = 0; i < o.n; i++) { /* never committed: its family and files go */
             atomic_store(&o.v[i]->obsolete, true);
@@ -627,6 +591,32 @@ int akvi_rw_merge(akv_db *db, rocksdb_column_family_handle_t **cfs, size_t n, in
     *out = o.v;
     *n_out = o.n;
     return AKV_OK;
+}
+
+int akvi_rw_merge(akv_db *db, akvi_mem *mem, akvi_run *const *runs, size_t n, int level, uint64_t est,
+                  const akvi_shards *sh, uint64_t run_bytes, bool drop_tombstones, akvi_run ***out,
+                  size_t *n_out)
+{
+    size_t first = mem ? 1 : 0, k = first + n;
+    rocksdb_iterator_t **its = calloc(k ? k : 1, sizeof *its);
+    if (!its)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    if (mem)
+        its[0] = scan_iter(db, mem->cf);
+    for (size_t i = 0; i < n; i++)
+        its[first + i] = runs[i]->files ? NULL : scan_iter(db, runs[i]->cf);
+    return merge_into(db, its, k, runs, first, n, level, est, sh, run_bytes, drop_tombstones, out, n_out);
+}
+
+int akvi_rw_merge_families(akv_db *db, rocksdb_column_family_handle_t *const *cfs, size_t n, int level,
+                           uint64_t est, const akvi_shards *sh, akvi_run ***out, size_t *n_out)
+{
+    rocksdb_iterator_t **its = calloc(n ? n : 1, sizeof *its);
+    if (!its)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        its[i] = scan_iter(db, cfs[i]);
+    return merge_into(db, its, n, NULL, 0, 0, level, est, sh, UINT64_MAX, false, out, n_out);
 }
 
 void akvi_rw_abort(akvi_runwriter *w)

@@ -227,10 +227,10 @@ const akv_filter_kind *akvi_build_kind(akv_db *db, int level)
 }
 
 /* r is one of the runs a compaction's output replaces. */
-static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *replaces, size_t n)
+static bool replaced(const akvi_run *r, const akvi_run *const *replaces, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (r->cf == replaces[i])
+        if (r == replaces[i])
             return true;
     return false;
 }
@@ -279,8 +279,7 @@ static bool replaced(const akvi_run *r, rocksdb_column_family_handle_t *const *r
 #define SPREAD        0.125
 #define MAX_CUT       0.15
 
-static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_family_handle_t *const *replaces,
-                         size_t n_replaces)
+static double level_bits(akv_db *db, int level, uint64_t n, const akvi_run *const *replaces, size_t n_replaces)
 {
     double b = db->opt.bits_per_key;
     akvi_version *v = akvi_current(db);
@@ -384,7 +383,7 @@ static double level_bits(akv_db *db, int level, uint64_t n, rocksdb_column_famil
 
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
                       akv_hash *hashes, size_t n, size_t capacity,
-                      rocksdb_column_family_handle_t *const *replaces, size_t n_replaces, akv_filter **out)
+                      const akvi_run *const *replaces, size_t n_replaces, akv_filter **out)
 {
     const akv_filter_kind *k = akv_filter_kind_by_name(sst->kind);
     if (!k)
@@ -525,7 +524,7 @@ int akvi_build_from_sst(akv_db *db, const akvi_run *r, size_t j, size_t capacity
     /* r itself counts once in its level's share: as the output. */
     if (rc == AKV_OK)
         rc = akvi_build_filter(db, (int)r->info.level, &r->info, &r->info.ssts[j], h, n,
-                               capacity > n ? capacity : n, &r->cf, 1, out);
+                               capacity > n ? capacity : n, &r, 1, out);
     free(h);
     return rc;
 }

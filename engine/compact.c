@@ -435,8 +435,8 @@ static int merge_and_publish(akv_db *db, pick *p, uint64_t run_bytes, bool drop_
 {
     akvi_run **out = NULL;
     size_t n_out = 0;
-    int rc = akvi_rw_merge(db, NULL, p->in, p->n, p->out_level, p->est, &p->shards, run_bytes, drop_tombstones,
-                           &out, &n_out);
+    int rc = akvi_rw_merge(db, NULL, p->in, p->n, p->out_level, p->est, &p->shards, run_bytes,
+                           drop_tombstones, &out, &n_out);
     if (rc == AKV_OK && p->out_level == 0) /* an L0 merge keeps its inputs' front */
         akvi_front_cover_merge(p->in, p->n, out, n_out);
     if (rc == AKV_OK)

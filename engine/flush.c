@@ -16,8 +16,8 @@ int akvi_flush_one(akv_db *db, akvi_mem *m)
     akvi_version_unref(v);
     akvi_run **runs = NULL;
     size_t n = 0;
-    int rc =
-        akvi_rw_merge(db, m, NULL, 0, 0, atomic_load(&m->bytes), NULL, UINT64_MAX, drop_tombstones, &runs, &n);
+    int rc = akvi_rw_merge(db, m, NULL, 0, 0, atomic_load(&m->bytes), NULL, UINT64_MAX, drop_tombstones,
+                           &runs, &n);
     if (rc == AKV_OK) {
         akvi_version *now = akvi_current(db);
         akvi_front_cover_flush(db, now, m, runs, n);

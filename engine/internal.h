@@ -139,7 +139,7 @@ struct akv_db {
 
     rocksdb_t *rdb;
     rocksdb_options_t *dbopt, *metaopt, *memopt, *runopt, *runopt_z;
-    rocksdb_block_based_table_options_t *bbto;
+    rocksdb_block_based_table_options_t *bbto, *bbto_run; /* families; run families */
     rocksdb_cache_t *cache;
     rocksdb_writeoptions_t *wo, *wo_sync;
     rocksdb_readoptions_t *ro, *ro_scan;

@@ -18,10 +18,11 @@
 
 const char akvi_scan_lower_bound[1] = {0};
 
-static rocksdb_options_t *cf_options(akv_db *db, bool auto_compact, int compression)
+static rocksdb_options_t *cf_options(rocksdb_block_based_table_options_t *t, bool auto_compact,
+                                     int compression)
 {
     rocksdb_options_t *o = rocksdb_options_create();
-    rocksdb_options_set_block_based_table_factory(o, db->bbto);
+    rocksdb_options_set_block_based_table_factory(o, t);
     rocksdb_options_set_disable_auto_compactions(o, auto_compact ? 0 : 1);
     rocksdb_options_set_compression(o, compression);
     return o;
@@ -46,10 +47,10 @@ int akvi_rocks_setup(akv_db *db)
     rocksdb_options_set_use_direct_reads(db->dbopt, db->opt.direct_reads ? 1 : 0);
     rocksdb_options_set_block_based_table_factory(db->dbopt, db->bbto);
     rocksdb_options_set_info_log_level(db->dbopt, 2 /* warn */);
-    /* RocksDB's default: every SST stays open, its index loaded when its
-     * run is ingested or opened rather than by the first lookup that
-     * reaches it (with a bounded table cache, the first lookups after a
-     * flush or compaction each paid an index read: docs/design.md). */
+    /* RocksDB's default: every SST stays open, rather than reopened by
+     * the first read that reaches it (with a bounded table cache, the first
+     * lookups after a flush or compaction each paid an index read when
+     * runs were read through their families: docs/design.md). */
     rocksdb_options_set_max_open_files(db->dbopt, -1);
     /* A damaged WAL: replay up to the damage, every write before it kept
      * (RocksDB's default, named here because open and repair count what
@@ -69,12 +70,20 @@ int akvi_rocks_setup(akv_db *db)
     rocksdb_options_destroy(db->dbopt);
     db->dbopt = o;
 
-    db->metaopt = cf_options(db, true, rocksdb_no_compression);
-    db->memopt = cf_options(db, false, rocksdb_no_compression);
+    /* Gets, scans and merges read runs through their own files, whose
+     * readers hold the index (runstore.c): a run family's table reader
+     * keeps its index in the block cache instead, where it ages out unless
+     * a fallback read or repair uses it, rather than holding a second copy
+     * of every run's index for as long as the run lives. */
+    db->bbto_run = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(db->bbto_run, db->cache);
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks(db->bbto_run, 1);
+    db->metaopt = cf_options(db->bbto, true, rocksdb_no_compression);
+    db->memopt = cf_options(db->bbto, false, rocksdb_no_compression);
     uint64_t wb = db->opt.memtable_bytes * 2 + (1u << 20);
     rocksdb_options_set_write_buffer_size(db->memopt, (size_t)wb);
-    db->runopt = cf_options(db, false, rocksdb_no_compression);
-    db->runopt_z = cf_options(db, false, rocksdb_zstd_compression);
+    db->runopt = cf_options(db->bbto_run, false, rocksdb_no_compression);
+    db->runopt_z = cf_options(db->bbto_run, false, rocksdb_zstd_compression);
 
     db->wo = rocksdb_writeoptions_create();
     db->wo_sync = rocksdb_writeoptions_create();
@@ -106,6 +115,8 @@ void akvi_rocks_teardown(akv_db *db)
             rocksdb_options_destroy(opts[i]);
     if (db->bbto)
         rocksdb_block_based_options_destroy(db->bbto);
+    if (db->bbto_run)
+        rocksdb_block_based_options_destroy(db->bbto_run);
     if (db->cache)
         rocksdb_cache_destroy(db->cache);
     if (db->wo)
@@ -117,7 +128,7 @@ void akvi_rocks_teardown(akv_db *db)
     if (db->ro_scan)
         rocksdb_readoptions_destroy(db->ro_scan);
     db->dbopt = db->metaopt = db->memopt = db->runopt = db->runopt_z = NULL;
-    db->bbto = NULL;
+    db->bbto = db->bbto_run = NULL;
     db->cache = NULL;
     db->wo = db->wo_sync = NULL;
     db->ro = db->ro_scan = NULL;

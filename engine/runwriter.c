@@ -494,8 +494,8 @@ static int seal(akvi_runwriter *w, outputs *o)
  * (chosen from the whole merge's size) and a run ends only where a shard
  * ends. Ordered layout: a run may end after any key.
  */
-static int copy_merge(akv_db *db, akvi_merge *mg, akvi_run *const *runs, size_t n, int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
-                      bool drop_tombstones, outputs *o)
+static int copy_merge(akv_db *db, akvi_merge *mg, akvi_run *const *runs, size_t n, int level, uint64_t est,
+                      const akvi_shards *sh, uint64_t run_bytes, bool drop_tombstones, outputs *o)
 {
     akvi_runwriter *w = NULL;
     int rc = AKV_OK;

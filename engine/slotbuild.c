@@ -279,7 +279,8 @@ static bool replaced(const akvi_run *r, const akvi_run *const *replaces, size_t 
 #define SPREAD        0.125
 #define MAX_CUT       0.15
 
-static double level_bits(akv_db *db, int level, uint64_t n, const akvi_run *const *replaces, size_t n_replaces)
+static double level_bits(akv_db *db, int level, uint64_t n, const akvi_run *const *replaces,
+                         size_t n_replaces)
 {
     double b = db->opt.bits_per_key;
     akvi_version *v = akvi_current(db);
@@ -382,8 +383,8 @@ static double level_bits(akv_db *db, int level, uint64_t n, const akvi_run *cons
 #define SLOT_MIN_BITS 512 /* 64 bytes */
 
 int akvi_build_filter(akv_db *db, int level, const akvi_cat_run *run, const akvi_cat_sst *sst,
-                      akv_hash *hashes, size_t n, size_t capacity,
-                      const akvi_run *const *replaces, size_t n_replaces, akv_filter **out)
+                      akv_hash *hashes, size_t n, size_t capacity, const akvi_run *const *replaces,
+                      size_t n_replaces, akv_filter **out)
 {
     const akv_filter_kind *k = akv_filter_kind_by_name(sst->kind);
     if (!k)

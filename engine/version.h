@@ -33,8 +33,8 @@ typedef struct akvi_run {
      * through which gets read the run; NULL: gets read the family. */
     struct akvi_rs_sst **files;
     struct akvi_rs_sst *rmap_file; /* ordered layout: DIR/runs/<id>-rmap.sst, with files */
-    _Atomic bool obsolete;                   /* drop CF + filter files at last unref */
-    struct akvi_run *grave_next;             /* in db->grave.runs */
+    _Atomic bool obsolete;         /* drop CF + filter files at last unref */
+    struct akvi_run *grave_next;   /* in db->grave.runs */
     /* L0 only: the front holding its keys (NULL: none), and how many
      * hashes it put there; set before the run is published, then fixed. */
     akvi_front *front;

@@ -236,16 +236,23 @@ static void numbered_model(akvt_model *m, int n)
     }
 }
 
+/* A temp dir holding one SST, dir/a.sst (its path in path), of n numbered
+ * pairs (in m). */
+static void numbered_file(char *dir, char *path, size_t cap, akvt_model *m, int n, bool zstd)
+{
+    akvt_tmpdir(dir, PATH_MAX, "runstore");
+    snprintf(path, cap, "%s/a.sst", dir);
+    numbered_model(m, n);
+    write_sst(path, m, 0, m->n, zstd);
+}
+
 /* A kept reader holds its index itself: opening leaves the cache empty,
  * a point lookup caches its data block, a scan caches nothing. */
 Test(runstore, a_reader_holds_its_index_and_the_cache_only_data)
 {
     char dir[PATH_MAX], path[PATH_MAX + 32];
-    akvt_tmpdir(dir, sizeof dir, "runstore");
-    snprintf(path, sizeof path, "%s/a.sst", dir);
     akvt_model m = {0};
-    numbered_model(&m, 20000);
-    write_sst(path, &m, 0, m.n, false);
+    numbered_file(dir, path, sizeof path, &m, 20000, false);
     akvi_rs *s;
     cr_assert_eq(akvi_rs_open(NULL, 8 << 20, false, &s), AKV_OK);
     akvi_rs_sst *f;
@@ -277,11 +284,8 @@ Test(runstore, a_reader_holds_its_index_and_the_cache_only_data)
 Test(runstore, readers_share_the_cache_they_are_given)
 {
     char dir[PATH_MAX], path[PATH_MAX + 32];
-    akvt_tmpdir(dir, sizeof dir, "runstore");
-    snprintf(path, sizeof path, "%s/a.sst", dir);
     akvt_model m = {0};
-    numbered_model(&m, 20000);
-    write_sst(path, &m, 0, m.n, false);
+    numbered_file(dir, path, sizeof path, &m, 20000, false);
     rocksdb_cache_t *cache = rocksdb_cache_create_lru(8 << 20);
     akvi_rs *s;
     cr_assert_eq(akvi_rs_open(cache, 0, false, &s), AKV_OK);
@@ -344,11 +348,8 @@ static int direct_flag_of(const char *path)
 Test(runstore, direct_reads_open_the_file_with_o_direct)
 {
     char dir[PATH_MAX], path[PATH_MAX + 32];
-    akvt_tmpdir(dir, sizeof dir, "runstore");
-    snprintf(path, sizeof path, "%s/a.sst", dir);
     akvt_model m = {0};
-    numbered_model(&m, 5000);
-    write_sst(path, &m, 0, m.n, true);
+    numbered_file(dir, path, sizeof path, &m, 5000, true);
     for (int direct = 0; direct <= 1; direct++) {
         akvi_rs *s;
         cr_assert_eq(akvi_rs_open(NULL, 1 << 20, direct, &s), AKV_OK);
@@ -403,11 +404,8 @@ static void expect_open_fails(akvi_rs *s, const char *path, int want)
 Test(runstore, damaged_files_are_refused_with_a_clear_error)
 {
     char dir[PATH_MAX], path[PATH_MAX + 32];
-    akvt_tmpdir(dir, sizeof dir, "runstore");
-    snprintf(path, sizeof path, "%s/a.sst", dir);
     akvt_model m = {0};
-    numbered_model(&m, 5000);
-    write_sst(path, &m, 0, m.n, false);
+    numbered_file(dir, path, sizeof path, &m, 5000, false);
     size_t n;
     uint8_t *good = read_bytes(path, &n);
     akvi_rs *s;

@@ -188,7 +188,7 @@ Test(runstore, files_sharing_one_cache_never_see_each_others_blocks)
     for (int f = 0; f < FILES; f++) {
         akvt_model m = {0};
         for (int k = 0; k < KEYS; k++) {
-            char key[16], val[40];
+            char key[16], val[48];
             snprintf(key, sizeof key, "key%08d", k);
             snprintf(val, sizeof val, "file%04d-key%08d-xxxxxxxxxx", f, k);
             akvt_model_put(&m, key, strlen(key), val, strlen(val));

@@ -24,8 +24,9 @@
 #include "util/order.h"
 
 #define CAT_MAGIC   "AKVC"
-#define CAT_VERSION 3
-/* Fixed offsets in a version-2 or -3 record (a reservation patches them). */
+#define CAT_VERSION AKVI_CATALOG_VERSION
+#define RUN_FILES   1u /* a run flag: akvi_cat_run.files */
+/* Fixed offsets in a record of version 2 or later (a reservation patches them). */
 #define CAT_OFF_SEQ  20
 #define CAT_OFF_NEXT 28
 
@@ -106,19 +107,21 @@ static void encode_sst(akvi_wbuf *w, const akvi_cat_sst *s)
     akvi_cat_sst_put_fields(w, s);
 }
 
-static void encode_into(const akvi_catalog *c, akvi_wbuf *w)
+static void encode_into(const akvi_catalog *c, uint32_t version, akvi_wbuf *w)
 {
     akvi_w_bytes(w, CAT_MAGIC, 4);
-    akvi_w_u32(w, CAT_VERSION);
+    akvi_w_u32(w, version);
     akvi_w_u32(w, c->layout);
     akvi_w_u64(w, c->seed);
     akvi_w_u64(w, c->seq);
     akvi_w_u64(w, c->next_run_id);
     akvi_w_u64(w, c->flushed_mem_gen);
     size_t pl = strnlen(c->policy, sizeof c->policy);
-    akvi_w_f64(w, pl ? c->bits_per_key : 0);
-    akvi_w_u16(w, (uint16_t)pl);
-    akvi_w_bytes(w, c->policy, pl);
+    if (version >= 3) {
+        akvi_w_f64(w, pl ? c->bits_per_key : 0);
+        akvi_w_u16(w, (uint16_t)pl);
+        akvi_w_bytes(w, c->policy, pl);
+    }
     akvi_w_u32(w, (uint32_t)c->n_run);
     for (size_t i = 0; i < c->n_run; i++) {
         const akvi_cat_run *r = &c->runs[i];
@@ -128,6 +131,8 @@ static void encode_into(const akvi_catalog *c, akvi_wbuf *w)
         akvi_w_u64(w, r->keys);
         akvi_w_u64(w, r->bytes);
         akvi_w_u64(w, r->raw_bytes);
+        if (version >= 4)
+            akvi_w_u32(w, r->files ? RUN_FILES : 0);
         akvi_w_u32(w, (uint32_t)r->n_sst);
         for (size_t j = 0; j < r->n_sst; j++)
             encode_sst(w, &r->ssts[j]);
@@ -136,13 +141,24 @@ static void encode_into(const akvi_catalog *c, akvi_wbuf *w)
 
 int akvi_catalog_encode(const akvi_catalog *c, uint8_t **buf, size_t *len)
 {
+    return akvi_catalog_encode_version(c, CAT_VERSION, buf, len);
+}
+
+int akvi_catalog_encode_version(const akvi_catalog *c, uint32_t version, uint8_t **buf, size_t *len)
+{
+    if (version < 2 || version > CAT_VERSION)
+        return akvi_err(AKV_EINVAL, "catalog record: cannot write version %u", version);
+    for (size_t i = 0; version < 4 && i < c->n_run; i++)
+        if (c->runs[i].files)
+            return akvi_err(AKV_EINVAL, "catalog record: version %u cannot record run %llu's files", version,
+                            (unsigned long long)c->runs[i].id);
     akvi_wbuf w = {NULL, 0};
-    encode_into(c, &w);
+    encode_into(c, version, &w);
     uint8_t *p = malloc(w.len + 8);
     if (!p)
         return akvi_err(AKV_ENOMEM, "out of memory encoding the catalog");
     w = (akvi_wbuf){p, 0};
-    encode_into(c, &w);
+    encode_into(c, version, &w);
     akvi_w_u64(&w, XXH64(p, w.len, 0));
     *buf = p;
     *len = w.len;
@@ -220,11 +236,14 @@ static void decode_run(akvi_rbuf *r, akvi_cat_run *run, uint32_t version)
     run->keys = akvi_r_u64(r);
     run->bytes = akvi_r_u64(r);
     run->raw_bytes = akvi_r_u64(r);
+    uint32_t flags = version >= 4 ? akvi_r_u32(r) : 0;
+    run->files = flags & RUN_FILES;
     uint32_t n = akvi_r_u32(r);
     /* Each SST takes at least 45 bytes (53 from version 2): reject counts
      * the buffer cannot hold. */
     size_t min_sst = version >= 2 ? 53 : 45;
-    if (r->err || run->level >= AKV_MAX_LEVELS || run->prefix_bits > 30 || n > (r->len - r->off) / min_sst) {
+    if (r->err || run->level >= AKV_MAX_LEVELS || run->prefix_bits > 30 || (flags & ~RUN_FILES) ||
+        n > (r->len - r->off) / min_sst) {
         r->err = true;
         return;
     }

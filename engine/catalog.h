@@ -31,6 +31,10 @@ typedef struct akvi_cat_run {
     uint32_t prefix_bits; /* hash layout: shards split on this many top bits */
     uint64_t keys, bytes;
     uint64_t raw_bytes; /* key+value bytes before compression: level sizing */
+    /* Its SSTs are its own files in DIR/runs and nothing else, with no
+     * column family (catalog version 4); false: a family run.<id> holds
+     * them, and DIR/runs names them too (docs/format.md §6). */
+    bool files;
     size_t n_sst;
     akvi_cat_sst *ssts; /* hash layout: ascending prefix; ordered: ascending range */
 } akvi_cat_run;
@@ -65,7 +69,13 @@ typedef struct akvi_catstate {
 void akvi_catstate_init(akvi_catstate *cs);
 void akvi_catstate_destroy(akvi_catstate *cs);
 
+/* The version akvi_catalog_encode writes (docs/format.md §6). */
+#define AKVI_CATALOG_VERSION 4
 int akvi_catalog_encode(const akvi_catalog *c, uint8_t **buf, size_t *len);
+/* A record of an older version, 2 or later, as that version wrote it
+ * (tests of databases older code left): below 4 it records no run files
+ * (AKV_EINVAL if a run has them), below 3 no slot policy. */
+int akvi_catalog_encode_version(const akvi_catalog *c, uint32_t version, uint8_t **buf, size_t *len);
 /* Deep-decodes into *c (free with akvi_catalog_free). */
 int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c);
 void akvi_catalog_free(akvi_catalog *c);

@@ -18,6 +18,10 @@
  *   - the filter files of those runs, hard-linked (copied where the
  *     filesystem refuses links): a filter file is only ever replaced by a
  *     rename, never rewritten in place, so a link holds one whole version;
+ *   - the files in DIR/runs of the runs that are files only (no family),
+ *     hard-linked the same way: a run file is written once, synced, then
+ *     renamed into place, and never changed (a family run's names there
+ *     are derived again by the copy's open);
  *   - IDENTITY, copied.
  * Writers are not held: a write acknowledged before the call is in the WAL
  * RocksDB copies; one that starts after the call returned is not.
@@ -105,6 +109,30 @@ static int link_filters(const akv_db *db, const akvi_version *v, const char *fdi
     return AKV_OK;
 }
 
+/* The files of v's runs that have no family, linked into sdir_out. */
+static int link_run_files(const akv_db *db, const akvi_version *v, const char *sdir_out, bool *copied)
+{
+    int rc = AKV_OK;
+    for (size_t i = 0; rc == AKV_OK && i < v->n_run; i++) {
+        const akvi_cat_run *r = &v->runs[i]->info;
+        if (!r->files)
+            continue;
+        if (mkdir(sdir_out, 0755) != 0 && errno != EEXIST)
+            return akvi_err(AKV_EIO, "checkpoint: creating %s: %s", sdir_out, strerror(errno));
+        for (size_t j = 0; rc == AKV_OK && j <= r->n_sst; j++) {
+            if (j == r->n_sst && db->layout != AKV_LAYOUT_ORDERED)
+                break;
+            char name[64];
+            akvi_run_file_name(r->id, j < r->n_sst ? r->ssts[j].id : AKVI_RMAP_SST, name, sizeof name);
+            char *src = akvi_path_join(db->sdir, name), *dst = akvi_path_join(sdir_out, name);
+            rc = src && dst ? link_or_copy(src, dst, copied) : akvi_err(AKV_ENOMEM, "out of memory");
+            free(src);
+            free(dst);
+        }
+    }
+    return rc;
+}
+
 /* RocksDB's checkpoint of every family into rdir_out (which it creates),
  * with the live WAL copied rather than the memtables flushed. */
 static int rocks_checkpoint(akv_db *db, const char *rdir_out)
@@ -118,7 +146,8 @@ static int rocks_checkpoint(akv_db *db, const char *rdir_out)
     return err ? akvi_rocks_err(err, "checkpoint: RocksDB's checkpoint") : AKV_OK;
 }
 
-static int take(akv_db *db, const char *dir, const char *rdir, const char *fdir, bool *copied)
+static int take(akv_db *db, const char *dir, const char *rdir, const char *fdir, const char *sdir,
+                bool *copied)
 {
     akvi_mutex_lock(&db->vs.pubmu, AKVI_RANK_PUB);
     int rc = rocks_checkpoint(db, rdir);
@@ -132,6 +161,8 @@ static int take(akv_db *db, const char *dir, const char *rdir, const char *fdir,
     if (rc == AKV_OK) {
         akvi_version *v = akvi_current(db);
         rc = link_filters(db, v, fdir, copied);
+        if (rc == AKV_OK)
+            rc = link_run_files(db, v, sdir, copied);
         akvi_version_unref(v);
     }
     akvi_mutex_unlock(&db->vs.pubmu, AKVI_RANK_PUB);
@@ -152,26 +183,30 @@ int akv_checkpoint(akv_db *db, const char *dir)
     if (mkdir(dir, 0755) != 0)
         return akvi_err(errno == EEXIST ? AKV_EEXIST : AKV_EIO, "checkpoint: creating %s: %s%s", dir,
                         strerror(errno), errno == EEXIST ? " (a checkpoint goes into a new directory)" : "");
-    char *rdir = akvi_path_join(dir, "rocksdb"), *fdir = akvi_path_join(dir, "filters");
-    int rc = rdir && fdir ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
+    char *rdir = akvi_path_join(dir, "rocksdb"), *fdir = akvi_path_join(dir, "filters"),
+         *sdir = akvi_path_join(dir, "runs");
+    int rc = rdir && fdir && sdir ? AKV_OK : akvi_err(AKV_ENOMEM, "out of memory");
     if (rc == AKV_OK && mkdir(fdir, 0755) != 0)
         rc = akvi_err(AKV_EIO, "checkpoint: creating %s: %s", fdir, strerror(errno));
     bool copied = false;
     if (rc == AKV_OK)
-        rc = take(db, dir, rdir, fdir, &copied);
+        rc = take(db, dir, rdir, fdir, sdir, &copied);
     /* The identity never changes after create. Written last, as at create:
      * a directory without it is no finished database. */
     if (rc == AKV_OK)
         rc = akvi_fsync_dir(fdir);
+    if (rc == AKV_OK && akvi_path_exists(sdir))
+        rc = akvi_fsync_dir(sdir);
     if (rc == AKV_OK)
         rc = copy_named(db->dir, dir, "IDENTITY");
     if (rc == AKV_OK)
         rc = akvi_fsync_dir(dir);
     if (rc == AKV_OK && copied)
-        akvi_log(db, "checkpoint %s: filter files copied, the filesystem refused hard links", dir);
+        akvi_log(db, "checkpoint %s: filter and run files copied, the filesystem refused hard links", dir);
     if (rc != AKV_OK) /* nothing half made stays behind (the directory was new) */
         nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     free(rdir);
     free(fdir);
+    free(sdir);
     return rc;
 }

@@ -2,11 +2,13 @@
  * commit.c — the commit step that ends every flush and compaction
  * (docs/design.md, "Commit"):
  *
- *   SSTs written and ingested, filter files fsynced (runwriter.c), their
- *   directory synced once (akvi_publish)
+ *   SSTs written, synced and moved into DIR/runs, that directory synced
+ *   (runwriter.c), filter files fsynced, their directory synced once
+ *   (akvi_publish)
  *   -> catalog file written and synced (akvi_commit)
  *   -> new version installed (akvi_apply)
- *   -> replaced CFs and filter files dropped at their last unref (version.c)
+ *   -> replaced runs' files and filter files deleted at their last unref
+ *      (grave.c)
  */
 #include <stdlib.h>
 

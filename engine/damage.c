@@ -31,6 +31,9 @@ const akvi_damage_row akvi_damage_table[AKVI_DMG_COUNT] = {
     [AKVI_DMG_RUN_FILE_NAME] = {"a name in `runs/` missing, or naming another file than its run's family "
                                 "holds (another inode)",
                                 GOES_ON},
+    [AKVI_DMG_RUN_FILE] = {"a run file in `runs/` of a run with no family (the catalog its only record) "
+                           "missing, unreadable, or not the size and entry count the catalog records",
+                           REFUSES},
     [AKVI_DMG_WAL] = {"the WAL cut or damaged", GOES_ON},
     [AKVI_DMG_MANIFEST_CUT] = {"the MANIFEST cut (RocksDB forgets recent edits: ingestions, families)",
                                REFUSES},

@@ -403,10 +403,12 @@ void akvi_rw_abort(akvi_runwriter *w);
 int akvi_rw_merge(akv_db *db, akvi_mem *mem, akvi_run *const *runs, size_t n, int level, uint64_t est,
                   const akvi_shards *sh, uint64_t run_bytes, bool drop_tombstones, akvi_run ***out,
                   size_t *n_out);
-/* Repair's merge of families no run object stands for (newest first) into
- * one run at `level`, tombstones kept. */
-int akvi_rw_merge_families(akv_db *db, rocksdb_column_family_handle_t *const *cfs, size_t n, int level,
-                           uint64_t est, const akvi_shards *sh, akvi_run ***out, size_t *n_out);
+/* The same for any inputs (newest first): input i is runs[i] if runs and
+ * runs[i] are not NULL, else family cfs[i] (repair's kept runs, which no
+ * run object stands for). */
+int akvi_rw_merge_inputs(akv_db *db, rocksdb_column_family_handle_t *const *cfs, akvi_run *const *runs,
+                         size_t n, int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
+                         bool drop_tombstones, akvi_run ***out, size_t *n_out);
 
 /* ---- commit (commit.c) ------------------------------------------------- */
 

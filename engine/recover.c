@@ -35,6 +35,7 @@
 
 #include "engine/internal.h"
 #include "engine/lockorder.h"
+#include "engine/runstore.h"
 #include "util/order.h"
 #include "util/shard.h"
 
@@ -92,7 +93,8 @@ static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
         if (strcmp(name, "default") == 0 || strcmp(name, "meta") == 0)
             continue;
         if ((id = akvi_parse_id(name, "run.")) || (id = akvi_parse_id(name, "rmap."))) {
-            if (catalog_run(c, id))
+            const akvi_cat_run *r = catalog_run(c, id);
+            if (r && !r->files)
                 continue;
             if (id >= c->next_run_id)
                 return akvi_refuse(
@@ -112,6 +114,8 @@ static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
         }
     }
     for (size_t i = 0; i < c->n_run; i++) {
+        if (c->runs[i].files) /* no family: its files are checked as it loads */
+            continue;
         char name[64];
         snprintf(name, sizeof name, "run.%llu", (unsigned long long)c->runs[i].id);
         bool ok = akvi_cf_find(s, name) != NULL;
@@ -240,33 +244,41 @@ static int check_catalog_files(akv_db *db, const akvi_cf_set *cfs, const akvi_ca
     if (rc == AKV_OK && db->missing_relaxed)
         rc = check_missing_files(db, cfs, l, n);
     for (size_t i = 0; rc == AKV_OK && i < c->n_run; i++)
-        rc = check_run_files(db, cfs, &c->runs[i], l, n);
+        if (!c->runs[i].files)
+            rc = check_run_files(db, cfs, &c->runs[i], l, n);
     akvi_live_ssts_free(l, n);
     return rc;
 }
 
-/* Filter files: named, a leftover (run id below the reserve), or newer than
- * the catalog (refused). */
-static int check_filter_dir(akv_db *db, const akvi_catalog *c)
+/* Filter files and run files: named, a leftover (run id below the
+ * reserve), or newer than the catalog (refused: a run file newer than the
+ * catalog is data the catalog does not know). */
+static int check_newer(const char *dir, const char *suffix, const char *what, const akvi_catalog *c)
 {
-    DIR *d = opendir(db->fdir);
+    DIR *d = opendir(dir);
     if (!d)
-        return errno == ENOENT ? AKV_OK : akvi_err(AKV_EIO, "reading %s: %s", db->fdir, strerror(errno));
+        return errno == ENOENT ? AKV_OK : akvi_err(AKV_EIO, "reading %s: %s", dir, strerror(errno));
     struct dirent *e;
     int rc = AKV_OK;
+    size_t sl = strlen(suffix);
     while (rc == AKV_OK && (e = readdir(d)) != NULL) {
-        unsigned long long run, sst;
-        char tail[8];
-        if (sscanf(e->d_name, "%llu-%llu.ak%7s", &run, &sst, tail) == 3 && strcmp(tail, "f") == 0 &&
-            run >= c->next_run_id)
-            rc = akvi_refuse(
-                AKVI_DMG_CATALOG_OLD, AKV_ECORRUPT,
-                "filter file %s is newer than the catalog (which reserves run ids below %llu): the "
-                "catalog is older than the data",
-                e->d_name, (unsigned long long)c->next_run_id);
+        unsigned long long run;
+        size_t len = strlen(e->d_name);
+        if (len > sl && strcmp(e->d_name + len - sl, suffix) == 0 && sscanf(e->d_name, "%llu-", &run) == 1 &&
+            e->d_name[0] >= '0' && e->d_name[0] <= '9' && run >= c->next_run_id)
+            rc = akvi_refuse(AKVI_DMG_CATALOG_OLD, AKV_ECORRUPT,
+                             "%s %s is newer than the catalog (which reserves run ids below %llu): the "
+                             "catalog is older than the data",
+                             what, e->d_name, (unsigned long long)c->next_run_id);
     }
     closedir(d);
     return rc;
+}
+
+static int check_filter_dir(akv_db *db, const akvi_catalog *c)
+{
+    int rc = check_newer(db->fdir, ".akf", "filter file", c);
+    return rc == AKV_OK ? check_newer(db->sdir, ".sst", "run file", c) : rc;
 }
 
 /* ---- runs and slots ------------------------------------------------------ */
@@ -414,6 +426,31 @@ static int load_slot(akv_db *db, akvi_run *r, size_t j, bool *upgraded)
     return AKV_OK;
 }
 
+/* A run that is its files in DIR/runs (no family): their readers, each file
+ * what the catalog records (its size and entry count), else refused. */
+static int open_files_run(akv_db *db, akvi_run *r)
+{
+    int rc = akvi_run_open_files(db, r);
+    if (rc != AKV_OK)
+        return akvi_refuse(AKVI_DMG_RUN_FILE, rc == AKV_ENOMEM ? rc : AKV_ECORRUPT, "run %llu: %s",
+                           (unsigned long long)r->info.id, akv_errmsg());
+    for (size_t j = 0; j < r->info.n_sst; j++) {
+        const akvi_cat_sst *s = &r->info.ssts[j];
+        akvi_sstr_props p;
+        akvi_rs_sst_props(r->files[j], &p);
+        struct stat st;
+        const char *path = akvi_rs_sst_path(r->files[j]);
+        if (stat(path, &st) != 0 || (uint64_t)st.st_size != s->bytes || p.entries != s->keys)
+            return akvi_refuse(AKVI_DMG_RUN_FILE, AKV_ECORRUPT,
+                               "run %llu: its file %s (%llu entries, %llu bytes) is not the catalog's record "
+                               "of SST %llu (%llu entries, %llu bytes)",
+                               (unsigned long long)r->info.id, path, (unsigned long long)p.entries,
+                               (unsigned long long)st.st_size, (unsigned long long)s->id,
+                               (unsigned long long)s->keys, (unsigned long long)s->bytes);
+    }
+    return AKV_OK;
+}
+
 static int load_run(akv_db *db, akvi_cat_run *cr, akvi_cf_set *cfs, bool *upgraded, akvi_run **out)
 {
     char name[64];
@@ -425,13 +462,17 @@ static int load_run(akv_db *db, akvi_cat_run *cr, akvi_cf_set *cfs, bool *upgrad
     r->info = *cr;
     memset(cr, 0, sizeof *cr); /* ownership moves into the run */
     r->slots = calloc(r->info.n_sst ? r->info.n_sst : 1, sizeof *r->slots);
-    snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->info.id);
-    r->cf = akvi_cf_take(cfs, name);
-    snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->info.id);
-    r->rmap_cf = akvi_cf_take(cfs, name);
+    if (!r->info.files) {
+        snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->info.id);
+        r->cf = akvi_cf_take(cfs, name);
+        snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->info.id);
+        r->rmap_cf = akvi_cf_take(cfs, name);
+    }
     int rc = AKV_OK;
     if (!r->slots)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
+    else if (r->info.files)
+        rc = open_files_run(db, r);
     else if (!r->cf || (db->layout == AKV_LAYOUT_ORDERED && !r->rmap_cf))
         rc = akvi_refuse(AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
                          "the catalog names run %llu but its column family is missing",
@@ -863,6 +904,8 @@ static int reopen_rw(akv_db *db, loaded *L)
     char name[64];
     for (size_t i = 0; i < L->n_run; i++) {
         akvi_run *r = L->runs[i];
+        if (r->info.files)
+            continue;
         snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->info.id);
         r->cf = akvi_cf_take(&L->cfs, name);
         snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->info.id);
@@ -941,6 +984,8 @@ static void open_run_files(akv_db *db, loaded *L)
     }
     for (size_t i = 0; i < L->n_run; i++) {
         akvi_run *r = L->runs[i];
+        if (r->info.files)
+            continue; /* opened as it loaded */
         char name[64];
         snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->info.id);
         size_t first, k = akvi_live_ssts_of(l, n, name, &first);

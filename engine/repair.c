@@ -20,6 +20,8 @@
 
 #include "engine/internal.h"
 #include "engine/lockorder.h"
+#include "engine/runstore.h"
+#include "engine/sstwriter.h"
 #include "util/order.h"
 #include "util/shard.h"
 
@@ -319,7 +321,9 @@ static size_t common_prefix(const uint8_t *a, size_t al, const uint8_t *b, size_
 typedef struct scanner {
     akv_db *db;
     rocksdb_column_family_handle_t *cf;
+    akvi_rs_sst *file; /* a run file read without a family, instead of cf */
     rocksdb_iterator_t *it;
+    akvi_rs_iter *fit;
     const uint8_t *hi;
     size_t hi_len;
     uint8_t *last; /* last key emitted */
@@ -333,13 +337,50 @@ typedef struct scanner {
 /* Seek to the key whose coordinate is t; true if that lands on a readable
  * entry after the last one emitted and within the range, which is then
  * remembered in `best` if it is the smallest found so far. */
-/* After an unreadable block RocksDB's iterator can keep failing seeks that
- * a new iterator answers: every probe starts afresh. */
+/* The scanner's iterator: the family's, or the run file's. */
+static void sc_close(scanner *sc)
+{
+    if (sc->it)
+        rocksdb_iter_destroy(sc->it);
+    akvi_rs_iter_destroy(sc->fit);
+    sc->it = NULL;
+    sc->fit = NULL;
+}
+
+static bool sc_valid(const scanner *sc)
+{
+    return sc->file ? sc->fit && akvi_rs_iter_valid(sc->fit) : rocksdb_iter_valid(sc->it);
+}
+
+static const uint8_t *sc_key(const scanner *sc, size_t *len)
+{
+    return sc->file ? akvi_rs_iter_key(sc->fit, len) : (const uint8_t *)rocksdb_iter_key(sc->it, len);
+}
+
+static const uint8_t *sc_value(const scanner *sc, size_t *len)
+{
+    return sc->file ? akvi_rs_iter_value(sc->fit, len) : (const uint8_t *)rocksdb_iter_value(sc->it, len);
+}
+
+static void sc_next(scanner *sc)
+{
+    if (sc->file)
+        (void)akvi_rs_iter_next(sc->fit); /* a failure ends it: not valid */
+    else
+        rocksdb_iter_next(sc->it);
+}
+
+/* After an unreadable block an iterator can keep failing seeks that a new
+ * iterator answers: every probe starts afresh. */
 static void fresh_seek(scanner *sc, const uint8_t *k, size_t kl)
 {
-    rocksdb_iter_destroy(sc->it);
-    sc->it = rocksdb_create_iterator_cf(sc->db->rdb, sc->db->ro_scan, sc->cf);
-    rocksdb_iter_seek(sc->it, (const char *)k, kl);
+    sc_close(sc);
+    if (!sc->file) {
+        sc->it = rocksdb_create_iterator_cf(sc->db->rdb, sc->db->ro_scan, sc->cf);
+        rocksdb_iter_seek(sc->it, (const char *)k, kl);
+    } else if (akvi_rs_iter_new(&sc->file, 1, true, &sc->fit) == AKV_OK) {
+        (void)akvi_rs_iter_seek(sc->fit, k, kl);
+    }
 }
 
 static bool probe_at(scanner *sc, const uint8_t *pre, size_t cp, uint64_t t)
@@ -347,10 +388,10 @@ static bool probe_at(scanner *sc, const uint8_t *pre, size_t cp, uint64_t t)
     memcpy(sc->target, pre, cp);
     akvi_be64(sc->target + cp, t);
     fresh_seek(sc, sc->target, cp + 8);
-    if (!rocksdb_iter_valid(sc->it))
+    if (!sc_valid(sc))
         return false;
     size_t kl;
-    const uint8_t *k = (const uint8_t *)rocksdb_iter_key(sc->it, &kl);
+    const uint8_t *k = sc_key(sc, &kl);
     if ((sc->have_last && akvi_bytes_cmp(k, kl, sc->last, sc->last_len) <= 0) ||
         akvi_bytes_cmp(k, kl, sc->hi, sc->hi_len) > 0)
         return false;
@@ -399,13 +440,15 @@ static bool step_over_gap(scanner *sc, const uint8_t *lo, size_t lo_len)
             bad = mid;
     }
     fresh_seek(sc, sc->best, sc->best_len);
-    return rocksdb_iter_valid(sc->it);
+    return sc_valid(sc);
 }
 
-/* Every readable entry of cf in [lo, hi], in key order, to emit. *whole:
- * the entries came without a gap up to hi itself. */
-static int read_range(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t *lo, size_t lo_len,
-                      const uint8_t *hi, size_t hi_len, emit_fn emit, void *arg, uint64_t *count, bool *whole)
+/* Every readable entry of cf (or of run file `file`, cf NULL) in [lo, hi],
+ * in key order, to emit. *whole: the entries came without a gap up to hi
+ * itself. */
+static int read_range(akv_db *db, rocksdb_column_family_handle_t *cf, akvi_rs_sst *file, const uint8_t *lo,
+                      size_t lo_len, const uint8_t *hi, size_t hi_len, emit_fn emit, void *arg,
+                      uint64_t *count, bool *whole)
 {
     *count = 0;
     *whole = false;
@@ -416,20 +459,20 @@ static int read_range(akv_db *db, rocksdb_column_family_handle_t *cf, const uint
     sc->hi_len = hi_len;
     sc->db = db;
     sc->cf = cf;
-    sc->it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
+    sc->file = file;
     bool gap = false, at_end = false;
     int rc = AKV_OK;
-    rocksdb_iter_seek(sc->it, (const char *)lo, lo_len);
+    fresh_seek(sc, lo, lo_len);
     while (rc == AKV_OK && !at_end) {
-        while (rc == AKV_OK && rocksdb_iter_valid(sc->it)) {
+        while (rc == AKV_OK && sc_valid(sc)) {
             size_t kl, vl;
-            const uint8_t *k = (const uint8_t *)rocksdb_iter_key(sc->it, &kl);
+            const uint8_t *k = sc_key(sc, &kl);
             int c = akvi_bytes_cmp(k, kl, hi, hi_len);
             if (c > 0) {
                 at_end = true;
                 break;
             }
-            const uint8_t *v = (const uint8_t *)rocksdb_iter_value(sc->it, &vl);
+            const uint8_t *v = sc_value(sc, &vl);
             rc = emit(arg, k, kl, v, vl);
             (*count)++;
             if (rc == AKV_OK && kl > sc->last_cap) {
@@ -451,7 +494,7 @@ static int read_range(akv_db *db, rocksdb_column_family_handle_t *cf, const uint
                 *whole = !gap;
                 break;
             }
-            rocksdb_iter_next(sc->it);
+            sc_next(sc);
         }
         if (rc != AKV_OK || at_end)
             break;
@@ -460,7 +503,7 @@ static int read_range(akv_db *db, rocksdb_column_family_handle_t *cf, const uint
         if (!step_over_gap(sc, lo, lo_len))
             break;
     }
-    rocksdb_iter_destroy(sc->it);
+    sc_close(sc);
     free(sc->last);
     free(sc);
     return rc;
@@ -615,8 +658,8 @@ static int verify_run(akv_db *db, rrun *r, rocksdb_column_family_handle_t *cf, f
         hashes hs = {.db = db};
         uint64_t n = 0;
         bool w = false;
-        rc = read_range(db, cf, s->smallest, s->smallest_len, s->largest, s->largest_len, collect, &hs, &n,
-                        &w);
+        rc = read_range(db, cf, NULL, s->smallest, s->smallest_len, s->largest, s->largest_len, collect, &hs,
+                        &n, &w);
         uint64_t digest = akvi_key_digest(hs.h, hs.n);
         bool ok = rc == AKV_OK && w && n == s->keys && (s->digest == 0 || s->digest == digest);
         if (rc == AKV_OK && !ok) {
@@ -675,8 +718,8 @@ static int rewrite_run(akv_db *db, const akvi_cat_run *ranges, rocksdb_column_fa
         const akvi_cat_sst *s = &ranges->ssts[j];
         uint64_t n = 0;
         bool whole;
-        rc = read_range(db, cf, s->smallest, s->smallest_len, s->largest, s->largest_len, to_writer, w, &n,
-                        &whole);
+        rc = read_range(db, cf, NULL, s->smallest, s->smallest_len, s->largest, s->largest_len, to_writer, w,
+                        &n, &whole);
         *read += n;
     }
     if (rc == AKV_OK)
@@ -820,6 +863,162 @@ typedef struct state {
     char **orph;
     size_t n_orph;
 } state;
+
+/* ---- runs that are files only ----------------------------------------------- */
+
+/* The family `name` of run r, made here if it is not there (owned by r: not
+ * in the set, as for restored files). */
+static int adopt_family(akv_db *db, rrun *r, bool rmap, rocksdb_column_family_handle_t **cf)
+{
+    if (*cf)
+        return AKV_OK;
+    char name[64];
+    snprintf(name, sizeof name, "%s.%llu", rmap ? "rmap" : "run", (unsigned long long)r->id);
+    return akvi_cf_create(db, name, (int)r->level, cf);
+}
+
+/* Moves DIR/runs/name to DIR/lost/name (a file repair could not use:
+ * never deleted). */
+static void to_lost(akv_db *db, rep *R, const char *name, const char *why)
+{
+    char *lost = akvi_path_join(db->dir, "lost"), *from = akvi_path_join(db->sdir, name),
+         *to = lost ? akvi_path_join(lost, name) : NULL;
+    if (lost && from && to && (mkdir(lost, 0755) == 0 || errno == EEXIST) && rename(from, to) == 0) {
+        note(R, "runs/%s: %s; moved to lost/", name, why);
+        R->r.files_set_aside++;
+    }
+    free(lost);
+    free(from);
+    free(to);
+}
+
+/* What the catalog or a filter file records for SST `sst` of r, or NULL. */
+static const akvi_cat_sst *sst_of(const rrun *r, uint64_t sst)
+{
+    for (size_t j = 0; j < r->desc.n_sst; j++)
+        if (r->desc.ssts[j].id == sst)
+            return &r->desc.ssts[j];
+    return NULL;
+}
+
+static int to_sstw(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
+{
+    char *err = NULL;
+    if (akvi_sstw_put(arg, k, kl, v, vl, &err))
+        return AKV_OK;
+    return akvi_rocks_err(err, "writing a salvaged SST");
+}
+
+/* The readable entries of a damaged run file, in [s's smallest, largest],
+ * into a new SST at `out`; AKV_NOTFOUND if none is readable. */
+static int salvage_file(akv_db *db, akvi_rs_sst *f, const akvi_cat_sst *s, const char *out)
+{
+    char *err = NULL;
+    akvi_sstw *w = akvi_sstw_open(out, false, &err);
+    if (!w)
+        return akvi_rocks_err(err, "writing a salvaged SST");
+    uint64_t n = 0;
+    bool whole;
+    int rc = read_range(db, NULL, f, s->smallest, s->smallest_len, s->largest, s->largest_len, to_sstw, w, &n,
+                        &whole);
+    if (rc == AKV_OK && n == 0)
+        rc = AKV_NOTFOUND;
+    if (rc == AKV_OK && !akvi_sstw_finish(w, &err))
+        rc = akvi_rocks_err(err, "writing a salvaged SST");
+    akvi_sstw_destroy(w);
+    if (rc != AKV_OK)
+        unlink(out);
+    return rc;
+}
+
+/* Ingests DIR/runs/name into cf (moved), or, when its checksums fail, what
+ * can still be read of it (`s`: its record; NULL for a reverse map, which
+ * repair writes again rather than salvage), the file itself moved to
+ * lost/. A file that cannot be used goes to lost/. */
+static int adopt_file(state *S, rrun *r, const char *name, const akvi_cat_sst *s,
+                      rocksdb_column_family_handle_t *cf)
+{
+    akv_db *db = S->db;
+    char *path = akvi_path_join(db->sdir, name);
+    if (!path)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    akvi_rs_sst *f = NULL;
+    int rc = akvi_rs_sst_open(db->runstore, path, &f);
+    if (rc == AKV_OK)
+        rc = akvi_rs_sst_verify(f);
+    if (rc == AKV_OK) {
+        akvi_rs_sst_close(f);
+        const char *paths[1] = {path};
+        rc = akvi_ingest(db, cf, paths, 1, true, "adopting a run file");
+        if (rc != AKV_OK)
+            to_lost(db, S->R, name, akv_errmsg());
+        free(path);
+        return AKV_OK;
+    }
+    char why[512];
+    snprintf(why, sizeof why, "%s", akv_errmsg());
+    char out[4200];
+    snprintf(out, sizeof out, "%s.tmp", path); /* a temp name open sweeps */
+    int src = f && s ? salvage_file(db, f, s, out) : AKV_NOTFOUND;
+    akvi_rs_sst_close(f);
+    if (src == AKV_OK) {
+        const char *paths[1] = {out};
+        src = akvi_ingest(db, cf, paths, 1, true, "adopting a salvaged run file");
+        unlink(out);
+    }
+    if (src == AKV_OK)
+        note(S->R, "run %llu: runs/%s is damaged (%s); what it holds that reads back was kept",
+             (unsigned long long)r->id, name, why);
+    to_lost(db, S->R, name, why);
+    free(path);
+    return AKV_OK;
+}
+
+/* Runs whose SSTs are only their files in DIR/runs (catalog version 4, or
+ * runs found by their filter files or their files alone) are adopted as
+ * families: each readable
+ * file is ingested (moved: RocksDB links it into rocksdb/ and drops the
+ * runs/ name) into run.<id>, a reverse map into rmap.<id>, so that the rest
+ * of repair reads, checks and rewrites them as any run, and their entries
+ * it cannot read count as lost. A file that does not ingest goes to lost/. The names of family runs (the same
+ * files their families hold) stay: open derives them again. */
+static int adopt_run_files(state *S)
+{
+    akv_db *db = S->db;
+    DIR *d = opendir(db->sdir);
+    if (!d)
+        return errno == ENOENT ? AKV_OK : akvi_err(AKV_EIO, "reading %s: %s", db->sdir, strerror(errno));
+    int rc = AKV_OK;
+    struct dirent *e;
+    while (rc == AKV_OK && (e = readdir(d)) != NULL) {
+        unsigned long long id, sst = 0;
+        int used = 0;
+        bool rmap =
+            sscanf(e->d_name, "%llu-rmap.sst%n", &id, &used) == 1 && used > 0 && e->d_name[used] == '\0';
+        if (!rmap && !(sscanf(e->d_name, "%llu-%llu.sst%n", &id, &sst, &used) == 2 && used > 0 &&
+                       e->d_name[used] == '\0'))
+            continue; /* a temp name (swept by open), or not adaptkv's */
+        rrun *r = NULL;
+        for (size_t i = 0; i < S->rs.n && !r; i++)
+            r = S->rs.v[i].id == id ? &S->rs.v[i] : NULL;
+        if (r && r->cf_index != SIZE_MAX)
+            continue;                          /* a family run's name */
+        if (!r && !(r = run_of(&S->rs, id))) { /* known by its files alone: level unknown */
+            rc = akvi_err(AKV_ENOMEM, "out of memory");
+            break;
+        }
+        if (rmap && db->layout != AKV_LAYOUT_ORDERED) {
+            to_lost(db, S->R, e->d_name, "a reverse map in the hash layout");
+            continue;
+        }
+        rc = adopt_family(db, r, rmap, rmap ? &r->rmap : &r->cf);
+        if (rc == AKV_OK)
+            rc = adopt_file(S, r, e->d_name, rmap ? NULL : sst_of(r, sst), rmap ? r->rmap : r->cf);
+        r->desc.files = false; /* a family run from here on */
+    }
+    closedir(d);
+    return rc;
+}
 
 /* The memtable generation family i holds: an older format's mem.<gen> by
  * its name, one of the pool's by its record (0: none, or not a memtable
@@ -1094,23 +1293,29 @@ static int merge_levels(state *S)
             continue;
         }
         rocksdb_column_family_handle_t **cfs = calloc(k, sizeof *cfs);
-        if (!cfs)
+        akvi_run **ins = calloc(k, sizeof *ins);
+        if (!cfs || !ins) {
+            free(cfs);
+            free(ins);
             return akvi_err(AKV_ENOMEM, "out of memory");
+        }
         uint64_t est = 0;
         akvi_shards sh = AKVI_SHARDS_NONE;
         for (size_t m = 0; m < k; m++) {
             cfs[m] = S->F.v[i + m].cf;
+            ins[m] = S->F.v[i + m].run; /* a rewritten run: its files */
             est += fin_info(&S->F.v[i + m])->raw_bytes;
             akvi_shards_add(&sh, fin_info(&S->F.v[i + m]));
         }
         akvi_run **outs = NULL, *out = NULL;
         size_t n_out = 0;
         /* One output run (no size cut): a level of one run is always valid. */
-        rc = akvi_rw_merge_families(S->db, cfs, k, (int)level, est, &sh, &outs, &n_out);
+        rc = akvi_rw_merge_inputs(S->db, cfs, ins, k, (int)level, est, &sh, UINT64_MAX, false, &outs, &n_out);
         if (rc == AKV_OK && n_out)
             out = outs[0];
         free(outs);
         free(cfs);
+        free(ins);
         if (rc != AKV_OK)
             break;
         note(S->R, "level %u held %zu runs; merged, newest first, into run %llu", level, k,
@@ -1422,6 +1627,8 @@ static int repair(akv_db *db, rep *R)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
     if (rc == AKV_OK)
         rc = gather(&S);
+    if (rc == AKV_OK)
+        rc = adopt_run_files(&S);
     if (rc == AKV_OK) {
         uint64_t next = S.have_cat ? S.cat.next_run_id : 1;
         for (size_t i = 0; i < S.rs.n; i++)
@@ -1465,8 +1672,11 @@ static int repair(akv_db *db, rep *R)
     for (size_t i = 0; i < S.F.n; i++)
         fin_free(&S.F.v[i]);
     free(S.F.v);
-    for (size_t i = 0; i < S.rs.n; i++)
+    for (size_t i = 0; i < S.rs.n; i++) {
+        if (S.rs.v[i].rmap && S.rs.v[i].rmap_index == SIZE_MAX) /* adopted here */
+            rocksdb_column_family_handle_destroy(S.rs.v[i].rmap);
         akvi_cat_run_free(&S.rs.v[i].desc);
+    }
     free(S.rs.v);
     akvi_catalog_free(&S.cat);
     for (size_t i = 0; i < S.n_orph; i++)

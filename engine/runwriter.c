@@ -1,15 +1,14 @@
 /*
  * runwriter.c — turns a sorted stream of entries into a run: SST files cut
  * into shards, one filter slot per SST built from the keys as they stream
- * by, filter files written, SSTs ingested into a fresh column family.
+ * by, filter files written, and the SSTs moved to their names in DIR/runs,
+ * which are the run: no column family, no ingestion, nothing RocksDB's
+ * write thread waits for (docs/design.md, "Run files").
  *
  * Hash layout: a run of S = 2^b SSTs is cut on the top b bits of h.hi, so
  * each SST owns an aligned hash prefix and its filter can skip those bits.
  * Ordered layout: SSTs are cut by size at key boundaries, and the run's
- * reverse map (BE64(h.hi) ‖ user key) is written to its own rmap family.
- * Each SST is also named DIR/runs/<run>-<sst>.sst (a hard link of the
- * file the family holds), which gets read through (docs/design.md, "Run
- * files").
+ * reverse map (BE64(h.hi) ‖ user key) is one more file, <run>-rmap.sst.
  */
 #include <errno.h>
 #include <math.h>
@@ -276,6 +275,21 @@ static void run_file_path(const akv_db *db, uint64_t run, uint64_t sst, char *ou
     snprintf(out, cap, "%s/%s", db->sdir, name);
 }
 
+/* Moves the finished (synced) SST file `from` to its name in DIR/runs,
+ * creating DIR/runs if missing; the caller syncs DIR/runs once for the
+ * run before a catalog names it. */
+static int place_file(akv_db *db, const char *from, uint64_t run, uint64_t sst)
+{
+    char path[4096];
+    run_file_path(db, run, sst, path, sizeof path);
+    int rc = rename(from, path);
+    if (rc != 0 && errno == ENOENT && mkdir(db->sdir, 0755) == 0)
+        rc = rename(from, path);
+    if (rc != 0)
+        return akvi_err(AKV_EIO, "moving %s to %s: %s", from, path, strerror(errno));
+    return AKV_OK;
+}
+
 static int cmp_rmap(const void *a, const void *b, void *arena)
 {
     const rmap_ent *x = a, *y = b;
@@ -284,18 +298,13 @@ static int cmp_rmap(const void *a, const void *b, void *arena)
     return akvi_bytes_cmp((uint8_t *)arena + x->off, x->len, (uint8_t *)arena + y->off, y->len);
 }
 
-static int ingest(akv_db *db, rocksdb_column_family_handle_t *cf, char **paths, size_t n)
-{
-    int rc = akvi_ingest(db, cf, (const char *const *)paths, n, true, "ingesting SST files");
-    return rc == AKV_OK ? rc : akvi_stop(db, rc);
-}
-
-/* Ordered layout: write the sorted reverse map as one SST and ingest it. */
-static int write_rmap(akvi_runwriter *w, rocksdb_column_family_handle_t **cf)
+/* Ordered layout: write the sorted reverse map as one SST, the run's file
+ * DIR/runs/<run>-rmap.sst. */
+static int write_rmap(akvi_runwriter *w)
 {
     akv_db *db = w->db;
     qsort_r(w->rm, w->n_rm, sizeof *w->rm, cmp_rmap, w->arena);
-    char path[4096], name[64];
+    char path[4096];
     snprintf(path, sizeof path, "%s/%llu-rmap.sst", db->tdir, (unsigned long long)w->run_id);
     char *err = NULL;
     akvi_sstw *sw = akvi_sstw_open(path, false, &err);
@@ -313,27 +322,13 @@ static int write_rmap(akvi_runwriter *w, rocksdb_column_family_handle_t **cf)
         unlink(path);
         return akvi_rocks_err(err, "writing a reverse map");
     }
-    snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)w->run_id);
-    /* Named in DIR/runs too, before the ingestion moves it (as the SSTs). */
-    int rc = akvi_run_link_file(db, path, w->run_id, AKVI_RMAP_SST);
-    if (rc == AKV_OK)
-        rc = akvi_cf_create(db, name, w->level, cf);
-    char *paths[1] = {path};
-    if (rc == AKV_OK && (rc = ingest(db, *cf, paths, 1)) != AKV_OK) {
-        akvi_cf_drop(db, *cf);
-        rocksdb_column_family_handle_destroy(*cf);
-        *cf = NULL;
-    }
-    if (rc != AKV_OK) {
+    int rc = place_file(db, path, w->run_id, AKVI_RMAP_SST);
+    if (rc != AKV_OK)
         unlink(path);
-        run_file_path(db, w->run_id, AKVI_RMAP_SST, path, sizeof path);
-        unlink(path);
-    }
     return rc;
 }
 
-static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf,
-                    rocksdb_column_family_handle_t *rmap, akvi_run **out)
+static int make_run(akvi_runwriter *w, akvi_run **out)
 {
     akvi_run *r = calloc(1, sizeof *r);
     akvi_slot *slots = calloc(w->n_sst, sizeof *slots);
@@ -350,6 +345,7 @@ static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf,
                              .keys = w->keys,
                              .bytes = w->bytes,
                              .raw_bytes = w->raw_bytes,
+                             .files = true,
                              .n_sst = w->n_sst,
                              .ssts = w->ssts};
     for (size_t j = 0; j < w->n_sst; j++) {
@@ -358,8 +354,6 @@ static int make_run(akvi_runwriter *w, rocksdb_column_family_handle_t *cf,
         w->filters[j] = NULL;
     }
     r->slots = slots;
-    r->cf = cf;
-    r->rmap_cf = rmap;
     w->ssts = NULL;
     w->n_sst = 0;
     *out = r;
@@ -413,14 +407,27 @@ int akvi_run_open_files(akv_db *db, akvi_run *r)
     return AKV_OK;
 }
 
-/* Names the run's SSTs in DIR/runs before their ingestion moves them into
- * RocksDB (the same file under both names). */
-static int link_files(akvi_runwriter *w)
+/* Moves the run's SSTs to their names in DIR/runs (w->paths[j] then name
+ * nothing). */
+static int place_files(akvi_runwriter *w)
 {
     int rc = AKV_OK;
     for (size_t j = 0; rc == AKV_OK && j < w->n_sst; j++)
-        rc = akvi_run_link_file(w->db, w->paths[j], w->run_id, w->ssts[j].id);
+        if ((rc = place_file(w->db, w->paths[j], w->run_id, w->ssts[j].id)) == AKV_OK)
+            w->paths[j][0] = '\0';
     return rc;
+}
+
+/* A failed run's files in DIR/runs (a crash leaves them to open's sweep). */
+static void unplace_files(akvi_runwriter *w)
+{
+    char path[4096];
+    for (size_t j = 0; j < w->n_sst; j++) {
+        run_file_path(w->db, w->run_id, w->ssts[j].id, path, sizeof path);
+        unlink(path);
+    }
+    run_file_path(w->db, w->run_id, AKVI_RMAP_SST, path, sizeof path);
+    unlink(path);
 }
 
 int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
@@ -433,24 +440,23 @@ int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
         akvi_rw_abort(w);
         return rc;
     }
-    char name[64];
-    snprintf(name, sizeof name, "run.%llu", (unsigned long long)w->run_id);
-    rocksdb_column_family_handle_t *cf = NULL, *rmap = NULL;
-    rc = link_files(w);
-    if (rc == AKV_OK)
-        rc = akvi_cf_create(w->db, name, w->level, &cf);
-    if (rc == AKV_OK)
-        rc = ingest(w->db, cf, w->paths, w->n_sst);
+    /* The run is its files in DIR/runs: no column family, no ingestion, no
+     * MANIFEST or OPTIONS write (docs/design.md, "Run files"). Each SST is
+     * synced by its writer; one directory sync makes the names durable
+     * before the commit's catalog names the run. */
+    rc = place_files(w);
     if (rc == AKV_OK && w->db->layout == AKV_LAYOUT_ORDERED)
-        rc = write_rmap(w, &rmap);
+        rc = write_rmap(w);
     if (rc == AKV_OK)
-        rc = make_run(w, cf, rmap, out);
-    if (rc != AKV_OK && cf) {
-        akvi_cf_drop(w->db, cf);
-        rocksdb_column_family_handle_destroy(cf);
+        rc = akvi_fsync_dir(w->db->sdir);
+    if (rc != AKV_OK) {
+        unplace_files(w);
+        rc = akvi_stop(w->db, rc); /* as a failed write of the data: writers stop */
     }
+    if (rc == AKV_OK)
+        rc = make_run(w, out);
     if (rc == AKV_OK && (rc = akvi_run_open_files(w->db, *out)) != AKV_OK) {
-        /* Never committed: its family, files and filter files go. */
+        /* Never committed: its files and filter files go. */
         atomic_store(&(*out)->obsolete, true);
         akvi_run_unref(*out);
         *out = NULL;
@@ -540,48 +546,56 @@ static rocksdb_iterator_t *scan_iter(akv_db *db, rocksdb_column_family_handle_t 
 /* The input runs read their files when open (runstore.c), and are checked
  * against the catalog as they are read (merge.c): RocksDB's iterator can
  * end at a damaged SST with an OK status, and a merge that trusted it would
- * drop the rest of the run, bringing back older values and deleted keys. */
-static int attach_runs(akvi_merge *mg, size_t first, akvi_run *const *runs, size_t n)
+ * drop the rest of the run, bringing back older values and deleted keys.
+ * runs[i] NULL: input i is a family's iterator. */
+static int attach_runs(akvi_merge *mg, akvi_run *const *runs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         akvi_run *r = runs[i];
+        if (!r)
+            continue;
         if (r->files) {
             akvi_rs_iter *fi;
             int rc = akvi_rs_iter_new(r->files, r->info.n_sst, true, &fi);
             if (rc == AKV_OK)
-                rc = akvi_merge_use_files(mg, first + i, fi);
+                rc = akvi_merge_use_files(mg, i, fi);
             if (rc != AKV_OK)
                 return rc;
         }
-        akvi_merge_expect(mg, first + i, &r->info);
+        akvi_merge_expect(mg, i, &r->info);
     }
     return AKV_OK;
 }
 
-/* Merges the iterators its[0..k) (newest first; NULL for a run that reads
- * its files), of which its[first..first+n) are runs[0..n), into *out. */
-static int merge_into(akv_db *db, rocksdb_iterator_t **its, size_t k, akvi_run *const *runs, size_t first,
-                      size_t n, int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
-                      bool drop_tombstones, akvi_run ***out, size_t *n_out)
+int akvi_rw_merge_inputs(akv_db *db, rocksdb_column_family_handle_t *const *cfs, akvi_run *const *runs,
+                         size_t n, int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
+                         bool drop_tombstones, akvi_run ***out, size_t *n_out)
 {
     *out = NULL;
     *n_out = 0;
-    akvi_merge *mg = akvi_merge_create(its, k);
+    rocksdb_iterator_t **its = calloc(n ? n : 1, sizeof *its);
+    if (!its)
+        return akvi_err(AKV_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const akvi_run *r = runs ? runs[i] : NULL;
+        its[i] = r && r->files ? NULL : scan_iter(db, r ? r->cf : cfs[i]);
+    }
+    akvi_merge *mg = akvi_merge_create(its, n);
     if (!mg) {
-        for (size_t i = 0; i < k; i++)
+        for (size_t i = 0; i < n; i++)
             if (its[i])
                 rocksdb_iter_destroy(its[i]);
         free(its);
         return akvi_err(AKV_ENOMEM, "out of memory");
     }
-    int rc = attach_runs(mg, first, runs, n);
+    int rc = runs ? attach_runs(mg, runs, n) : AKV_OK;
     outputs o = {NULL, 0};
     if (rc == AKV_OK)
-        rc = copy_merge(db, mg, runs, n, level, est, sh, run_bytes ? run_bytes : UINT64_MAX, drop_tombstones,
-                        &o);
+        rc = copy_merge(db, mg, runs, runs ? n : 0, level, est, sh, run_bytes ? run_bytes : UINT64_MAX,
+                        drop_tombstones, &o);
     akvi_merge_destroy(mg);
     if (rc != AKV_OK) {
-        for (size_t i = 0; i < o.n; i++) { /* never committed: its family and files go */
+        for (size_t i = 0; i < o.n; i++) { /* never committed: its files go */
             atomic_store(&o.v[i]->obsolete, true);
             akvi_run_unref(o.v[i]);
         }
@@ -597,26 +611,10 @@ int akvi_rw_merge(akv_db *db, akvi_mem *mem, akvi_run *const *runs, size_t n, in
                   const akvi_shards *sh, uint64_t run_bytes, bool drop_tombstones, akvi_run ***out,
                   size_t *n_out)
 {
-    size_t first = mem ? 1 : 0, k = first + n;
-    rocksdb_iterator_t **its = calloc(k ? k : 1, sizeof *its);
-    if (!its)
-        return akvi_err(AKV_ENOMEM, "out of memory");
     if (mem)
-        its[0] = scan_iter(db, mem->cf);
-    for (size_t i = 0; i < n; i++)
-        its[first + i] = runs[i]->files ? NULL : scan_iter(db, runs[i]->cf);
-    return merge_into(db, its, k, runs, first, n, level, est, sh, run_bytes, drop_tombstones, out, n_out);
-}
-
-int akvi_rw_merge_families(akv_db *db, rocksdb_column_family_handle_t *const *cfs, size_t n, int level,
-                           uint64_t est, const akvi_shards *sh, akvi_run ***out, size_t *n_out)
-{
-    rocksdb_iterator_t **its = calloc(n ? n : 1, sizeof *its);
-    if (!its)
-        return akvi_err(AKV_ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++)
-        its[i] = scan_iter(db, cfs[i]);
-    return merge_into(db, its, n, NULL, 0, 0, level, est, sh, UINT64_MAX, false, out, n_out);
+        return akvi_rw_merge_inputs(db, &mem->cf, NULL, 1, level, est, sh, run_bytes, drop_tombstones, out,
+                                    n_out);
+    return akvi_rw_merge_inputs(db, NULL, runs, n, level, est, sh, run_bytes, drop_tombstones, out, n_out);
 }
 
 void akvi_rw_abort(akvi_runwriter *w)
@@ -625,7 +623,7 @@ void akvi_rw_abort(akvi_runwriter *w)
         return;
     akvi_sstw_destroy(w->w);
     for (size_t j = 0; j < w->n_paths; j++) {
-        unlink(w->paths[j]); /* no-op once moved into RocksDB */
+        unlink(w->paths[j]); /* "" once moved into DIR/runs */
         free(w->paths[j]);
     }
     for (size_t j = 0; j < w->n_sst; j++) {

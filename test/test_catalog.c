@@ -33,8 +33,8 @@ static void sample(akvi_catalog *c)
     c->flushed_mem_gen = 7;
     c->n_run = 2;
     c->runs = calloc(2, sizeof *c->runs);
-    c->runs[0] =
-        (akvi_cat_run){.id = 41, .level = 0, .prefix_bits = 0, .keys = 100, .bytes = 4096, .raw_bytes = 9000};
+    c->runs[0] = (akvi_cat_run){
+        .id = 41, .level = 0, .prefix_bits = 0, .keys = 100, .bytes = 4096, .raw_bytes = 9000, .files = true};
     c->runs[0].n_sst = 1;
     c->runs[0].ssts = calloc(1, sizeof(akvi_cat_sst));
     fill_sst(&c->runs[0].ssts[0], 0, "a", "m");
@@ -63,6 +63,7 @@ Test(catalog, round_trip)
         cr_assert_eq(d.runs[i].level, c.runs[i].level);
         cr_assert_eq(d.runs[i].prefix_bits, c.runs[i].prefix_bits);
         cr_assert_eq(d.runs[i].raw_bytes, c.runs[i].raw_bytes);
+        cr_assert_eq(d.runs[i].files, c.runs[i].files);
         cr_assert_eq(d.runs[i].n_sst, c.runs[i].n_sst);
         for (size_t j = 0; j < c.runs[i].n_sst; j++) {
             akvi_cat_sst *x = &c.runs[i].ssts[j], *y = &d.runs[i].ssts[j];
@@ -79,6 +80,40 @@ Test(catalog, round_trip)
     akvi_catalog_free(&d);
     akvi_catalog_free(&c);
     free(buf);
+}
+
+/* Older versions, as their code wrote them, still decode: version 3 has no
+ * run files (every run a family's) and refuses to record them. */
+Test(catalog, older_versions_decode_and_record_no_run_files)
+{
+    akvi_catalog c, d;
+    sample(&c);
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(akvi_catalog_encode_version(&c, 3, &buf, &len), AKV_EINVAL);
+    c.runs[0].files = false;
+    for (uint32_t v = 2; v <= 3; v++) {
+        cr_assert_eq(akvi_catalog_encode_version(&c, v, &buf, &len), AKV_OK);
+        cr_assert_eq(buf[4], v);
+        cr_assert_eq(akvi_catalog_decode(buf, len, &d), AKV_OK, "%s", akv_errmsg());
+        cr_assert_eq(d.n_run, 2);
+        cr_assert(!d.runs[0].files && !d.runs[1].files);
+        cr_assert_eq(d.runs[1].n_sst, 2);
+        akvi_catalog_free(&d);
+        free(buf);
+    }
+    /* An unknown run flag is damage, not a newer feature to ignore. */
+    c.runs[0].files = true;
+    cr_assert_eq(akvi_catalog_encode(&c, &buf, &len), AKV_OK);
+    size_t at = 4 + 4 + 4 + 8 * 4 + 8 + 2 + 4 + 8 + 4 + 4 + 8 * 3; /* run 0's flags */
+    cr_assert_eq(buf[at], 1);
+    buf[at] = 3;
+    uint64_t h = XXH64(buf, len - 8, 0);
+    for (int i = 0; i < 8; i++)
+        buf[len - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+    cr_assert_eq(akvi_catalog_decode(buf, len, &d), AKV_ECORRUPT);
+    free(buf);
+    akvi_catalog_free(&c);
 }
 
 Test(catalog, empty_catalog)

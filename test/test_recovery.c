@@ -234,10 +234,10 @@ Test(recovery, leftovers_removed_ordered)
     leftovers_test(AKV_LAYOUT_ORDERED);
 }
 
-/* RocksDB's MANIFEST names an SST it removed itself. Of a family the
- * catalog does not name (an uncommitted run): open drops the family and
- * answers as before. Of a committed run: open refuses, names akv_repair,
- * and leaves the directory as it was. */
+/* RocksDB's MANIFEST names an SST it removed itself, of a family the
+ * catalog does not name (an uncommitted run of a database that kept runs
+ * in families): open drops the family and answers as before. (A committed
+ * run's file missing: recovery::runs_are_their_files_*.) */
 Test(recovery, missing_sst_of_an_uncommitted_run_is_dropped)
 {
     char dir[512], run[32];
@@ -256,19 +256,6 @@ Test(recovery, missing_sst_of_an_uncommitted_run_is_dropped)
     cr_assert_not(has_cf(dir, run), "the family with the missing file survived");
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     akvt_expect_numbered(db, 3000);
-    cr_assert_eq(akv_close(db), AKV_OK);
-
-    snprintf(run, sizeof run, "run.%llu", committed);
-    remove_sst_of(dir, run, false);
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT);
-    cr_assert(strstr(akv_errmsg(), "akv_repair") != NULL, "%s", akv_errmsg());
-    cr_assert(has_cf(dir, run), "a committed run's family was dropped");
-    akv_repair_report rep;
-    cr_assert_eq(akv_repair(dir, &o, &rep), AKV_OK, "%s", akv_errmsg());
-    /* One of the run's files is gone: repair counts its entries as lost, and the database opens. */
-    cr_assert_gt(rep.entries_lost, 0, "lost %llu: %s", (unsigned long long)rep.entries_lost, rep.text);
-    akv_free(rep.text);
-    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     cr_assert_eq(akv_close(db), AKV_OK);
     akvt_rmrf(dir);
 }
@@ -468,10 +455,12 @@ static int count_run_files(const char *dir)
     return n;
 }
 
-/* Every run's SSTs are named in DIR/runs by the files their families hold,
- * and gets read them through readers kept open there. Names removed or
- * replaced are linked again at open; names no run holds are deleted. */
-static void run_files_follow_the_families(akv_layout layout)
+/* A run is its files in DIR/runs, the catalog its only record (no column
+ * family): gets read them through readers kept open there. Names no run
+ * holds (ids below the catalog's reserve: leftovers of an interrupted flush
+ * or compaction) are deleted at open; a run file missing or not the one the
+ * catalog records is refused, naming it, and akv_repair resolves it. */
+static void runs_are_their_files(akv_layout layout)
 {
     char dir[512];
     akvt_tmpdir(dir, sizeof dir, "rec");
@@ -482,54 +471,58 @@ static void run_files_follow_the_families(akv_layout layout)
     akvt_put_numbered(db, 0, 3000);
     cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
     int named = count_run_files(dir);
-    cr_assert_gt(named, 1, "the runs' SSTs are named in runs/");
+    cr_assert_gt(named, 1, "the runs' SSTs are files in runs/");
     char cmd[1400];
-    /* The ordered layout's runs each have their reverse map there too. */
     snprintf(cmd, sizeof cmd, "test $(ls '%s/runs' | grep -c -- '-rmap\\.sst$') %s 0", dir,
              layout == AKV_LAYOUT_ORDERED ? "-gt" : "-eq");
     cr_assert_eq(system(cmd), 0, "%s", cmd);
+    /* No family holds a run: only the meta family and the memtable pool. */
+    snprintf(cmd, sizeof cmd, "! grep -aq 'run\\.[0-9]' '%s'/rocksdb/OPTIONS-*", dir);
+    cr_assert_eq(system(cmd), 0, "a run family in RocksDB's OPTIONS");
     cr_assert_eq(open_run_files_count(dir), named, "a reader per SST");
     akvt_expect_numbered(db, 3000);
     cr_assert_eq(akv_close(db), AKV_OK);
     cr_assert_eq(open_run_files_count(dir), 0);
 
-    /* Gone, replaced by another file, and names of no run. */
+    /* Leftover names (run 0 is never allocated) go. */
     snprintf(cmd, sizeof cmd,
-             "cd '%s/runs' && f=$(ls | head -1) && g=$(ls | sed -n 2p) && rm \"$f\" && cp \"$g\" \"$g.x\" && "
-             "mv \"$g.x\" \"$g\" && cp \"$g\" 999999-0.sst && cp \"$g\" 999999-rmap.sst",
-             dir);
+             "cd '%s/runs' && g=$(ls | head -1) && cp \"$g\" 0-0.sst && cp \"$g\" 0-rmap.sst", dir);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    cr_assert_eq(count_run_files(dir), named, "relinked, and the stray name deleted");
-    snprintf(cmd, sizeof cmd, "test ! -e '%s/runs/999999-0.sst' && test ! -e '%s/runs/999999-rmap.sst'", dir,
-             dir);
-    cr_assert_eq(system(cmd), 0);
-    cr_assert_eq(open_run_files_count(dir), named);
+    snprintf(cmd, sizeof cmd, "test ! -e '%s/runs/0-0.sst' && test ! -e '%s/runs/0-rmap.sst'", dir, dir);
+    cr_assert_eq(system(cmd), 0, "leftover names kept");
+    cr_assert_eq(count_run_files(dir), named);
     akvt_expect_numbered(db, 3000);
     cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
     akvt_expect_numbered(db, 3000);
     int after = count_run_files(dir);
     cr_assert_gt(after, 0);
-    cr_assert_eq(open_run_files_count(dir), after, "replaced runs' names and readers are gone");
+    cr_assert_eq(open_run_files_count(dir), after, "replaced runs' files and readers are gone");
     cr_assert_eq(akv_close(db), AKV_OK);
 
-    /* The whole directory gone (a checkpoint or a database from before
-     * run files): every name comes back. */
-    snprintf(cmd, sizeof cmd, "rm -rf '%s/runs'", dir);
+    /* A run file gone: refused, naming it; the directory is left as it was. */
+    snprintf(cmd, sizeof cmd, "cd '%s/runs' && mv \"$(ls | grep -v rmap | head -1)\" '%s/away.sst'", dir,
+             dir);
     cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT);
+    cr_assert_not_null(strstr(akv_errmsg(), "runs/"), "%s", akv_errmsg());
+    cr_assert_not_null(strstr(akv_errmsg(), "akv_repair"), "%s", akv_errmsg());
+    cr_assert_eq(count_run_files(dir), after - 1);
+    akv_repair_report r;
+    cr_assert_eq(akv_repair(dir, &o, &r), AKV_OK, "%s", akv_errmsg());
+    cr_assert_gt(r.entries_lost, 0, "%s", r.text);
+    akv_free(r.text);
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
-    cr_assert_eq(count_run_files(dir), after);
-    akvt_expect_numbered(db, 3000);
     cr_assert_eq(akv_close(db), AKV_OK);
     akvt_rmrf(dir);
 }
 
-Test(recovery, run_files_follow_the_families_hash)
+Test(recovery, runs_are_their_files_hash)
 {
-    run_files_follow_the_families(AKV_LAYOUT_HASH);
+    runs_are_their_files(AKV_LAYOUT_HASH);
 }
 
-Test(recovery, run_files_follow_the_families_ordered)
+Test(recovery, runs_are_their_files_ordered)
 {
-    run_files_follow_the_families(AKV_LAYOUT_ORDERED);
+    runs_are_their_files(AKV_LAYOUT_ORDERED);
 }

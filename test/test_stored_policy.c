@@ -133,7 +133,7 @@ static void write_file(const char *path, const uint8_t *buf, size_t len)
  * encoded record (NULL: none); it returns the new length. */
 typedef size_t (*edit_fn)(uint8_t *rec, size_t len);
 
-static void rewrite_catalogs(const char *dir, const char *policy, double bits, edit_fn edit)
+static void rewrite_catalogs(const char *dir, const char *policy, double bits, uint32_t version, edit_fn edit)
 {
     akvi_catalog c;
     char note[700];
@@ -145,7 +145,7 @@ static void rewrite_catalogs(const char *dir, const char *policy, double bits, e
         c.seq = seq - (uint64_t)k;
         uint8_t *buf;
         size_t len;
-        cr_assert_eq(akvi_catalog_encode(&c, &buf, &len), AKV_OK);
+        cr_assert_eq(akvi_catalog_encode_version(&c, version, &buf, &len), AKV_OK, "%s", akv_errmsg());
         if (edit)
             len = edit(buf, len);
         uint64_t h = XXH64(buf, len - 8, 0);
@@ -157,17 +157,6 @@ static void rewrite_catalogs(const char *dir, const char *policy, double bits, e
         free(buf);
     }
     akvi_catalog_free(&c);
-}
-
-/* A version-3 record with nothing recorded, made a version-2 record (the
- * format before the policy was stored): bits (f64) and policy length (u16,
- * 0) at offset 44 removed, version 2. */
-static size_t to_v2(uint8_t *rec, size_t len)
-{
-    cr_assert_eq(rec[4], 3, "the encoder writes version %u", rec[4]);
-    memmove(rec + 44, rec + 54, len - 54);
-    rec[4] = 2;
-    return len - 10;
 }
 
 /* ---- the tests --------------------------------------------------------------------- */
@@ -365,10 +354,10 @@ Test(stored_policy, another_policy_applies_to_new_ssts_only)
 
 /* A database of `keys` keys made with "l0+=bloom" (NULL: the default),
  * closed, its catalogs then rewritten with rewrite_catalogs(dir, policy,
- * bits, edit). o is left as the options it was made with. */
+ * bits, version, edit). o is left as the options it was made with. */
 static void made_then_rewritten(char *dir, size_t cap, akv_options *o, akv_layout layout, logbook *b,
                                 const char *made_with, unsigned keys, const char *policy, double bits,
-                                edit_fn edit)
+                                uint32_t version, edit_fn edit)
 {
     akvt_tmpdir(dir, cap, "policy");
     opts(o, layout, b);
@@ -376,7 +365,7 @@ static void made_then_rewritten(char *dir, size_t cap, akv_options *o, akv_layou
     akv_db *db = open_ok(dir, o);
     load(db, 0, keys);
     cr_assert_eq(akv_close(db), AKV_OK);
-    rewrite_catalogs(dir, policy, bits, edit);
+    rewrite_catalogs(dir, policy, bits, version, edit);
 }
 
 Test(stored_policy, a_catalog_without_policy_records_the_options)
@@ -384,11 +373,13 @@ Test(stored_policy, a_catalog_without_policy_records_the_options)
     char dir[512];
     logbook *b = book_new();
     akv_options o;
-    made_then_rewritten(dir, sizeof dir, &o, AKV_LAYOUT_ORDERED, b, "l0+=bloom", 2000, "", 0, to_v2);
+    made_then_rewritten(dir, sizeof dir, &o, AKV_LAYOUT_ORDERED, b, "l0+=bloom", 2000, "", 0,
+                        AKVI_CATALOG_VERSION, NULL);
     akv_db *db;
 
-    /* The database as the previous version left it: opens with whatever
-     * the options say (nothing to compare with: no log line), records it. */
+    /* The database as a version before the stored policy left it (a
+     * catalog that records none): opens with whatever the options say
+     * (nothing to compare with: no log line), records it. */
     opts(&o, AKV_LAYOUT_ORDERED, b);
     o.slot_policy = "l0+=blocked";
     o.bits_per_key = 11;
@@ -419,8 +410,8 @@ Test(stored_policy, a_stored_policy_that_does_not_parse_is_refused)
     char dir[512];
     logbook *b = book_new();
     akv_options o;
-    made_then_rewritten(dir, sizeof dir, &o, AKV_LAYOUT_HASH, b, "l0+=bloom", 2000, "mem=sscf,l0=nosuchkind", 10,
-                        NULL);
+    made_then_rewritten(dir, sizeof dir, &o, AKV_LAYOUT_HASH, b, "l0+=bloom", 2000, "mem=sscf,l0=nosuchkind",
+                        10, AKVI_CATALOG_VERSION, NULL);
     akv_db *db;
 
     char *before = akvt_dir_digest(dir);
@@ -468,7 +459,7 @@ Test(stored_policy, a_damaged_policy_field_is_refused)
     logbook *b = book_new();
     akv_options o;
     made_then_rewritten(dir, sizeof dir, &o, AKV_LAYOUT_HASH, b, NULL, 500, "mem=sscf,l0+=bloom", 10,
-                        blank_in_policy);
+                        AKVI_CATALOG_VERSION, blank_in_policy);
     akv_db *db = NULL;
     cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT);
     cr_assert(strstr(akv_errmsg(), "CATALOG.0") && strstr(akv_errmsg(), "slot policy"), "message: %s",

@@ -164,10 +164,27 @@ static void collect_cf(void *arg, const rocksdb_livefiles_t *lf)
     q->n = k;
 }
 
+/* Run `run`'s files in DIR/runs, in SST order (key order). */
+static size_t run_files(const char *dir, unsigned long long run, char out[][1024], size_t max)
+{
+    size_t n = 0;
+    for (unsigned long long j = 0; n < max; j++) {
+        snprintf(out[n], 1024, "%s/runs/%llu-%llu.sst", dir, run, j);
+        struct stat st;
+        if (stat(out[n], &st) != 0)
+            break;
+        n++;
+    }
+    return n;
+}
+
 size_t akvt_cf_ssts(const char *dir, const char *cf, char out[][1024], size_t max)
 {
     cf_query q = {.dir = dir, .cf = cf, .out = out, .max = max};
     with_live_files(dir, collect_cf, &q);
+    unsigned long long run;
+    if (q.n == 0 && sscanf(cf, "run.%llu", &run) == 1)
+        return run_files(dir, run, out, max);
     return q.n;
 }
 

@@ -14,7 +14,8 @@
  * strings mean byte-for-byte equal trees. */
 char *akvt_dir_digest(const char *dir);
 /* The SST files RocksDB lists for column family `cf` of DIR/rocksdb (read
- * only), in key order; returns the count, absolute paths in out[0..max). */
+ * only), in key order; for "run.<id>" with no such family, that run's own
+ * files in DIR/runs. Returns the count, absolute paths in out[0..max). */
 size_t akvt_cf_ssts(const char *dir, const char *cf, char out[][1024], size_t max);
 /* The entries RocksDB records for SST file `path` (0 if unknown). */
 uint64_t akvt_sst_entries(const char *dir, const char *path);

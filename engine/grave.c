@@ -33,16 +33,6 @@ void akvi_grave_background_thread(void)
     on_background_thread = true;
 }
 
-static void delete_filter_files(akvi_run *r)
-{
-    for (size_t j = 0; j < r->info.n_sst; j++) {
-        char name[64], path[4096];
-        akvi_filter_file_name(r->info.id, r->info.ssts[j].id, name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s", r->db->fdir, name);
-        unlink(path);
-    }
-}
-
 void akvi_run_close_files(akvi_run *r)
 {
     for (size_t j = 0; r->files && j < r->info.n_sst; j++)
@@ -53,18 +43,20 @@ void akvi_run_close_files(akvi_run *r)
     r->rmap_file = NULL;
 }
 
-/* Its names in DIR/runs (the family holds the same files). */
-static void delete_run_files(akvi_run *r)
+/* Its filter files and its files in DIR/runs (a family run's names there
+ * are links of the files its family holds). */
+static void delete_files(akvi_run *r)
 {
-    for (size_t j = 0; j < r->info.n_sst; j++) {
-        char name[64], path[4096];
-        akvi_run_file_name(r->info.id, r->info.ssts[j].id, name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s", r->db->sdir, name);
-        unlink(path);
-    }
-    if (r->db->layout == AKV_LAYOUT_ORDERED) {
-        char name[64], path[4096];
-        akvi_run_file_name(r->info.id, AKVI_RMAP_SST, name, sizeof name);
+    char name[64], path[4096];
+    for (size_t j = 0; j <= r->info.n_sst; j++) {
+        if (j < r->info.n_sst) {
+            akvi_filter_file_name(r->info.id, r->info.ssts[j].id, name, sizeof name);
+            snprintf(path, sizeof path, "%s/%s", r->db->fdir, name);
+            unlink(path);
+        } else if (r->db->layout != AKV_LAYOUT_ORDERED)
+            break;
+        akvi_run_file_name(r->info.id, j < r->info.n_sst ? r->info.ssts[j].id : AKVI_RMAP_SST, name,
+                           sizeof name);
         snprintf(path, sizeof path, "%s/%s", r->db->sdir, name);
         unlink(path);
     }
@@ -79,8 +71,7 @@ static void destroy_run(akvi_run *r)
             akvi_cf_drop(r->db, r->cf);
         if (r->rmap_cf)
             akvi_cf_drop(r->db, r->rmap_cf);
-        delete_filter_files(r);
-        delete_run_files(r);
+        delete_files(r);
     }
     if (r->cf)
         rocksdb_column_family_handle_destroy(r->cf);

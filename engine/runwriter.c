@@ -418,18 +418,6 @@ static int place_files(akvi_runwriter *w)
     return rc;
 }
 
-/* A failed run's files in DIR/runs (a crash leaves them to open's sweep). */
-static void unplace_files(akvi_runwriter *w)
-{
-    char path[4096];
-    for (size_t j = 0; j < w->n_sst; j++) {
-        run_file_path(w->db, w->run_id, w->ssts[j].id, path, sizeof path);
-        unlink(path);
-    }
-    run_file_path(w->db, w->run_id, AKVI_RMAP_SST, path, sizeof path);
-    unlink(path);
-}
-
 int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
 {
     *out = NULL;
@@ -449,10 +437,8 @@ int akvi_rw_finish(akvi_runwriter *w, akvi_run **out)
         rc = write_rmap(w);
     if (rc == AKV_OK)
         rc = akvi_fsync_dir(w->db->sdir);
-    if (rc != AKV_OK) {
-        unplace_files(w);
+    if (rc != AKV_OK)              /* its files go with akvi_rw_abort below */
         rc = akvi_stop(w->db, rc); /* as a failed write of the data: writers stop */
-    }
     if (rc == AKV_OK)
         rc = make_run(w, out);
     if (rc == AKV_OK && (rc = akvi_run_open_files(w->db, *out)) != AKV_OK) {
@@ -636,6 +622,10 @@ void akvi_rw_abort(akvi_runwriter *w)
         unlink(path);
         run_file_path(w->db, w->run_id, j, path, sizeof path);
         unlink(path);
+        if (j == 0) { /* and its reverse map's, if it got that far */
+            run_file_path(w->db, w->run_id, AKVI_RMAP_SST, path, sizeof path);
+            unlink(path);
+        }
         if (w->filters)
             akv_filter_destroy(w->filters[j]);
         if (w->ssts) {

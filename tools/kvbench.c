@@ -49,6 +49,7 @@ typedef struct worker {
         adv_wasted;
     _Atomic uint64_t max_ns; /* slowest call since the timeline's last row */
     uint64_t reads_found, probes, wasted, intended, errors, unsupported, retries;
+    double cpu_seconds; /* this client thread's own CPU time, read as it ends */
 } worker;
 
 typedef struct bench {
@@ -149,13 +150,6 @@ static double now_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /* Single writer per counter: a relaxed load+store is enough and cheaper
  * than a locked add on the hot path. */
 #define BUMP(x, v)                                                                                           \
@@ -190,7 +184,7 @@ static int exec(worker *w, const akv_kb_req *r, akv_kb_cost *c, uint64_t *mid, i
         return rc[0] = e->scan(e, w->etls, KEY(r), r->klen, r->scan, c);
     case AKV_KB_RMW:
         rc[0] = e->read(e, w->etls, KEY(r), r->klen, c);
-        *mid = now_ns();
+        *mid = akv_kb_mono_ns();
         rc[1] = e->write(e, w->etls, KEY(r), r->klen, value_for(w, r->vlen), r->vlen);
         return rc[0] < 0 ? rc[0] : rc[1] < 0 ? rc[1] : rc[0];
     default:
@@ -270,7 +264,7 @@ static void account(worker *w, const akv_kb_req *r, int rc, const akv_kb_cost *c
 
 static void sleep_until(uint64_t deadline_ns)
 {
-    for (uint64_t t = now_ns(); t < deadline_ns; t = now_ns()) {
+    for (uint64_t t = akv_kb_mono_ns(); t < deadline_ns; t = akv_kb_mono_ns()) {
         uint64_t d = deadline_ns - t;
         struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
         nanosleep(&ts, NULL);
@@ -286,9 +280,9 @@ static int run_req(worker *w, const akv_kb_req *r, akv_kb_cost *c, uint64_t inte
     for (uint64_t attempt = 1;; attempt++) {
         int rc2[2];
         memset(c, 0, sizeof *c);
-        uint64_t t0 = now_ns(), mid = t0;
+        uint64_t t0 = akv_kb_mono_ns(), mid = t0;
         int rc = exec(w, r, c, &mid, rc2);
-        uint64_t t1 = now_ns();
+        uint64_t t1 = akv_kb_mono_ns();
         measure_req(w, r, rc2, t0, mid, t1, intended);
         if (rc >= 0 || !w->b->load || attempt > o->retry_limit) {
             account(w, r, rc, c);
@@ -298,7 +292,7 @@ static int run_req(worker *w, const akv_kb_req *r, akv_kb_cost *c, uint64_t inte
         fprintf(stderr, "kvbench: retrying insertion of %.*s, retry count: %llu\n",
                 (int)(r->klen > 64 ? 64 : r->klen), KEY(r), (unsigned long long)attempt);
         double pause = 1e9 * (double)o->retry_interval * (0.8 + 0.4 * akv_kb_rng_double(&w->cl.rng));
-        sleep_until(now_ns() + (uint64_t)pause);
+        sleep_until(akv_kb_mono_ns() + (uint64_t)pause);
     }
 }
 
@@ -344,18 +338,18 @@ static void *worker_main(void *arg)
      * a tick, so threads do not move in lockstep). */
     uint64_t tick = o->target > 0 ? (uint64_t)(1e9 * b->a->threads / o->target) : 0;
     if (tick >= 1000000)
-        sleep_until(now_ns() + akv_kb_rng_below(&w->cl.rng, tick));
+        sleep_until(akv_kb_mono_ns() + akv_kb_rng_below(&w->cl.rng, tick));
     /* maxexecutiontime bounds the run phase; a load always inserts every
      * record, and a reconnaissance asks every key it was given. */
     uint64_t i, limit_ns = b->w && !b->load && !b->recon ? b->w->maxexecutiontime * 1000000000ull : 0,
-                t_start = now_ns();
+                t_start = akv_kb_mono_ns();
     uint64_t done = 0, intended = 0;
     while (next_req(w, &r, &i)) {
         akv_kb_cost c;
         int rc = run_req(w, &r, &c, intended);
         if (!b->trace)
             akv_kb_client_done(&w->cl, &r, rc, &c);
-        uint64_t t1 = now_ns();
+        uint64_t t1 = akv_kb_mono_ns();
         if (limit_ns && t1 - t_start > limit_ns)
             atomic_store(&b->done, true);
         if (rc < 0 && b->load && !b->trace && !o->keep_going) {
@@ -372,6 +366,7 @@ static void *worker_main(void *arg)
     }
     if (b->e->thread_end)
         b->e->thread_end(b->e, w->etls);
+    w->cpu_seconds = akv_kb_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     return NULL;
 }
 
@@ -556,6 +551,7 @@ static void collect(bench *b, akv_kb_result *r)
         r->errors += w->errors;
         r->scans_unsupported += w->unsupported;
         r->insert_retries += w->retries;
+        r->client_cpu_seconds += w->cpu_seconds;
         for (int k = 0; k < AKV_KB_NOPS; k++) {
             akv_kb_hist_merge(&r->hist[k], &w->hist[k]);
             akv_kb_hist_merge(&r->ihist[k], &w->ihist[k]);
@@ -584,6 +580,7 @@ static int run_phase(bench *b, akv_kb_result *r)
         rc = worker_init(b, &b->ws[i], i, vmax);
     atomic_store(&b->issued, 0);
     atomic_store(&b->done, false);
+    double cpu0 = akv_kb_clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
     clock_gettime(CLOCK_MONOTONIC, &b->start);
     for (; rc == 0 && started < n; started++)
         if (pthread_create(&b->ws[started].th, NULL, worker_main, &b->ws[started]))
@@ -593,6 +590,7 @@ static int run_phase(bench *b, akv_kb_result *r)
     for (unsigned i = 0; i < started; i++)
         pthread_join(b->ws[i].th, NULL);
     r->seconds = now_since(&b->start);
+    r->cpu_seconds = akv_kb_clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     atomic_store(&b->done, true);
     if (sampling)
         pthread_join(sampler, NULL);

@@ -41,13 +41,6 @@ typedef struct ac_thread {
     pthread_t th;
 } ac_thread;
 
-static double secs(clockid_t clk)
-{
-    struct timespec t;
-    clock_gettime(clk, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static int make_keys(ac_keys *k, uint64_t n, uint64_t seed, unsigned pad)
 {
     k->n = n;
@@ -96,7 +89,7 @@ static void *lookups(void *p)
     void *tls = t->e->thread_begin ? t->e->thread_begin(t->e) : NULL;
     if (t->go)
         pthread_barrier_wait(t->go);
-    double w0 = secs(CLOCK_MONOTONIC), c0 = secs(CLOCK_THREAD_CPUTIME_ID);
+    double w0 = akv_kb_clock_seconds(CLOCK_MONOTONIC), c0 = akv_kb_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     for (uint64_t i = 0; i < t->keys->n; i++) {
         akv_kb_cost c = {0};
         int rc = t->e->read(t->e, tls, t->keys->k[i], t->keys->len[i], &c);
@@ -104,8 +97,8 @@ static void *lookups(void *p)
         t->found += rc == AKV_KB_FOUND;
         t->errors += rc < 0;
     }
-    t->cpu_s = secs(CLOCK_THREAD_CPUTIME_ID) - c0;
-    t->wall_s = secs(CLOCK_MONOTONIC) - w0;
+    t->cpu_s = akv_kb_clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
+    t->wall_s = akv_kb_clock_seconds(CLOCK_MONOTONIC) - w0;
     if (t->e->thread_end)
         t->e->thread_end(t->e, tls);
     return NULL;

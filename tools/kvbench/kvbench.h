@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #define AKV_KB_ERRLEN 512
 
@@ -356,6 +357,11 @@ typedef struct akv_kb_settle_result {
  * the backlog hook's error. */
 int akv_kb_settle(akv_kb_engine *e, double max_seconds, FILE *log, akv_kb_settle_result *out);
 
+/* clock.c: seconds on clock clk (CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID,
+ * CLOCK_PROCESS_CPUTIME_ID); the monotonic clock in nanoseconds. */
+double akv_kb_clock_seconds(clockid_t clk);
+uint64_t akv_kb_mono_ns(void);
+
 /* ---- workloads (workload.c) --------------------------------------------- */
 
 typedef enum akv_kb_op {
@@ -507,6 +513,9 @@ typedef struct akv_kb_result {
     unsigned threads;
     uint64_t ops, errors, records;
     double seconds, load_seconds;
+    /* CPU time over the phase: the whole process's, and the client threads'
+     * own (their calls into the engine); the rest is background work. */
+    double cpu_seconds, client_cpu_seconds;
     uint64_t load_ops;
     uint64_t reads_found, negative_lookups, wasted_probes, negative_wasted, probes, block_reads;
     uint64_t negative_mem_wasted; /* memtables probed in vain by lookups that found nothing */

@@ -49,13 +49,6 @@ typedef struct rc_one {
     double writer_max_ms;
 } rc_one;
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 static void *writer_main(void *arg)
 {
     rc_writer *w = arg;
@@ -73,9 +66,9 @@ static void *writer_main(void *arg)
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
         int kn = snprintf(k, sizeof k, "replace-writer-%llu", (unsigned long long)i);
         unsigned before = atomic_load(&w->window);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = akv_kb_mono_ns();
         int rc = w->e->write(w->e, t, k, (size_t)kn, v, sizeof v);
-        uint64_t ns = now_ns() - t0;
+        uint64_t ns = akv_kb_mono_ns() - t0;
         unsigned after = atomic_load(&w->window);
         if (rc < 0)
             w->errors++;
@@ -237,9 +230,9 @@ int akv_kb_replace_cost(akv_kb_engine *e, const char *dir, uint64_t n, const cha
         uint64_t mb0 = manifest_bytes(dir, m0, sizeof m0);
         atomic_store(&w->window_max_ns, 0);
         atomic_fetch_add(&w->window, 1);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = akv_kb_mono_ns();
         int frc = akv_flush(e->db);
-        uint64_t t1 = now_ns();
+        uint64_t t1 = akv_kb_mono_ns();
         atomic_fetch_add(&w->window, 1);
         akv_get_stats(e->db, &s1);
         uint64_t mb1 = manifest_bytes(dir, m1, sizeof m1);

@@ -100,11 +100,24 @@ static void facts(const akv_kb_result *r, FILE *out)
         fprintf(out, "# Phase: %s\n", r->phase);
 }
 
+/* The process's CPU time that no client thread spent: the engine's
+ * background work (flushes, compactions, filter builds) and kvbench's own
+ * sampler, which wakes once per --interval. */
+static double background_cpu(const akv_kb_result *r)
+{
+    double b = r->cpu_seconds - r->client_cpu_seconds;
+    return b > 0 ? b : 0;
+}
+
 void akv_kb_report_text(const akv_kb_result *r, FILE *out)
 {
     facts(r, out);
     fprintf(out, "[OVERALL], RunTime(ms), %.0f\n", r->seconds * 1000);
     fprintf(out, "[OVERALL], Throughput(ops/sec), %.1f\n", throughput(r));
+    fprintf(out, "[CPU], Seconds, %.2f\n[CPU], ClientSeconds, %.2f\n[CPU], BackgroundSeconds, %.2f\n",
+            r->cpu_seconds, r->client_cpu_seconds, background_cpu(r));
+    if (r->ops)
+        fprintf(out, "[CPU], PerOp(us), %.2f\n", r->cpu_seconds * 1e6 / (double)r->ops);
     if (strcmp(r->phase, "run") == 0) {
         fprintf(out, "# State: %s\n", state_name(r));
         if (r->settle.requested)
@@ -259,6 +272,10 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_u64(out, "errors", r->errors);
     json_f64(out, "seconds", r->seconds);
     json_f64(out, "throughput_ops", throughput(r));
+    json_f64(out, "cpu_seconds", r->cpu_seconds);
+    json_f64(out, "client_cpu_seconds", r->client_cpu_seconds);
+    json_f64(out, "background_cpu_seconds", background_cpu(r));
+    json_f64(out, "cpu_us_per_op", r->ops ? r->cpu_seconds * 1e6 / (double)r->ops : 0);
     json_u64(out, "reads_found", r->reads_found);
     json_u64(out, "negative_lookups", r->negative_lookups);
     json_u64(out, "intended_negatives", r->intended_negatives);

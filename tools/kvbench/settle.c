@@ -8,23 +8,14 @@
  * compactions. The wait ends when two polls in a row find nothing owed, or
  * at the timeout, which the report then states.
  */
-#include <time.h>
-
 #include "tools/kvbench/kvbench.h"
 
 #define POLL_MS    200
 #define PROGRESS_S 10.0
 
-static double mono_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 int akv_kb_settle(akv_kb_engine *e, double max_seconds, FILE *log, akv_kb_settle_result *out)
 {
-    double t0 = mono_seconds(), next_note = PROGRESS_S;
+    double t0 = akv_kb_clock_seconds(CLOCK_MONOTONIC), next_note = PROGRESS_S;
     int idle_polls = 0;
     out->requested = true;
     out->settled = false;
@@ -35,7 +26,7 @@ int akv_kb_settle(akv_kb_engine *e, double max_seconds, FILE *log, akv_kb_settle
         int rc = e->backlog(e, what, sizeof what);
         if (rc < 0)
             return rc;
-        double t = mono_seconds() - t0;
+        double t = akv_kb_clock_seconds(CLOCK_MONOTONIC) - t0;
         out->seconds = t;
         if (rc == 0) {
             if (++idle_polls >= 2) {

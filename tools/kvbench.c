@@ -43,7 +43,7 @@ typedef struct worker {
     void *etls;
     char *vbuf;
     size_t vbuf_len;
-    akv_kb_hist hist[AKV_KB_NOPS], ihist[AKV_KB_NOPS];
+    akv_kb_hist hist[AKV_KB_NOPS], ihist[AKV_KB_NOPS], rhist[AKV_KB_RHIST];
     uint64_t ret[AKV_KB_NOPS][AKV_KB_NRET];
     _Atomic uint64_t ops, negatives, neg_wasted, neg_mem_wasted, neg_filters, block_reads, adv_reads,
         adv_wasted;
@@ -284,6 +284,9 @@ static int run_req(worker *w, const akv_kb_req *r, akv_kb_cost *c, uint64_t inte
         int rc = exec(w, r, c, &mid, rc2);
         uint64_t t1 = akv_kb_mono_ns();
         measure_req(w, r, rc2, t0, mid, t1, intended);
+        if (r->op == AKV_KB_READ)
+            akv_kb_hist_add(&w->rhist[c->block_reads < AKV_KB_RHIST ? c->block_reads : AKV_KB_RHIST - 1],
+                            t1 - t0);
         if (rc >= 0 || !w->b->load || attempt > o->retry_limit) {
             account(w, r, rc, c);
             return rc;
@@ -555,6 +558,8 @@ static void collect(bench *b, akv_kb_result *r)
         for (int k = 0; k < AKV_KB_NOPS; k++) {
             akv_kb_hist_merge(&r->hist[k], &w->hist[k]);
             akv_kb_hist_merge(&r->ihist[k], &w->ihist[k]);
+            if (k < AKV_KB_RHIST)
+                akv_kb_hist_merge(&r->rhist[k], &w->rhist[k]);
             for (int s = 0; s < AKV_KB_NRET; s++)
                 r->ret[k][s] += w->ret[k][s];
         }
@@ -581,6 +586,8 @@ static int run_phase(bench *b, akv_kb_result *r)
     atomic_store(&b->issued, 0);
     atomic_store(&b->done, false);
     double cpu0 = akv_kb_clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    akv_kb_io io0, io1;
+    bool io_ok = akv_kb_proc_io(&io0);
     clock_gettime(CLOCK_MONOTONIC, &b->start);
     for (; rc == 0 && started < n; started++)
         if (pthread_create(&b->ws[started].th, NULL, worker_main, &b->ws[started]))
@@ -591,6 +598,15 @@ static int run_phase(bench *b, akv_kb_result *r)
         pthread_join(b->ws[i].th, NULL);
     r->seconds = now_since(&b->start);
     r->cpu_seconds = akv_kb_clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    r->io_known = io_ok && akv_kb_proc_io(&io1);
+    if (r->io_known) {
+        r->io_read_bytes = io1.read_bytes - io0.read_bytes;
+        /* Written back, or still to be: what was dirtied, less what was
+         * dropped before writeback. */
+        uint64_t w = io1.write_bytes - io0.write_bytes,
+                 c = io1.cancelled_write_bytes - io0.cancelled_write_bytes;
+        r->io_write_bytes = w > c ? w - c : 0;
+    }
     atomic_store(&b->done, true);
     if (sampling)
         pthread_join(sampler, NULL);
@@ -598,6 +614,8 @@ static int run_phase(bench *b, akv_kb_result *r)
         akv_kb_hist_reset(&r->hist[k]);
         akv_kb_hist_reset(&r->ihist[k]);
     }
+    for (int k = 0; k < AKV_KB_RHIST; k++)
+        akv_kb_hist_reset(&r->rhist[k]);
     if (b->ws)
         collect(b, r);
     for (unsigned i = 0; b->ws && i < n; i++)

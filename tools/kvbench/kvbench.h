@@ -214,6 +214,9 @@ void akv_kb_status_line(FILE *out, const char *label, double secs, uint64_t ops,
 #define AKV_KB_HIST_SUB     32
 #define AKV_KB_HIST_BUCKETS (AKV_KB_HIST_SUB * 60)
 
+/* READ latencies kept apart by block reads: 0, 1, 2 or more. */
+#define AKV_KB_RHIST 3
+
 typedef struct akv_kb_hist {
     uint64_t count, sum_ns, min_ns, max_ns;
     uint64_t b[AKV_KB_HIST_BUCKETS];
@@ -361,6 +364,15 @@ int akv_kb_settle(akv_kb_engine *e, double max_seconds, FILE *log, akv_kb_settle
  * CLOCK_PROCESS_CPUTIME_ID); the monotonic clock in nanoseconds. */
 double akv_kb_clock_seconds(clockid_t clk);
 uint64_t akv_kb_mono_ns(void);
+
+/* procio.c: this process's storage traffic so far (/proc/self/io): bytes
+ * read from and written to the storage layer, and written bytes dropped
+ * before they were written back (a file deleted or truncated while still
+ * in the page cache). False when the kernel does not say. */
+typedef struct akv_kb_io {
+    uint64_t read_bytes, write_bytes, cancelled_write_bytes;
+} akv_kb_io;
+bool akv_kb_proc_io(akv_kb_io *io);
 
 /* ---- workloads (workload.c) --------------------------------------------- */
 
@@ -516,6 +528,10 @@ typedef struct akv_kb_result {
     /* CPU time over the phase: the whole process's, and the client threads'
      * own (their calls into the engine); the rest is background work. */
     double cpu_seconds, client_cpu_seconds;
+    /* Storage traffic over the phase (procio.c); io_known false when the
+     * kernel does not report it. */
+    bool io_known;
+    uint64_t io_read_bytes, io_write_bytes;
     uint64_t load_ops;
     uint64_t reads_found, negative_lookups, wasted_probes, negative_wasted, probes, block_reads;
     uint64_t negative_mem_wasted; /* memtables probed in vain by lookups that found nothing */
@@ -542,6 +558,10 @@ typedef struct akv_kb_result {
      * "intended"); ihist: the intended latencies when it is "both". A
      * read-modify-write also counts as one READ and one UPDATE, as in YCSB. */
     akv_kb_hist hist[AKV_KB_NOPS], ihist[AKV_KB_NOPS];
+    /* READ latencies by the device reads the read made (0, 1, 2 or more):
+     * a tail of reads that read nothing is CPU or locks, one of reads that
+     * read a block is the device's queue. */
+    akv_kb_hist rhist[AKV_KB_RHIST];
     uint64_t ret[AKV_KB_NOPS][AKV_KB_NRET];
 } akv_kb_result;
 

@@ -118,6 +118,9 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
             r->cpu_seconds, r->client_cpu_seconds, background_cpu(r));
     if (r->ops)
         fprintf(out, "[CPU], PerOp(us), %.2f\n", r->cpu_seconds * 1e6 / (double)r->ops);
+    if (r->io_known)
+        fprintf(out, "[IO], DeviceReadMB, %.1f\n[IO], DeviceWriteMB, %.1f\n", (double)r->io_read_bytes / 1048576.0,
+                (double)r->io_write_bytes / 1048576.0);
     if (strcmp(r->phase, "run") == 0) {
         fprintf(out, "# State: %s\n", state_name(r));
         if (r->settle.requested)
@@ -223,6 +226,26 @@ static void json_levels(const akv_kb_result *r, FILE *out)
     fputs("],", out);
 }
 
+static void json_hist(FILE *out, const akv_kb_hist *h)
+{
+    fprintf(out, "{\"count\":%llu,\"mean\":%.3f,\"p50\":%.3f,\"p95\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f}",
+            (unsigned long long)h->count, h->count ? us(h->sum_ns) / (double)h->count : 0,
+            us(akv_kb_hist_pct(h, 50)), us(akv_kb_hist_pct(h, 95)), us(akv_kb_hist_pct(h, 99)),
+            us(akv_kb_hist_pct(h, 99.9)), us(h->max_ns));
+}
+
+/* READ latencies by block reads: [0, 1, 2 or more]. */
+static void json_read_by_block_reads(const akv_kb_result *r, FILE *out)
+{
+    fputs("\"read_latency_by_block_reads_us\":[", out);
+    for (int i = 0; i < AKV_KB_RHIST; i++) {
+        if (i)
+            fputc(',', out);
+        json_hist(out, &r->rhist[i]);
+    }
+    fputs("],", out);
+}
+
 static void json_latency(const akv_kb_result *r, FILE *out)
 {
     fputs("\"latency_us\":{", out);
@@ -231,12 +254,8 @@ static void json_latency(const akv_kb_result *r, FILE *out)
         const akv_kb_hist *h = &r->hist[i];
         if (!h->count)
             continue;
-        fprintf(out,
-                "%s\"%s\":{\"count\":%llu,\"mean\":%.3f,\"p50\":%.3f,\"p95\":%.3f,\"p99\":%.3f,\"p999\":%.3f,"
-                "\"max\":%.3f}",
-                first ? "" : ",", akv_kb_op_names[i], (unsigned long long)h->count,
-                us(h->sum_ns) / (double)h->count, us(akv_kb_hist_pct(h, 50)), us(akv_kb_hist_pct(h, 95)),
-                us(akv_kb_hist_pct(h, 99)), us(akv_kb_hist_pct(h, 99.9)), us(h->max_ns));
+        fprintf(out, "%s\"%s\":", first ? "" : ",", akv_kb_op_names[i]);
+        json_hist(out, h);
         first = false;
     }
     fputs("}", out);
@@ -276,6 +295,10 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
     json_f64(out, "client_cpu_seconds", r->client_cpu_seconds);
     json_f64(out, "background_cpu_seconds", background_cpu(r));
     json_f64(out, "cpu_us_per_op", r->ops ? r->cpu_seconds * 1e6 / (double)r->ops : 0);
+    if (r->io_known) {
+        json_f64(out, "io_read_mb", (double)r->io_read_bytes / 1048576.0);
+        json_f64(out, "io_write_mb", (double)r->io_write_bytes / 1048576.0);
+    }
     json_u64(out, "reads_found", r->reads_found);
     json_u64(out, "negative_lookups", r->negative_lookups);
     json_u64(out, "intended_negatives", r->intended_negatives);
@@ -339,6 +362,8 @@ int akv_kb_report_json(const akv_kb_result *r, FILE *out)
                  per(r->first_negative_wasted, r->first_negative_lookups));
     }
     json_levels(r, out);
+    if (r->hist[AKV_KB_READ].count)
+        json_read_by_block_reads(r, out);
     json_latency(r, out);
     fputs("}\n", out);
     return ferror(out) ? -1 : 0;

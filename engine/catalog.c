@@ -58,6 +58,29 @@ void akvi_run_file_name(uint64_t run, uint64_t sst, char *out, size_t cap)
         snprintf(out, cap, "%llu-%llu.sst", (unsigned long long)run, (unsigned long long)sst);
 }
 
+int akvi_file_name_parse(const char *name, const char *ext, uint64_t *run, uint64_t *sst)
+{
+    unsigned long long r, t;
+    int used = 0;
+    if (name[0] < '0' || name[0] > '9')
+        return AKVI_FNAME_OTHER;
+    if (sscanf(name, "%llu-%llu%n", &r, &t, &used) != 2 || used == 0) {
+        /* DIR/runs also holds reverse maps: "<run>-rmap.sst". */
+        used = 0;
+        if (strcmp(ext, ".sst") != 0 || sscanf(name, "%llu-rmap%n", &r, &used) != 1 || used == 0)
+            return AKVI_FNAME_OTHER;
+        t = AKVI_RMAP_SST;
+    }
+    const char *rest = name + used;
+    size_t el = strlen(ext);
+    if (strncmp(rest, ext, el) != 0)
+        return AKVI_FNAME_OTHER;
+    rest += el;
+    *run = r;
+    *sst = t;
+    return rest[0] == 0 ? AKVI_FNAME_FILE : strcmp(rest, ".tmp") == 0 ? AKVI_FNAME_TEMP : AKVI_FNAME_OTHER;
+}
+
 /* "<run>-<sst><ext>" names in dir: kept when keep() says so, temp names
  * ("<ext>.tmp") deleted, any other name left alone. */
 static void sweep(const char *dir, const char *ext, bool (*keep)(void *arg, uint64_t run, uint64_t sst),
@@ -65,22 +88,10 @@ static void sweep(const char *dir, const char *ext, bool (*keep)(void *arg, uint
 {
     DIR *d = opendir(dir);
     struct dirent *e;
-    size_t el = strlen(ext);
     while (d && (e = readdir(d)) != NULL) {
-        unsigned long long run, sst;
-        int used = 0;
-        if (sscanf(e->d_name, "%llu-%llu%n", &run, &sst, &used) != 2 || used == 0) {
-            /* DIR/runs also holds reverse maps: "<run>-rmap.sst". */
-            used = 0;
-            if (strcmp(ext, ".sst") != 0 || sscanf(e->d_name, "%llu-rmap%n", &run, &used) != 1 || used == 0)
-                continue;
-            sst = AKVI_RMAP_SST;
-        }
-        const char *rest = e->d_name + used;
-        if (strncmp(rest, ext, el) != 0)
-            continue;
-        rest += el;
-        if (rest[0] == 0 ? keep(arg, run, sst) : strcmp(rest, ".tmp") != 0)
+        uint64_t run, sst;
+        int kind = akvi_file_name_parse(e->d_name, ext, &run, &sst);
+        if (kind == AKVI_FNAME_OTHER || (kind == AKVI_FNAME_FILE && keep(arg, run, sst)))
             continue;
         char *p = akvi_path_join(dir, e->d_name);
         if (p)

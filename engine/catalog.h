@@ -85,6 +85,12 @@ void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap);
  * ordered layout's reverse map, "<run>-rmap.sst" (docs/format.md). */
 #define AKVI_RMAP_SST UINT64_MAX
 void akvi_run_file_name(uint64_t run, uint64_t sst, char *out, size_t cap);
+/* What a name in the filter directory (ext ".akf") or DIR/runs (".sst")
+ * is: AKVI_FNAME_FILE "<run>-<sst><ext>" (DIR/runs: "<run>-rmap.sst" too,
+ * *sst = AKVI_RMAP_SST), AKVI_FNAME_TEMP the same name + ".tmp", or
+ * AKVI_FNAME_OTHER (not adaptkv's). */
+enum { AKVI_FNAME_OTHER, AKVI_FNAME_FILE, AKVI_FNAME_TEMP };
+int akvi_file_name_parse(const char *name, const char *ext, uint64_t *run, uint64_t *sst);
 /* Delete, in DIR/runs, each "<run>-<sst>.sst" for which keep(arg, run,
  * sst) is false (a reverse map's: keep(arg, run, AKVI_RMAP_SST)) and each
  * such name + ".tmp"; any other name stays. */

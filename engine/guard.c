@@ -104,6 +104,9 @@ int akvi_guard_init(akv_db *db)
 }
 
 /* Mutations take the lock exclusively unless the kind locks internally. */
+/* Hashes taken out of the guard per hold of wr.mu (akvi_guard_remove_mem). */
+#define GUARD_REMOVE_CHUNK 4096
+
 static void guard_lock_mut(akv_db *db)
 {
     if (db->policy.mem->flags & AKV_FK_CONCURRENT)
@@ -343,14 +346,29 @@ void akvi_guard_remove_mem(akv_db *db, akvi_mem *m)
     atomic_thread_fence(memory_order_seq_cst); /* see akvi_guard_may_contain */
     if (!db->policy.mem)
         return;
-    /* Under wr.mu, so that a writer's rebuild sees m's hashes either still in
-     * the guard (draining) or gone from it, never half removed. */
+    /* In chunks under wr.mu, so that writers wait for one chunk at a time
+     * rather than for the whole memtable (130,000 hashes of 100-byte
+     * records held them 20-56 ms). While m is draining, a rebuild between
+     * two chunks (a writer's, when the guard fills) puts all of m's hashes
+     * into the new guard: the removal then starts over on it, so a hash is
+     * never taken out of a guard that does not hold it. */
     akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
-    if (!atomic_load(&db->guard.broken)) {
+    uint64_t gen = atomic_load(&db->guard.gen); /* a rebuild moves it on */
+    for (size_t i = 0; i < m->n_hashes && !atomic_load(&db->guard.broken);) {
+        if (atomic_load(&db->guard.gen) != gen) {
+            gen = atomic_load(&db->guard.gen);
+            i = 0;
+        }
+        size_t end = m->n_hashes - i > GUARD_REMOVE_CHUNK ? i + GUARD_REMOVE_CHUNK : m->n_hashes;
         guard_lock_mut(db);
-        for (size_t i = 0; i < m->n_hashes; i++)
+        for (; i < end; i++)
             (void)akv_filter_remove(db->guard.f, m->hashes[i]);
         akvi_rw_unlock(&db->guard.lock, AKVI_RANK_GUARD);
+        if (i < m->n_hashes) { /* let a waiting writer in */
+            akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
+            sched_yield();
+            akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
+        }
     }
     sweep(db); /* replaced guards whose readers are gone */
     if (db->guard.draining == m)

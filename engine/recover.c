@@ -253,19 +253,16 @@ static int check_catalog_files(akv_db *db, const akvi_cf_set *cfs, const akvi_ca
 /* Filter files and run files: named, a leftover (run id below the
  * reserve), or newer than the catalog (refused: a run file newer than the
  * catalog is data the catalog does not know). */
-static int check_newer(const char *dir, const char *suffix, const char *what, const akvi_catalog *c)
+static int check_newer(const char *dir, const char *ext, const char *what, const akvi_catalog *c)
 {
     DIR *d = opendir(dir);
     if (!d)
         return errno == ENOENT ? AKV_OK : akvi_err(AKV_EIO, "reading %s: %s", dir, strerror(errno));
     struct dirent *e;
     int rc = AKV_OK;
-    size_t sl = strlen(suffix);
     while (rc == AKV_OK && (e = readdir(d)) != NULL) {
-        unsigned long long run;
-        size_t len = strlen(e->d_name);
-        if (len > sl && strcmp(e->d_name + len - sl, suffix) == 0 && sscanf(e->d_name, "%llu-", &run) == 1 &&
-            e->d_name[0] >= '0' && e->d_name[0] <= '9' && run >= c->next_run_id)
+        uint64_t run, sst;
+        if (akvi_file_name_parse(e->d_name, ext, &run, &sst) == AKVI_FNAME_FILE && run >= c->next_run_id)
             rc = akvi_refuse(AKVI_DMG_CATALOG_OLD, AKV_ECORRUPT,
                              "%s %s is newer than the catalog (which reserves run ids below %llu): the "
                              "catalog is older than the data",
@@ -293,15 +290,6 @@ static bool holds_all(akv_db *db, const akvi_cat_run *r, const akv_filter *f, co
     return true;
 }
 
-/* Phase 1: the slot's filter from its file, or rebuilt in memory from the
- * SST's data (written in phase 2: the slot is left dirty). *upgraded: the
- * SST's key digest was computed (a catalog of version 1). */
-/* The SST's filter file is bound to it (run, SST, keys, size, key digest
- * and range all the catalog's) and records the run's level and shard: an
- * independent witness of the catalog's. Where the two disagree on a field
- * that steers lookups, one of them is wrong and open cannot tell which:
- * refused, naming the field. A file bound to another SST (copied) or
- * unreadable is no witness, and is rebuilt. */
 /* What the previous catalog generation (the other slot) records for run
  * `run` (its level, or SST `sst`'s shard), for a refusal's message. */
 static void previous_generation(akv_db *db, uint64_t run, uint64_t sst, bool level, char *out, size_t cap)
@@ -323,6 +311,12 @@ static void previous_generation(akv_db *db, uint64_t run, uint64_t sst, bool lev
     akvi_catalog_free(&c);
 }
 
+/* The SST's filter file is bound to it (run, SST, keys, size, key digest
+ * and range all the catalog's) and records the run's level and shard: an
+ * independent witness of the catalog's. Where the two disagree on a field
+ * that steers lookups, one of them is wrong and open cannot tell which:
+ * refused, naming the field. A file bound to another SST (copied) or
+ * unreadable is no witness, and is rebuilt. */
 static int check_binding(akv_db *db, const akvi_run *r, size_t j)
 {
     const akvi_cat_sst *s = &r->info.ssts[j];
@@ -365,6 +359,9 @@ static int check_binding(akv_db *db, const akvi_run *r, size_t j)
     return rc;
 }
 
+/* Phase 1: the slot's filter from its file, or rebuilt in memory from the
+ * SST's data (written in phase 2: the slot is left dirty). *upgraded: the
+ * SST's key digest was computed (a catalog of version 1). */
 static int load_slot(akv_db *db, akvi_run *r, size_t j, bool *upgraded)
 {
     akvi_cat_sst *s = &r->info.ssts[j];

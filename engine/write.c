@@ -5,6 +5,7 @@
  * guard first; a full memtable is rotated and the background thread woken.
  */
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -138,9 +139,40 @@ static int apply_locked(akv_db *db, const akvi_op *ops, size_t n, bool sync)
     return rc;
 }
 
+/* How long a writer waits for `mu` before the others let it go first. */
+#define WRITER_PATIENCE_US 1000
+
+/* A writer takes `mu`: at once when it is free and no writer is starving,
+ * else it waits, and past WRITER_PATIENCE_US it counts itself starving, so
+ * that the writer ahead of it does not take `mu` back first (write.h). */
+static void writer_lock(akvi_writer *wr)
+{
+    while (atomic_load_explicit(&wr->starving, memory_order_acquire))
+        sched_yield();
+    if (akvi_mutex_trylock(&wr->mu, AKVI_RANK_WRITE))
+        return;
+    akvi_rank_check(AKVI_RANK_WRITE);
+    /* timedlock's clock is the wall clock (a step of it only changes how
+     * patient this one wait is); ThreadSanitizer knows timedlock, not
+     * clocklock. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += WRITER_PATIENCE_US * 1000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_mutex_timedlock(&wr->mu, &until) != 0) {
+        atomic_fetch_add_explicit(&wr->starving, 1, memory_order_acq_rel);
+        pthread_mutex_lock(&wr->mu);
+        atomic_fetch_sub_explicit(&wr->starving, 1, memory_order_acq_rel);
+    }
+    akvi_rank_take(AKVI_RANK_WRITE);
+}
+
 int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync)
 {
-    akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
+    writer_lock(&db->wr);
     int rc = apply_locked(db, ops, n, sync);
     akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
     if (rc == AKV_OK)
@@ -179,6 +211,7 @@ void akvi_writer_init(akvi_writer *wr)
 {
     pthread_mutex_init(&wr->mu, NULL);
     pthread_cond_init(&wr->stall_cv, NULL);
+    atomic_init(&wr->starving, 0);
 }
 
 void akvi_writer_destroy(akvi_writer *wr)

@@ -6,6 +6,7 @@
 #define AKVI_WRITE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,11 +14,17 @@
 #include "adaptkv/adaptkv.h"
 
 /* The write path's part of akv_db: `mu` serialises writers, rotation and
- * the guard's inserts and rebuilds; stalled writers wait on stall_cv. */
+ * the guard's inserts and rebuilds; stalled writers wait on stall_cv.
+ * A mutex lets the writer that just let go take it again before a waiting
+ * one wakes, which kept a writer waiting 28-77 ms while the other wrote on
+ * (10M x 100 B load, docs/benchmarks.md); a writer that has waited
+ * WRITER_PATIENCE_US counts itself in `starving`, and the others let it
+ * have `mu` first (writer_lock, write.c). */
 typedef struct akvi_writer {
     pthread_mutex_t mu;
     pthread_cond_t stall_cv;
     uint64_t next_mem_gen; /* under mu */
+    _Atomic unsigned starving;
 } akvi_writer;
 
 typedef struct akvi_op {

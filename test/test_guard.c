@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,217 @@ Test(guard, sized_by_the_memtable_keys)
     }
     g1 = guard_row(db);
     cr_assert_geq(g1.filtered - g0.filtered, 950);
+    cr_assert_eq(akv_close(db), AKV_OK);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- an exact multiset with no capacity: what a flush removes ------------ */
+
+#define EXACT_BUCKETS 65536
+
+typedef struct exact_node {
+    akv_hash h;
+    unsigned count;
+    struct exact_node *next;
+} exact_node;
+
+typedef struct exact {
+    akv_filter base;
+    pthread_mutex_t mu;
+    exact_node *b[EXACT_BUCKETS];
+} exact;
+
+/* Removals of a hash the set did not hold: in a counting filter, a count
+ * taken from other keys, so a false negative waiting to happen. */
+static _Atomic unsigned long exact_bad_removes;
+
+extern const akv_filter_kind exact_kind;
+
+static int e_create(const akv_filter_params *p, const akv_negative *neg, size_t n_neg, akv_filter **out)
+{
+    (void)p;
+    (void)neg;
+    (void)n_neg;
+    exact *e = calloc(1, sizeof *e);
+    if (!e)
+        return AKV_ENOMEM;
+    pthread_mutex_init(&e->mu, NULL);
+    e->base.kind = &exact_kind;
+    *out = &e->base;
+    return AKV_OK;
+}
+
+static exact_node **e_find(exact *e, akv_hash h)
+{
+    exact_node **p = &e->b[h.lo % EXACT_BUCKETS];
+    while (*p && ((*p)->h.hi != h.hi || (*p)->h.lo != h.lo))
+        p = &(*p)->next;
+    return p;
+}
+
+static int e_insert(akv_filter *f, akv_hash h)
+{
+    exact *e = (exact *)f;
+    pthread_mutex_lock(&e->mu);
+    exact_node **p = e_find(e, h);
+    if (!*p) {
+        *p = calloc(1, sizeof **p);
+        if (!*p) {
+            pthread_mutex_unlock(&e->mu);
+            return AKV_ENOMEM;
+        }
+        (*p)->h = h;
+    }
+    (*p)->count++;
+    f->n_keys++;
+    pthread_mutex_unlock(&e->mu);
+    return AKV_OK;
+}
+
+static bool e_may(const akv_filter *f, akv_hash h)
+{
+    exact *e = (exact *)f;
+    pthread_mutex_lock(&e->mu);
+    bool yes = *e_find(e, h) != NULL;
+    pthread_mutex_unlock(&e->mu);
+    return yes;
+}
+
+static int e_remove(akv_filter *f, akv_hash h)
+{
+    exact *e = (exact *)f;
+    pthread_mutex_lock(&e->mu);
+    exact_node **p = e_find(e, h);
+    int rc = AKV_OK;
+    if (!*p) {
+        atomic_fetch_add(&exact_bad_removes, 1);
+        rc = AKV_NOTFOUND;
+    } else if (--(*p)->count == 0) {
+        exact_node *dead = *p;
+        *p = dead->next;
+        free(dead);
+    }
+    if (rc == AKV_OK)
+        f->n_keys--;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+static size_t e_mem(const akv_filter *f)
+{
+    return (size_t)f->n_keys * sizeof(exact_node) + sizeof(exact);
+}
+
+static int e_load(const uint8_t *buf, size_t len, uint16_t v, akv_filter **out)
+{
+    (void)buf;
+    (void)len;
+    (void)v;
+    return e_create(NULL, NULL, 0, out);
+}
+
+static void e_destroy(akv_filter *f)
+{
+    exact *e = (exact *)f;
+    for (size_t i = 0; i < EXACT_BUCKETS; i++)
+        while (e->b[i]) {
+            exact_node *n = e->b[i];
+            e->b[i] = n->next;
+            free(n);
+        }
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+const akv_filter_kind exact_kind = {
+    .name = "exactset",
+    .id = 1778,
+    .payload_version = 1,
+    .flags = AKV_FK_DYNAMIC,
+    .summary = "test: exact multiset, counts removals of what it does not hold",
+    .create = e_create,
+    .add = e_insert,
+    .finish = t_finish,
+    .may_contain = e_may,
+    .memory_bytes = e_mem,
+    .save = t_save,
+    .load = e_load,
+    .destroy = e_destroy,
+    .insert = e_insert,
+    .remove = e_remove,
+};
+
+typedef struct put_loop {
+    akv_db *db;
+    unsigned from, n;
+    _Atomic unsigned done; /* keys [from, from + done) are written */
+} put_loop;
+
+static void *put_main(void *arg)
+{
+    put_loop *w = arg;
+    for (unsigned i = 0; i < w->n; i++) {
+        char k[32];
+        size_t kl = key(k, w->from + i);
+        if (akv_put(w->db, k, kl, k, kl) != AKV_OK)
+            break;
+        atomic_store(&w->done, i + 1);
+    }
+    return NULL;
+}
+
+/* A flushed memtable of more than one chunk of hashes leaves the guard a
+ * chunk at a time, with the writer lock let go in between, while two
+ * writers fill the next memtables and the guard grows under them: every
+ * hash it removes is one it holds, every key written stays found, and once
+ * all is flushed the guard holds nothing. */
+Test(guard, a_flush_removes_its_keys_a_chunk_at_a_time_under_writers)
+{
+    int rc = akv_filter_register(&exact_kind);
+    cr_assert(rc == AKV_OK || rc == AKV_EEXIST);
+    atomic_store(&exact_bad_removes, 0);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/akvguard-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert_not_null(mkdtemp(dir));
+    akv_options o;
+    akv_options_init(&o);
+    o.slot_policy = "mem=exactset,l0+=bloom";
+    o.memtable_bytes = 512 << 10; /* ~14,000 keys a memtable: three chunks and more */
+    o.log = quiet;
+    akv_db *db;
+    cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
+    enum { PER_WRITER = 60000 };
+    put_loop w[2] = {{db, 0, PER_WRITER, 0}, {db, PER_WRITER, PER_WRITER, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, put_main, &w[i]), 0);
+    /* Meanwhile: flushes, and reads of what is written so far. */
+    for (int round = 0;
+         round < 200 && (atomic_load(&w[0].done) < PER_WRITER || atomic_load(&w[1].done) < PER_WRITER);
+         round++) {
+        cr_assert_eq(akv_flush(db), AKV_OK, "%s", akv_errmsg());
+        for (int t = 0; t < 2; t++) {
+            unsigned done = atomic_load(&w[t].done);
+            for (unsigned i = 0; i < done; i += 97) {
+                char k[32];
+                size_t kl = key(k, w[t].from + i);
+                cr_assert_eq(akv_get(db, k, kl, NULL, NULL), AKV_OK, "key %u written, not found",
+                             w[t].from + i);
+            }
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    cr_assert_eq(atomic_load(&w[0].done) + atomic_load(&w[1].done), 2 * PER_WRITER, "%s", akv_errmsg());
+    cr_assert_eq(akv_flush(db), AKV_OK);
+    check_upto(db, 2 * PER_WRITER);
+    cr_assert_eq(atomic_load(&exact_bad_removes), 0, "%lu hashes removed that the guard did not hold",
+                 atomic_load(&exact_bad_removes));
+    akv_slot_info g = guard_row(db);
+    cr_assert_str_eq(g.kind, "exactset");
+    cr_assert_eq(g.keys, 0, "after the last flush the guard holds %llu keys", (unsigned long long)g.keys);
     cr_assert_eq(akv_close(db), AKV_OK);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -119,8 +119,8 @@ void akv_kb_report_text(const akv_kb_result *r, FILE *out)
     if (r->ops)
         fprintf(out, "[CPU], PerOp(us), %.2f\n", r->cpu_seconds * 1e6 / (double)r->ops);
     if (r->io_known)
-        fprintf(out, "[IO], DeviceReadMB, %.1f\n[IO], DeviceWriteMB, %.1f\n", (double)r->io_read_bytes / 1048576.0,
-                (double)r->io_write_bytes / 1048576.0);
+        fprintf(out, "[IO], DeviceReadMB, %.1f\n[IO], DeviceWriteMB, %.1f\n",
+                (double)r->io_read_bytes / 1048576.0, (double)r->io_write_bytes / 1048576.0);
     if (strcmp(r->phase, "run") == 0) {
         fprintf(out, "# State: %s\n", state_name(r));
         if (r->settle.requested)
@@ -228,10 +228,12 @@ static void json_levels(const akv_kb_result *r, FILE *out)
 
 static void json_hist(FILE *out, const akv_kb_hist *h)
 {
-    fprintf(out, "{\"count\":%llu,\"mean\":%.3f,\"p50\":%.3f,\"p95\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f}",
-            (unsigned long long)h->count, h->count ? us(h->sum_ns) / (double)h->count : 0,
-            us(akv_kb_hist_pct(h, 50)), us(akv_kb_hist_pct(h, 95)), us(akv_kb_hist_pct(h, 99)),
-            us(akv_kb_hist_pct(h, 99.9)), us(h->max_ns));
+    fprintf(
+        out,
+        "{\"count\":%llu,\"mean\":%.3f,\"p50\":%.3f,\"p95\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f}",
+        (unsigned long long)h->count, h->count ? us(h->sum_ns) / (double)h->count : 0,
+        us(akv_kb_hist_pct(h, 50)), us(akv_kb_hist_pct(h, 95)), us(akv_kb_hist_pct(h, 99)),
+        us(akv_kb_hist_pct(h, 99.9)), us(h->max_ns));
 }
 
 /* READ latencies by block reads: [0, 1, 2 or more]. */

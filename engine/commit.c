@@ -33,9 +33,10 @@ int akvi_commit(akv_db *db, akvi_run **runs, size_t n_run, uint64_t flushed_mem_
     size_t mlen = 0;
     akvi_mutex_lock(&db->cat.mu, AKVI_RANK_CAT);
     /* The miss log is a hint: written unsynced to the meta family, under
-     * the writer lock (RocksDB would otherwise merge it into a user write's
-     * WAL group, which is correct but invisible to ThreadSanitizer, since
-     * RocksDB is not instrumented). */
+     * the writer lock (docs/design.md, "Concurrency": RocksDB may group it
+     * with user writes, which reach RocksDB outside that lock; correct, and
+     * suppressed under ThreadSanitizer, which cannot see RocksDB's own
+     * synchronization: tsan.c). */
     int rc = akvi_misslog_encode(db->ml, &mbuf, &mlen);
     if (rc == AKV_OK) {
         akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);

@@ -9,6 +9,7 @@
 
 int akvi_flush_one(akv_db *db, akvi_mem *m)
 {
+    akvi_mem_quiesce(m); /* the last writes into it have landed */
     akvi_version *v = akvi_current(db);
     /* Nothing older than the oldest memtable when there are no runs (only
      * this thread adds runs to an empty tree). */

@@ -54,6 +54,9 @@ typedef struct akvi_mem {
      * skips the memtable and its guard check, as RocksDB skips an empty
      * memtable's Bloom filter. */
     _Atomic bool written;
+    /* Writers past wr.mu still writing into its family: a flush reads the
+     * memtable only once none is left (write.c, akvi_mem_quiesce). */
+    _Atomic unsigned writers;
     akv_hash *hashes; /* guard inserts, removed again at flush */
     size_t n_hashes, cap_hashes;
     _Atomic bool hashes_lost;    /* one could not be remembered: no L0 front for its run */

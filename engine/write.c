@@ -1,8 +1,10 @@
 /*
  * write.c — the write path (docs/design.md, "The memtable guard"; "LSM
- * shape", stalls): writers are serialised by wr.mu; each batch is one RocksDB
- * write to the active memtable's family, its keys' hashes inserted into the
- * guard first; a full memtable is rotated and the background thread woken.
+ * shape", stalls): under wr.mu a writer passes the stall check, chooses the
+ * active memtable and inserts its keys' hashes into the guard; then, with
+ * wr.mu let go, its batch is one RocksDB write to that memtable's family,
+ * alongside other writers'; a full memtable is rotated and the background
+ * thread woken.
  */
 #include <math.h>
 #include <sched.h>
@@ -80,65 +82,6 @@ static int stall(akv_db *db, uint64_t bytes)
     }
 }
 
-static int apply_locked(akv_db *db, const akvi_op *ops, size_t n, bool sync)
-{
-    uint64_t want = 0;
-    for (size_t i = 0; i < n; i++)
-        want += ops[i].klen + ops[i].vlen;
-    int rc = stall(db, want);
-    if (rc != AKV_OK)
-        return rc;
-    akvi_version *v = akvi_current(db);
-    akvi_mem *m = v->mems[0];
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    uint8_t stackbuf[256];
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        const akvi_op *op = &ops[i];
-        akv_hash h = akv_hash_key(op->key, op->klen, db->seed);
-        uint8_t *ik = op->klen + 8 <= sizeof stackbuf ? stackbuf : malloc(op->klen + 8);
-        if (!ik) {
-            rc = akvi_err(AKV_ENOMEM, "out of memory");
-            break;
-        }
-        size_t iklen = akvi_ikey(db, h, op->key, op->klen, ik);
-        /* The guard learns the key, and readers that the memtable holds
-         * something, before RocksDB can show it to a reader. */
-        akvi_guard_insert(db, m, h);
-        atomic_store_explicit(&m->written, true, memory_order_release);
-        const char *kp[1] = {(const char *)ik};
-        size_t ks[1] = {iklen};
-        const char *vp[2] = {(const char *)&op->tag, (const char *)op->val};
-        size_t vs[2] = {1, op->tag == AKVI_TAG_PUT ? op->vlen : 0};
-        rocksdb_writebatch_putv_cf(wb, m->cf, 1, kp, ks, 2, vp, vs);
-        bytes += iklen + 1 + vs[1];
-        if (ik != stackbuf)
-            free(ik);
-    }
-    char *err = NULL;
-    if (rc == AKV_OK)
-        rocksdb_write(db->rdb, sync ? db->wo_sync : db->wo, wb, &err);
-    rocksdb_writebatch_destroy(wb);
-    if (err) {
-        /* RocksDB has stopped on this error (its WAL failed): so does
-         * background work, which would otherwise ingest into a stopped
-         * RocksDB (7.8 aborts on an assertion there). Reopen to recover. */
-        rc = akvi_stop(db, akvi_rocks_err(err, "writing to the memtable"));
-    }
-    bool full = false;
-    if (rc == AKV_OK) {
-        atomic_fetch_add(&m->bytes, bytes);
-        atomic_fetch_add(&m->entries, n);
-        full = atomic_load(&m->bytes) >= db->opt.memtable_bytes;
-    }
-    /* Unpinned first: a rotation may wait for a flushed memtable this
-     * version still holds. */
-    akvi_version_unref(v);
-    if (full && (rc = akvi_rotate_when_free(db)) == AKV_OK)
-        akvi_bg_wake(db); /* flush the memtable just sealed */
-    return rc;
-}
-
 /* How long a writer waits for `mu` before the others let it go first. */
 #define WRITER_PATIENCE_US 1000
 
@@ -170,11 +113,118 @@ static void writer_lock(akvi_writer *wr)
     akvi_rank_take(AKVI_RANK_WRITE);
 }
 
+/* A write between its two halves: the memtable it goes to (pinned by its
+ * version, and counted in m->writers) and its RocksDB batch. */
+typedef struct pending {
+    akvi_version *v;
+    akvi_mem *m;
+    rocksdb_writebatch_t *wb;
+    uint64_t bytes;
+} pending;
+
+/* Under wr.mu: the stall check, the active memtable chosen, each key put
+ * into its guard and the batch. The RocksDB write comes after wr.mu is let
+ * go (finish), so that writers reach RocksDB together and RocksDB groups
+ * them into one WAL write, as it does its own writers; a memtable rotated
+ * meanwhile is flushed only once its writers are done (akvi_mem_quiesce). */
+static int prepare_locked(akv_db *db, const akvi_op *ops, size_t n, pending *p)
+{
+    uint64_t want = 0;
+    for (size_t i = 0; i < n; i++)
+        want += ops[i].klen + ops[i].vlen;
+    int rc = stall(db, want);
+    if (rc != AKV_OK)
+        return rc;
+    p->v = akvi_current(db);
+    p->m = p->v->mems[0];
+    p->wb = rocksdb_writebatch_create();
+    p->bytes = 0;
+    akvi_mem *m = p->m;
+    uint8_t stackbuf[256];
+    for (size_t i = 0; i < n; i++) {
+        const akvi_op *op = &ops[i];
+        akv_hash h = akv_hash_key(op->key, op->klen, db->seed);
+        uint8_t *ik = op->klen + 8 <= sizeof stackbuf ? stackbuf : malloc(op->klen + 8);
+        if (!ik) {
+            rc = akvi_err(AKV_ENOMEM, "out of memory");
+            break;
+        }
+        size_t iklen = akvi_ikey(db, h, op->key, op->klen, ik);
+        /* The guard learns the key, and readers that the memtable holds
+         * something, before RocksDB can show it to a reader. */
+        akvi_guard_insert(db, m, h);
+        atomic_store_explicit(&m->written, true, memory_order_release);
+        const char *kp[1] = {(const char *)ik};
+        size_t ks[1] = {iklen};
+        const char *vp[2] = {(const char *)&op->tag, (const char *)op->val};
+        size_t vs[2] = {1, op->tag == AKVI_TAG_PUT ? op->vlen : 0};
+        rocksdb_writebatch_putv_cf(p->wb, m->cf, 1, kp, ks, 2, vp, vs);
+        p->bytes += iklen + 1 + vs[1];
+        if (ik != stackbuf)
+            free(ik);
+    }
+    if (rc != AKV_OK) {
+        rocksdb_writebatch_destroy(p->wb);
+        akvi_version_unref(p->v);
+        return rc;
+    }
+    atomic_fetch_add_explicit(&m->writers, 1, memory_order_acq_rel);
+    return AKV_OK;
+}
+
+/* Without wr.mu: the RocksDB write; a memtable it filled is rotated (under
+ * wr.mu again, unless another writer has rotated it already). */
+static int finish(akv_db *db, pending *p, size_t n, bool sync)
+{
+    akvi_mem *m = p->m;
+    char *err = NULL;
+    rocksdb_write(db->rdb, sync ? db->wo_sync : db->wo, p->wb, &err);
+    rocksdb_writebatch_destroy(p->wb);
+    int rc = AKV_OK;
+    if (err) {
+        /* RocksDB has stopped on this error (its WAL failed): so does
+         * background work, which would otherwise ingest into a stopped
+         * RocksDB (7.8 aborts on an assertion there). Reopen to recover. */
+        rc = akvi_stop(db, akvi_rocks_err(err, "writing to the memtable"));
+    }
+    bool full = false;
+    if (rc == AKV_OK) {
+        atomic_fetch_add(&m->bytes, p->bytes);
+        atomic_fetch_add(&m->entries, n);
+        full = atomic_load(&m->bytes) >= db->opt.memtable_bytes;
+    }
+    uint64_t gen = m->gen;
+    atomic_fetch_sub_explicit(&m->writers, 1, memory_order_acq_rel);
+    /* Unpinned first: a rotation may wait for a flushed memtable this
+     * version still holds. */
+    akvi_version_unref(p->v);
+    if (!full)
+        return rc;
+    writer_lock(&db->wr);
+    akvi_version *now = akvi_current(db);
+    bool active = now->mems[0]->gen == gen;
+    akvi_version_unref(now);
+    if (active && (rc = akvi_rotate_when_free(db)) == AKV_OK)
+        akvi_bg_wake(db); /* flush the memtable just sealed */
+    akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
+    return rc;
+}
+
+void akvi_mem_quiesce(akvi_mem *m)
+{
+    /* A writer past wr.mu is inside one RocksDB write: microseconds. */
+    while (atomic_load_explicit(&m->writers, memory_order_acquire) > 0)
+        sched_yield();
+}
+
 int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync)
 {
     writer_lock(&db->wr);
-    int rc = apply_locked(db, ops, n, sync);
+    pending p;
+    int rc = prepare_locked(db, ops, n, &p);
     akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
+    if (rc == AKV_OK)
+        rc = finish(db, &p, n, sync);
     if (rc == AKV_OK)
         for (size_t i = 0; i < n; i++) {
             atomic_fetch_add_explicit(ops[i].tag == AKVI_TAG_PUT ? &db->st.puts : &db->st.deletes, 1, memory_order_relaxed);

@@ -52,6 +52,15 @@ int akvi_rocks_setup(akv_db *db)
      * lookups after a flush or compaction each paid an index read when
      * runs were read through their families: docs/design.md). */
     rocksdb_options_set_max_open_files(db->dbopt, -1);
+    /* Writers reach RocksDB together (write.c): the group's leader writes
+     * every member's entries into the memtables itself, and the members
+     * wait without spinning. With RocksDB's defaults (members insert their
+     * own entries in parallel and spin-yield while they wait) the leader
+     * waited for a member that two busy cores had descheduled, and
+     * workloada's UPDATE p99.9 at 1M x 1 KB went from 0.2 to 1.1-1.7 ms
+     * (docs/benchmarks.md). */
+    rocksdb_options_set_allow_concurrent_memtable_write(db->dbopt, 0);
+    rocksdb_options_set_enable_write_thread_adaptive_yield(db->dbopt, 0);
     /* A damaged WAL: replay up to the damage, every write before it kept
      * (RocksDB's default, named here because open and repair count what
      * it drops: engine/wal.c). */

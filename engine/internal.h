@@ -286,6 +286,9 @@ int akvi_mem_create(akv_db *db, uint64_t gen, rocksdb_column_family_handle_t *cf
 int akvi_rotate(akv_db *db);
 /* Rebuild the guard entries of a memtable recovered from the WAL. */
 int akvi_mem_recover(akv_db *db, akvi_mem *m);
+/* A memtable no longer active: wait until the writers that chose it
+ * before its rotation have finished writing into it (write.c counts them). */
+void akvi_mem_quiesce(akvi_mem *m);
 
 /* ---- merge iterator over column families (merge.c) --------------------- */
 

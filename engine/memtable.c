@@ -1,9 +1,11 @@
 /*
  * memtable.c — memtables: creation, rotation into a family of the pool
- * (mempool.c) and recovery from the WAL. Their keys' hashes go to the guard
+ * (mempool.c), the wait for the writers still inside a rotated one, and
+ * recovery from the WAL. Their keys' hashes go to the guard
  * (guard.c). A database of an older format also has memtables in families
  * of their own (mem.<gen>) until open has flushed them (recover.c).
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,4 +67,11 @@ int akvi_mem_recover(akv_db *db, akvi_mem *m)
     rocksdb_iter_get_error(it, &err);
     rocksdb_iter_destroy(it);
     return err ? akvi_rocks_err(err, "recovering a memtable") : AKV_OK;
+}
+
+void akvi_mem_quiesce(akvi_mem *m)
+{
+    /* A writer past wr.mu is inside one RocksDB write: microseconds. */
+    while (atomic_load_explicit(&m->writers, memory_order_acquire) > 0)
+        sched_yield();
 }

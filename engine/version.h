@@ -55,7 +55,7 @@ typedef struct akvi_mem {
      * memtable's Bloom filter. */
     _Atomic bool written;
     /* Writers past wr.mu still writing into its family: a flush reads the
-     * memtable only once none is left (write.c, akvi_mem_quiesce). */
+     * memtable only once none is left (memtable.c, akvi_mem_quiesce). */
     _Atomic unsigned writers;
     akv_hash *hashes; /* guard inserts, removed again at flush */
     size_t n_hashes, cap_hashes;

@@ -210,13 +210,6 @@ static int finish(akv_db *db, pending *p, size_t n, bool sync)
     return rc;
 }
 
-void akvi_mem_quiesce(akvi_mem *m)
-{
-    /* A writer past wr.mu is inside one RocksDB write: microseconds. */
-    while (atomic_load_explicit(&m->writers, memory_order_acquire) > 0)
-        sched_yield();
-}
-
 int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync)
 {
     writer_lock(&db->wr);

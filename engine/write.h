@@ -33,11 +33,6 @@ typedef struct akvi_op {
     size_t klen, vlen;
 } akvi_op;
 
-/* A memtable no longer active: wait until the writers that chose it
- * before its rotation have finished writing into it. */
-struct akvi_mem;
-void akvi_mem_quiesce(struct akvi_mem *m);
-
 /* Apply ops atomically to the active memtable (one RocksDB write batch). */
 int akvi_write_ops(akv_db *db, const akvi_op *ops, size_t n, bool sync);
 

@@ -103,10 +103,10 @@ int akvi_guard_init(akv_db *db)
     return rc;
 }
 
-/* Mutations take the lock exclusively unless the kind locks internally. */
 /* Hashes taken out of the guard per hold of wr.mu (akvi_guard_remove_mem). */
 #define GUARD_REMOVE_CHUNK 4096
 
+/* Mutations take the lock exclusively unless the kind locks internally. */
 static void guard_lock_mut(akv_db *db)
 {
     if (db->policy.mem->flags & AKV_FK_CONCURRENT)

@@ -346,6 +346,14 @@ void akvi_cat_run_free(akvi_cat_run *r)
     r->n_sst = 0;
 }
 
+const akvi_cat_run *akvi_catalog_run(const akvi_catalog *c, uint64_t id)
+{
+    for (size_t i = 0; i < c->n_run; i++)
+        if (c->runs[i].id == id)
+            return &c->runs[i];
+    return NULL;
+}
+
 void akvi_catalog_free(akvi_catalog *c)
 {
     for (size_t i = 0; i < c->n_run; i++)

@@ -79,6 +79,8 @@ int akvi_catalog_encode_version(const akvi_catalog *c, uint32_t version, uint8_t
 /* Deep-decodes into *c (free with akvi_catalog_free). */
 int akvi_catalog_decode(const uint8_t *buf, size_t len, akvi_catalog *c);
 void akvi_catalog_free(akvi_catalog *c);
+/* The run of c with id `id` (NULL: c names none). */
+const akvi_cat_run *akvi_catalog_run(const akvi_catalog *c, uint64_t id);
 void akvi_cat_run_free(akvi_cat_run *r);
 void akvi_filter_file_name(uint64_t run, uint64_t sst, char *out, size_t cap);
 /* A run's SST file in DIR/runs: "<run>-<sst>.sst"; sst AKVI_RMAP_SST: the

@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "engine/damage.h"
 #include "engine/internal.h"
@@ -63,6 +64,9 @@ const akvi_damage_row akvi_damage_table[AKVI_DMG_COUNT] = {
          "still there (a crash between the copy and the drop)",
          GOES_ON},
     [AKVI_DMG_SST_MISSING] = {"an SST file the MANIFEST names is missing", REFUSES},
+    [AKVI_DMG_LEFTOVER] = {"a family or file of a run or memtable the catalog accounts for as gone (an "
+                           "interrupted flush, compaction or emptying)",
+                           GOES_ON},
 };
 
 /* The message of a finding of kind d, which open must (refuses) or must
@@ -93,4 +97,51 @@ void akvi_damage_warn(const akv_db *db, akvi_damage d, const char *fmt, ...)
     format(msg, sizeof msg, d, false, fmt, ap);
     va_end(ap);
     akvi_log(db, "warning: %s", msg);
+}
+
+void akvi_finding_add(akvi_findings *F, akvi_damage kind, int rc, size_t cf, bool catalog_behind,
+                      const char *fmt, ...)
+{
+    assert(kind < AKVI_DMG_COUNT);
+    if (F->n == F->cap) {
+        size_t cap = F->cap ? 2 * F->cap : 8;
+        akvi_finding *g = realloc(F->v, cap * sizeof *g);
+        if (!g) {
+            F->oom = true;
+            return;
+        }
+        F->v = g;
+        F->cap = cap;
+    }
+    akvi_finding *f = &F->v[F->n++];
+    *f = (akvi_finding){.kind = kind, .rc = rc, .cf = cf, .catalog_behind = catalog_behind};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->msg, sizeof f->msg, fmt, ap);
+    va_end(ap);
+}
+
+void akvi_findings_free(akvi_findings *F)
+{
+    free(F->v);
+    *F = (akvi_findings){0};
+}
+
+const akvi_finding *akvi_findings_first(const akvi_findings *F, akvi_damage k)
+{
+    for (size_t i = 0; i < F->n; i++)
+        if (F->v[i].kind == k)
+            return &F->v[i];
+    return NULL;
+}
+
+int akvi_findings_open(const akv_db *db, const akvi_findings *F)
+{
+    for (size_t i = 0; i < F->n; i++)
+        if (akvi_damage_table[F->v[i].kind].refuses)
+            return akvi_refuse(F->v[i].kind, F->v[i].rc, "%s", F->v[i].msg);
+    for (size_t i = 0; i < F->n; i++)
+        if (F->v[i].msg[0])
+            akvi_damage_warn(db, F->v[i].kind, "%s", F->v[i].msg);
+    return AKV_OK;
 }

@@ -33,11 +33,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/inspect.h"
 #include "engine/internal.h"
 #include "engine/lockorder.h"
 #include "engine/runstore.h"
 #include "util/order.h"
-#include "util/shard.h"
 
 #if defined(__SANITIZE_THREAD__)
 /* tsan.c: referenced here so that every program that opens a database
@@ -72,212 +72,6 @@ static int adopt_identity(akv_db *db, uint32_t layout, uint64_t seed)
     return AKV_OK;
 }
 
-/* ---- the catalog against RocksDB ----------------------------------------- */
-
-static const akvi_cat_run *catalog_run(const akvi_catalog *c, uint64_t id)
-{
-    for (size_t i = 0; i < c->n_run; i++)
-        if (c->runs[i].id == id)
-            return &c->runs[i];
-    return NULL;
-}
-
-/* Every family accounted for (docs/reliability.md): named by the catalog,
- * a leftover the catalog explains, or one of the memtable pool's (whose
- * memtables load_mems checks). Marks leftovers. */
-static int classify_families(akv_db *db, const akvi_catalog *c, akvi_cf_set *s)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        const char *name = s->names[i];
-        uint64_t id;
-        if (strcmp(name, "default") == 0 || strcmp(name, "meta") == 0)
-            continue;
-        if ((id = akvi_parse_id(name, "run.")) || (id = akvi_parse_id(name, "rmap."))) {
-            const akvi_cat_run *r = catalog_run(c, id);
-            if (r && !r->files)
-                continue;
-            if (id >= c->next_run_id)
-                return akvi_refuse(
-                    AKVI_DMG_CATALOG_OLD, AKV_ECORRUPT,
-                    "family %s is newer than the catalog (which reserves run ids below %llu): the "
-                    "catalog is older than the data",
-                    name, (unsigned long long)c->next_run_id);
-            s->state[i] = CF_LEFTOVER; /* a run the catalog replaced, or one never committed */
-        } else if ((id = akvi_parse_id(name, "mem."))) {
-            if (id <= c->flushed_mem_gen)
-                s->state[i] = CF_LEFTOVER; /* already in a run (an older format's memtable) */
-        } else if ((id = akvi_parse_id(name, "pool.")) && id <= AKVI_POOL_MAX) {
-            continue; /* the pool's: load_mems reads which memtable it holds */
-        } else {
-            return akvi_refuse(AKVI_DMG_FOREIGN_FAMILY, AKV_ECORRUPT,
-                               "RocksDB holds family '%s', which is not adaptkv's", name);
-        }
-    }
-    for (size_t i = 0; i < c->n_run; i++) {
-        if (c->runs[i].files) /* no family: its files are checked as it loads */
-            continue;
-        char name[64];
-        snprintf(name, sizeof name, "run.%llu", (unsigned long long)c->runs[i].id);
-        bool ok = akvi_cf_find(s, name) != NULL;
-        if (ok && db->layout == AKV_LAYOUT_ORDERED) {
-            snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)c->runs[i].id);
-            ok = akvi_cf_find(s, name) != NULL;
-        }
-        if (!ok)
-            return akvi_refuse(AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
-                               "the catalog names run %llu but RocksDB has no family %s",
-                               (unsigned long long)c->runs[i].id, name);
-    }
-    return AKV_OK;
-}
-
-/* Hash layout: an SST holds one shard (the top prefix_bits of h.hi, the
- * first 8 bytes of every internal key), so its smallest and largest keys
- * are both in the shard its prefix names. */
-static bool shard_fits(const akvi_cat_run *r, const akvi_cat_sst *s)
-{
-    if (s->smallest_len < 8 || s->largest_len < 8)
-        return false;
-    akv_hash lo = {.hi = akvi_get_be64(s->smallest)}, hi = {.hi = akvi_get_be64(s->largest)};
-    return r->prefix_bits <= 64 && akvi_shard_of(lo, r->prefix_bits) == s->prefix &&
-           akvi_shard_of(hi, r->prefix_bits) == s->prefix;
-}
-
-/* The catalog's SSTs against the SST files RocksDB's MANIFEST records
- * (the witness of every SST's key range, entry count and size, and
- * through the key range, of its shard prefix). */
-static int check_run_files(akv_db *db, const akvi_cf_set *cfs, const akvi_cat_run *r, const akvi_live_sst *l,
-                           size_t n)
-{
-    char name[64];
-    size_t first;
-    snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->id);
-    size_t k = akvi_live_ssts_of(l, n, name, &first);
-    if (k != r->n_sst)
-        return akvi_refuse(
-            AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
-            "run %llu: the catalog records %zu SST files, RocksDB's family %s holds %zu (its MANIFEST "
-            "lost or gained files)",
-            (unsigned long long)r->id, r->n_sst, name, k);
-    for (size_t j = 0; j < k; j++) {
-        const akvi_cat_sst *s = &r->ssts[j];
-        const akvi_live_sst *f = &l[first + j];
-        const char *what = NULL;
-        if (akvi_bytes_cmp(f->smallest, f->smallest_len, s->smallest, s->smallest_len) != 0 ||
-            akvi_bytes_cmp(f->largest, f->largest_len, s->largest, s->largest_len) != 0)
-            what = "key range";
-        else if (f->entries && f->entries != s->keys)
-            what = "entry count";
-        else if (f->size != s->bytes)
-            what = "size";
-        else if (db->layout == AKV_LAYOUT_HASH && !shard_fits(r, s))
-            /* Lookups go to an SST by its shard prefix: the prefix must be
-             * the shard of the key range RocksDB (the witness) holds. */
-            return akvi_refuse(
-                AKVI_DMG_CATALOG_SHARD, AKV_ECORRUPT,
-                "run %llu SST %llu: the catalog's shard prefix %llu (of %u bits) is not the shard of the "
-                "SST's key range in RocksDB's file %s",
-                (unsigned long long)r->id, (unsigned long long)s->id, (unsigned long long)s->prefix,
-                r->prefix_bits, f->name + (f->name[0] == '/'));
-        if (what)
-            return akvi_refuse(
-                AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
-                "run %llu SST %llu: RocksDB's file %s (%llu entries, %llu bytes) differs from the "
-                "catalog's record (%llu entries, %llu bytes) in its %s",
-                (unsigned long long)r->id, (unsigned long long)s->id, f->name + (f->name[0] == '/'),
-                (unsigned long long)f->entries, (unsigned long long)f->size, (unsigned long long)s->keys,
-                (unsigned long long)s->bytes, what);
-    }
-    uint64_t entries = 0;
-    int rc = akvi_cf_entries(db->rdb, akvi_cf_find(cfs, name), &entries);
-    if (rc == AKV_OK && entries != r->keys)
-        return akvi_refuse(AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
-                           "run %llu: RocksDB's family %s holds %llu entries, the catalog records %llu",
-                           (unsigned long long)r->id, name, (unsigned long long)entries,
-                           (unsigned long long)r->keys);
-    if (rc == AKV_OK && db->layout == AKV_LAYOUT_ORDERED) {
-        snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->id);
-        rc = akvi_cf_entries(db->rdb, akvi_cf_find(cfs, name), &entries);
-        if (rc == AKV_OK && entries != r->keys)
-            return akvi_refuse(AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT,
-                               "run %llu: its reverse map %s holds %llu entries, the run %llu",
-                               (unsigned long long)r->id, name, (unsigned long long)entries,
-                               (unsigned long long)r->keys);
-    }
-    return rc;
-}
-
-/* After an open without paranoid checks: every SST file that is missing
- * must belong to a family the catalog does not name (a leftover, dropped
- * when the open goes live), never to a run, a memtable or meta. */
-static int check_missing_files(akv_db *db, const akvi_cf_set *cfs, const akvi_live_sst *l, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        const char *file = l[i].name + (l[i].name[0] == '/');
-        char *path = akvi_path_join(db->rdir, file);
-        if (!path)
-            return akvi_err(AKV_ENOMEM, "out of memory");
-        bool there = akvi_path_exists(path);
-        free(path);
-        if (there)
-            continue;
-        bool leftover = false;
-        for (size_t j = 0; j < cfs->n; j++)
-            if (strcmp(cfs->names[j], l[i].cf) == 0)
-                leftover = cfs->state[j] == CF_LEFTOVER;
-        if (!leftover)
-            return akvi_refuse(akvi_parse_id(l[i].cf, "pool.") ? AKVI_DMG_POOL_FILE_MISSING
-                                                               : AKVI_DMG_SST_MISSING,
-                               AKV_ECORRUPT, "RocksDB's file %s of family %s is missing", file, l[i].cf);
-        akvi_log(db, "warning: RocksDB's file %s is missing; it belongs to family %s, which no committed run "
-                     "names (an interrupted flush or compaction): the family is dropped",
-                 file, l[i].cf);
-    }
-    return AKV_OK;
-}
-
-static int check_catalog_files(akv_db *db, const akvi_cf_set *cfs, const akvi_catalog *c)
-{
-    akvi_live_sst *l = NULL;
-    size_t n = 0;
-    int rc = akvi_live_ssts(db->rdb, &l, &n);
-    if (rc == AKV_OK && db->missing_relaxed)
-        rc = check_missing_files(db, cfs, l, n);
-    for (size_t i = 0; rc == AKV_OK && i < c->n_run; i++)
-        if (!c->runs[i].files)
-            rc = check_run_files(db, cfs, &c->runs[i], l, n);
-    akvi_live_ssts_free(l, n);
-    return rc;
-}
-
-/* Filter files and run files: named, a leftover (run id below the
- * reserve), or newer than the catalog (refused: a run file newer than the
- * catalog is data the catalog does not know). */
-static int check_newer(const char *dir, const char *ext, const char *what, const akvi_catalog *c)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return errno == ENOENT ? AKV_OK : akvi_err(AKV_EIO, "reading %s: %s", dir, strerror(errno));
-    struct dirent *e;
-    int rc = AKV_OK;
-    while (rc == AKV_OK && (e = readdir(d)) != NULL) {
-        uint64_t run, sst;
-        if (akvi_file_name_parse(e->d_name, ext, &run, &sst) == AKVI_FNAME_FILE && run >= c->next_run_id)
-            rc = akvi_refuse(AKVI_DMG_CATALOG_OLD, AKV_ECORRUPT,
-                             "%s %s is newer than the catalog (which reserves run ids below %llu): the "
-                             "catalog is older than the data",
-                             what, e->d_name, (unsigned long long)c->next_run_id);
-    }
-    closedir(d);
-    return rc;
-}
-
-static int check_filter_dir(akv_db *db, const akvi_catalog *c)
-{
-    int rc = check_newer(db->fdir, ".akf", "filter file", c);
-    return rc == AKV_OK ? check_newer(db->sdir, ".sst", "run file", c) : rc;
-}
-
 /* ---- runs and slots ------------------------------------------------------ */
 
 /* A version-1 filter file names no SST: trusted only if it holds every key
@@ -300,7 +94,7 @@ static void previous_generation(akv_db *db, uint64_t run, uint64_t sst, bool lev
         snprintf(out, cap, "the previous catalog (CATALOG.%u) is unusable", slot);
         return;
     }
-    const akvi_cat_run *r = catalog_run(&c, run);
+    const akvi_cat_run *r = akvi_catalog_run(&c, run);
     snprintf(out, cap, "the previous catalog (CATALOG.%u, sequence %llu) does not name run %llu", slot,
              (unsigned long long)c.seq, (unsigned long long)run);
     for (size_t j = 0; r && j < r->n_sst; j++)
@@ -538,102 +332,37 @@ static int cmp_mem_desc(const void *a, const void *b)
     return (x->gen < y->gen) - (x->gen > y->gen);
 }
 
-/* Does family cf hold anything? */
-static int cf_has_data(akv_db *db, rocksdb_column_family_handle_t *cf, bool *any)
-{
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
-    rocksdb_iter_seek_to_first(it);
-    *any = rocksdb_iter_valid(it);
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    return err ? akvi_rocks_err(err, "reading a memtable family") : AKV_OK;
-}
-
-/* Memtables newer than the catalog's flushed generation: in the pool's
- * families, by the generation each one's record names (older than that:
- * stale, emptied in phase 2), and in mem.<gen> families of an older
- * format. Their keys go back into the guard. */
-static int load_mems(akv_db *db, akvi_cf_set *cfs, akvi_mem ***out, size_t *n_out)
+/* The memtables the inspection found above the catalog's flushed
+ * generation, newest first: in the pool's families (whose states it read),
+ * and in mem.<gen> families of an older format. Their keys go back into
+ * the guard. */
+static int load_mems(akv_db *db, akvi_cf_set *cfs, const akvi_inspection *I, akvi_mem ***out, size_t *n_out)
 {
     akvi_mem **mems = calloc(cfs->n + 2, sizeof *mems);
-    uint64_t *pool_gen =
-        calloc(cfs->n + 1, sizeof *pool_gen); /* per family: the generation a pool one holds */
-    if (!mems || !pool_gen) {
-        free(mems);
-        free(pool_gen);
+    if (!mems)
         return akvi_err(AKV_ENOMEM, "out of memory");
-    }
     size_t n = 0;
     uint64_t maxgen = db->vs.flushed_mem_gen;
     int rc = AKV_OK;
-    /* The pool's families first: what each holds. */
     for (size_t i = 0; rc == AKV_OK && i < cfs->n; i++) {
-        uint64_t gen = 0, p = akvi_parse_id(cfs->names[i], "pool.");
-        if (!p || p > AKVI_POOL_MAX || cfs->state[i] != CF_FREE)
+        uint64_t p = akvi_parse_id(cfs->names[i], "pool.");
+        bool pool = p && p <= AKVI_POOL_MAX;
+        if (cfs->state[i] != CF_FREE || (!pool && !I->gen[i]))
             continue;
-        cfs->state[i] = CF_USED; /* the pool owns the handle */
-        rc = akvi_pool_marker(db, cfs->h[i], &gen);
-        if (rc == AKV_ECORRUPT) /* a record that is not 8 bytes */
-            rc = akvi_refuse(AKVI_DMG_POOL_NO_GENERATION, rc, "memtable family %s: %s", cfs->names[i],
-                             akv_errmsg());
-        bool any = false;
-        if (rc == AKV_OK && gen <= db->vs.flushed_mem_gen)
-            rc = cf_has_data(db, cfs->h[i], &any);
-        /* Its generation is written before its first key and removed with
-         * its last, by one range deletion. */
-        if (rc == AKV_OK && any && gen == 0)
-            rc = akvi_refuse(AKVI_DMG_POOL_NO_GENERATION, AKV_ECORRUPT,
-                             "memtable family %s holds data but no generation", cfs->names[i]);
-        akvi_pool_set(db, p - 1, cfs->h[i],
-                      gen > db->vs.flushed_mem_gen ? AKVI_POOL_BUSY
-                      : gen || any                 ? AKVI_POOL_STALE
-                                                   : AKVI_POOL_FREE);
-        if (rc != AKV_OK || gen <= db->vs.flushed_mem_gen)
+        cfs->state[i] = CF_USED; /* the pool, or the memtable, owns the handle */
+        if (pool)
+            akvi_pool_set(db, p - 1, cfs->h[i], I->pool[i]);
+        if (!I->gen[i])
             continue;
-        pool_gen[i] = gen;
-        rc = akvi_mem_create(db, gen, cfs->h[i], (int)(p - 1), &mems[n]);
+        rc = akvi_mem_create(db, I->gen[i], cfs->h[i], pool ? (int)(p - 1) : -1, &mems[n]);
         if (rc == AKV_OK)
             rc = akvi_mem_recover(db, mems[n++]);
-        maxgen = gen > maxgen ? gen : maxgen;
+        maxgen = I->gen[i] > maxgen ? I->gen[i] : maxgen;
     }
-    /* An older format's mem.<gen> families. One a pool family holds a copy
-     * of (open moved it there and stopped before dropping it) is a
-     * leftover: the copy was written in one batch. */
-    for (size_t i = 0; rc == AKV_OK && i < cfs->n; i++) {
-        uint64_t gen = akvi_parse_id(cfs->names[i], "mem.");
-        if (gen == 0 || gen <= db->vs.flushed_mem_gen || cfs->state[i] != CF_FREE)
-            continue;
-        bool copied = false;
-        for (size_t j = 0; j < cfs->n; j++)
-            copied |= pool_gen[j] == gen;
-        if (copied) {
-            cfs->state[i] = CF_LEFTOVER;
-            continue;
-        }
-        cfs->state[i] = CF_USED;
-        rc = akvi_mem_create(db, gen, cfs->h[i], -1, &mems[n]);
-        if (rc == AKV_OK)
-            rc = akvi_mem_recover(db, mems[n++]);
-        maxgen = gen > maxgen ? gen : maxgen;
-    }
-    free(pool_gen);
     db->wr.next_mem_gen = maxgen + 1;
     akvi_sort(mems, n, sizeof *mems, cmp_mem_desc);
     *out = mems;
     *n_out = n;
-    /* Memtables are flushed oldest first and their families emptied (or
-     * dropped) only after the catalog says so: those above the flushed
-     * generation are consecutive and start right after it. A gap, or a
-     * generation twice, means a memtable was flushed by a commit this
-     * catalog does not have. */
-    if (rc == AKV_OK && n &&
-        (mems[n - 1]->gen != db->vs.flushed_mem_gen + 1 || mems[0]->gen - mems[n - 1]->gen + 1 != n))
-        rc = akvi_refuse(AKVI_DMG_CATALOG_OLD, AKV_ECORRUPT,
-                         "memtables %llu..%llu (%zu of them) do not follow the catalog's flushed "
-                         "generation %llu: the catalog is older than the data",
-                         (unsigned long long)mems[n - 1]->gen, (unsigned long long)mems[0]->gen, n,
-                         (unsigned long long)db->vs.flushed_mem_gen);
     return rc;
 }
 
@@ -775,6 +504,20 @@ static int adopt_policy(akv_db *db, const akvi_catalog *c, loaded *L)
     return AKV_OK;
 }
 
+/* Open's policy over the inspection: a kind of damage the table refuses
+ * is refused; past the rest, what the catalog accounts for as gone
+ * (families of runs it replaced, an older format's memtable already copied
+ * into the pool) is dropped when the open goes live. */
+static int act_on(akv_db *db, const akvi_findings *F, akvi_cf_set *cfs)
+{
+    int rc = akvi_findings_open(db, F);
+    for (size_t i = 0; rc == AKV_OK && i < F->n; i++)
+        if ((F->v[i].kind == AKVI_DMG_LEFTOVER || F->v[i].kind == AKVI_DMG_MEM_FAMILY_MOVED) &&
+            F->v[i].cf != SIZE_MAX)
+            cfs->state[F->v[i].cf] = CF_LEFTOVER;
+    return rc;
+}
+
 /* Phase 1, read only: everything checked and loaded. AKV_NOTFOUND: the
  * directory holds an interrupted create (RocksDB, but no identity and no
  * data), to be created again. */
@@ -831,11 +574,10 @@ static int load_existing(akv_db *db, bool have_identity, loaded *L)
     db->cat.run_id_bound = c.next_run_id;
     db->vs.flushed_mem_gen = c.flushed_mem_gen;
     db->cat.seq = c.seq;
-    rc = classify_families(db, &c, &L->cfs);
+    akvi_inspection I;
+    rc = akvi_inspect(db, &c, &L->cfs, &I);
     if (rc == AKV_OK)
-        rc = check_catalog_files(db, &L->cfs, &c);
-    if (rc == AKV_OK)
-        rc = check_filter_dir(db, &c);
+        rc = act_on(db, &I.found, &L->cfs);
     if (rc == AKV_OK)
         rc = load_misslog(db);
     if (rc == AKV_OK)
@@ -854,7 +596,8 @@ static int load_existing(akv_db *db, bool have_identity, loaded *L)
     }
     akvi_catalog_free(&c);
     if (rc == AKV_OK)
-        rc = load_mems(db, &L->cfs, &L->mems, &L->n_mem);
+        rc = load_mems(db, &L->cfs, &I, &L->mems, &L->n_mem);
+    akvi_inspection_free(&I);
     return rc;
 }
 

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/inspect.h"
 #include "engine/internal.h"
 #include "engine/lockorder.h"
 #include "engine/runstore.h"
@@ -858,6 +859,7 @@ typedef struct state {
     akvi_cf_set cfs;
     akvi_catalog cat;
     bool have_cat, trust_cat;
+    akvi_inspection look; /* open's inspection, against the catalog (or none) */
     runs rs;
     fins F;
     char **orph;
@@ -1035,33 +1037,23 @@ static uint64_t mem_gen(state *S, size_t i, bool *pool)
     return g;
 }
 
-/* Is the catalog the newest state (so that runs it does not name are
- * leftovers)? Only when nothing is newer than it and nothing it names or
- * keeps is missing: the rules open applies. */
+/* The inspection open makes (inspect.c), against the catalog (or, without
+ * one, against none). Is the catalog the newest state, so that runs it
+ * does not name are leftovers? Only when it shows nothing of the catalog
+ * behind the data; an inspection that cannot be made trusts nothing.
+ * Before the catalog's runs move into S->rs. */
 static bool catalog_is_newest(state *S)
 {
-    if (!S->have_cat)
+    if (akvi_inspect(S->db, &S->cat, &S->cfs, &S->look) != AKV_OK) {
+        note(S->R, "the directory could not be inspected (%s)", akv_errmsg());
         return false;
-    const akvi_catalog *c = &S->cat;
-    uint64_t lo = 0, hi = 0;
-    size_t n_mem = 0;
-    for (size_t i = 0; i < S->cfs.n; i++) {
-        uint64_t id;
-        if ((id = akvi_parse_id(S->cfs.names[i], "run.")) || (id = akvi_parse_id(S->cfs.names[i], "rmap."))) {
-            if (id >= c->next_run_id)
-                return false;
-        } else if ((id = mem_gen(S, i, &(bool){false})) && id > c->flushed_mem_gen) {
-            lo = n_mem == 0 || id < lo ? id : lo;
-            hi = id > hi ? id : hi;
-            n_mem++;
-        }
     }
-    if (n_mem && (lo != c->flushed_mem_gen + 1 || hi - lo + 1 != n_mem))
-        return false;
-    for (size_t i = 0; i < S->rs.n; i++)
-        if (S->rs.v[i].catalogued && !S->rs.v[i].cf && S->rs.v[i].desc.n_sst)
-            return false;
-    return true;
+    const akvi_finding *f = NULL;
+    for (size_t i = 0; !f && i < S->look.found.n; i++)
+        f = S->look.found.v[i].catalog_behind ? &S->look.found.v[i] : NULL;
+    if (f && S->have_cat)
+        note(S->R, "%s", f->msg);
+    return S->have_cat && !f;
 }
 
 /* The slot policy and bits per key the catalog stores are kept unless the
@@ -1112,6 +1104,7 @@ static int gather(state *S)
         memset(&S->cat, 0, sizeof S->cat);
     }
     keep_policy(S);
+    S->trust_cat = catalog_is_newest(S);
     for (size_t i = 0; i < S->cat.n_run; i++) {
         rrun *r = run_of(&S->rs, S->cat.runs[i].id);
         if (!r)
@@ -1518,82 +1511,56 @@ static int find_identity(akv_db *db, rep *R, bool rocks_open)
     return AKV_OK;
 }
 
-/* The meta family holds the miss log (a hint) and a copy of the identity
- * (written again at the end). A file of it that RocksDB records but that
- * is gone makes every open refuse: the family is made anew. */
-static int renew_meta(akv_db *db, rep *R, const akvi_live_sst *l, size_t nl)
-{
-    size_t first, n = akvi_live_ssts_of(l, nl, "meta", &first);
-    const char *gone = NULL;
-    for (size_t i = first; i < first + n && !gone; i++) {
-        char *p = akvi_path_join(db->rdir, l[i].name + (l[i].name[0] == '/'));
-        if (!p)
-            return akvi_err(AKV_ENOMEM, "out of memory");
-        if (!akvi_path_exists(p))
-            gone = l[i].name;
-        free(p);
-    }
-    if (!gone || !db->meta_cf)
-        return AKV_OK;
-    note(R,
-         "RocksDB's file %s of the meta family is missing: the family is made anew (the miss log is lost; "
-         "the identity's copy is written again)",
-         gone + (gone[0] == '/'));
-    akvi_cf_drop(db, db->meta_cf);
-    rocksdb_column_family_handle_destroy(db->meta_cf);
-    db->meta_cf = NULL;
-    int rc = atomic_load(&db->bg.error);
-    if (rc != AKV_OK)
-        return akvi_err(rc, "cannot repair %s: dropping the meta family failed: %s", db->dir, akv_errmsg());
-    return akvi_cf_create(db, "meta", 0, &db->meta_cf);
-}
-
-/* A family of the memtable pool one of whose files RocksDB records but is
- * gone (a cut MANIFEST forgot that an emptying deleted it; every open
- * refuses it) is made anew, empty. A family is emptied only after its
- * memtable's run is committed, so what it held is in runs, unless its
- * generation is above the catalog's flushed one: those entries are counted
- * as lost. */
-static int renew_pool(state *S, const akvi_live_sst *l, size_t nl)
+/* A family one of whose files RocksDB records but is gone (the
+ * inspection's finding; every open refuses it) is made anew, empty: the
+ * meta family (it holds the miss log, a hint, and a copy of the identity,
+ * written again at the end), or one of the memtable pool's (a cut MANIFEST
+ * forgot that an emptying deleted the file). A pool family is emptied only
+ * after its memtable's run is committed, so what it held is in runs,
+ * unless its generation is above the catalog's flushed one: those entries
+ * are counted as lost. */
+static int renew_families(state *S)
 {
     akv_db *db = S->db;
-    for (size_t i = 0; i < S->cfs.n; i++) {
-        uint64_t p = akvi_parse_id(S->cfs.names[i], "pool.");
-        if (!p || p > AKVI_POOL_MAX || !S->cfs.h[i])
-            continue;
-        size_t first, n = akvi_live_ssts_of(l, nl, S->cfs.names[i], &first);
-        const char *gone = NULL;
-        for (size_t j = first; j < first + n && !gone; j++) {
-            char *path = akvi_path_join(db->rdir, l[j].name + (l[j].name[0] == '/'));
-            if (!path)
-                return akvi_err(AKV_ENOMEM, "out of memory");
-            if (!akvi_path_exists(path))
-                gone = l[j].name;
-            free(path);
-        }
-        if (!gone)
+    const akvi_findings *F = &S->look.found;
+    for (size_t k = 0; k < F->n; k++) {
+        size_t i = F->v[k].cf, seen = 0;
+        for (size_t j = 0; j < k; j++)
+            seen += F->v[j].cf == i && F->v[j].kind == F->v[k].kind;
+        bool meta =
+            i != SIZE_MAX && F->v[k].kind == AKVI_DMG_SST_MISSING && strcmp(S->cfs.names[i], "meta") == 0;
+        if (seen || i == SIZE_MAX || (!meta && F->v[k].kind != AKVI_DMG_POOL_FILE_MISSING))
+            continue; /* a second file of a family renewed already, or no family to renew */
+        rocksdb_column_family_handle_t **h = meta ? &db->meta_cf : &S->cfs.h[i];
+        if (!*h)
             continue;
         uint64_t gen = 0, lost = 0;
-        if (akvi_pool_marker(db, S->cfs.h[i], &gen) == AKV_OK && S->have_cat &&
+        if (!meta && akvi_pool_marker(db, *h, &gen) == AKV_OK && S->have_cat &&
             gen > S->cat.flushed_mem_gen) {
-            rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, S->cfs.h[i]);
+            rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, *h);
             for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it))
                 lost++;
             rocksdb_iter_destroy(it);
         }
-        note(S->R,
-             "RocksDB's file %s of memtable family %s is missing: the family is made anew (%llu entries of "
-             "memtable %llu lost; a memtable at or below the flushed generation is in runs already)",
-             gone + (gone[0] == '/'), S->cfs.names[i], (unsigned long long)lost, (unsigned long long)gen);
+        if (meta)
+            note(S->R,
+                 "%s: the family is made anew (the miss log is lost; the identity's copy is written again)",
+                 F->v[k].msg);
+        else
+            note(
+                S->R,
+                "%s: the family is made anew (%llu entries of memtable %llu lost; a memtable at or below the "
+                "flushed generation is in runs already)",
+                F->v[k].msg, (unsigned long long)lost, (unsigned long long)gen);
         S->R->r.entries_lost += lost;
-        akvi_cf_drop(db, S->cfs.h[i]);
-        rocksdb_column_family_handle_destroy(S->cfs.h[i]);
-        S->cfs.h[i] = NULL;
+        akvi_cf_drop(db, *h);
+        rocksdb_column_family_handle_destroy(*h);
+        *h = NULL;
         int rc = atomic_load(&db->bg.error);
         if (rc != AKV_OK)
             return akvi_err(rc, "cannot repair %s: dropping family %s failed: %s", db->dir, S->cfs.names[i],
                             akv_errmsg());
-        rc = akvi_cf_create(db, S->cfs.names[i], -1, &S->cfs.h[i]);
+        rc = akvi_cf_create(db, S->cfs.names[i], meta ? 0 : -1, h);
         if (rc != AKV_OK)
             return rc;
     }
@@ -1634,7 +1601,6 @@ static int repair(akv_db *db, rep *R)
         for (size_t i = 0; i < S.rs.n; i++)
             next = S.rs.v[i].id >= next ? S.rs.v[i].id + 1 : next;
         db->vs.next_run_id = next;
-        S.trust_cat = catalog_is_newest(&S);
         if (S.have_cat && !S.trust_cat)
             note(
                 R,
@@ -1648,9 +1614,7 @@ static int repair(akv_db *db, rep *R)
     if (rc == AKV_OK)
         rc = akvi_live_ssts(db->rdb, &l, &nl);
     if (rc == AKV_OK)
-        rc = renew_meta(db, R, l, nl);
-    if (rc == AKV_OK)
-        rc = renew_pool(&S, l, nl);
+        rc = renew_families(&S);
     if (rc == AKV_OK)
         rc = settle_runs(&S, l, nl);
     akvi_live_ssts_free(l, nl);
@@ -1679,6 +1643,7 @@ static int repair(akv_db *db, rep *R)
     }
     free(S.rs.v);
     akvi_catalog_free(&S.cat);
+    akvi_inspection_free(&S.look);
     for (size_t i = 0; i < S.n_orph; i++)
         free(S.orph[i]);
     free(S.orph);

@@ -1,0 +1,33 @@
+/*
+ * inspect.h — one read-only look at a database directory (inspect.c): the
+ * catalog against RocksDB's families and files, the filter and run
+ * directories, and the memtable families, returned as typed findings
+ * (damage.h). Open (recover.c) and repair (repair.c) are two policies over
+ * the same findings: open refuses the kinds the damage table refuses and
+ * acts on the rest; repair acts on all of them.
+ */
+#ifndef AKVI_INSPECT_H
+#define AKVI_INSPECT_H
+
+#include "engine/catalog.h"
+#include "engine/damage.h"
+#include "engine/internal.h"
+
+typedef struct akvi_inspection {
+    akvi_findings found;
+    /* Per family of the inspected set: the memtable generation it holds
+     * above the catalog's flushed one (0: none, or a leftover), and for a
+     * family of the memtable pool its state (AKVI_POOL_BUSY, _STALE or
+     * _FREE). */
+    uint64_t *gen;
+    uint8_t *pool;
+} akvi_inspection;
+
+/* Inspect db's directory against catalog c, RocksDB open (read only, or
+ * for writing) with the families cfs. Nothing on disk or in cfs changes;
+ * damage is a finding, not an error. Errors: AKV_ENOMEM; AKV_EIO when
+ * RocksDB cannot report its files or a directory cannot be read. */
+int akvi_inspect(akv_db *db, const akvi_catalog *c, const akvi_cf_set *cfs, akvi_inspection *out);
+void akvi_inspection_free(akvi_inspection *I);
+
+#endif

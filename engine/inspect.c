@@ -9,7 +9,8 @@
  * SST files, names newer than the catalog, memtables. Checks that need a
  * run's filters or readers (a filter file's binding, a run file's entry
  * count) are made as open loads them (recover.c), in the same read-only
- * phase.
+ * phase. Before RocksDB opens, its WAL is read for damage the replay would
+ * drop without a word (akvi_wal_damage).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -374,4 +375,37 @@ void akvi_inspection_free(akvi_inspection *I)
     free(I->pool);
     I->gen = NULL;
     I->pool = NULL;
+}
+
+int akvi_wal_damage(akv_db *db, bool strict, char *note, size_t cap)
+{
+    akvi_wal_report w;
+    int rc = akvi_wal_check(db->rdir, &w);
+    if (rc != AKV_OK || !w.files_damaged)
+        return rc;
+    char msg[640], dropped[160];
+    if (w.torn && w.records_dropped == 1)
+        snprintf(dropped, sizeof dropped, "the incomplete record at its end is dropped");
+    else
+        snprintf(dropped, sizeof dropped, "it and %llu complete records (%llu writes) after it are dropped",
+                 (unsigned long long)(w.records_dropped - 1), (unsigned long long)w.writes_dropped);
+    snprintf(msg, sizeof msg,
+             "WAL %s/%s %s at byte %llu: the %llu records (%llu writes) before it are recovered; %s%s",
+             db->rdir, w.file,
+             w.torn ? "ends inside a record (a write cut short, or a cut file)"
+                    : "is damaged (a record fails its checksum)",
+             (unsigned long long)w.offset, (unsigned long long)w.records_kept,
+             (unsigned long long)w.writes_kept, dropped,
+             w.files_damaged > 1 ? " (more than one WAL file is damaged)" : "");
+    if (note && cap)
+        snprintf(note, cap, "%s", msg);
+    if (strict)
+        return akvi_err(AKV_ECORRUPT,
+                        "%s; wal_strict refuses to open past it (open without wal_strict, or akv_repair, "
+                        "recovers the writes before the damage and drops the rest); nothing was changed",
+                        msg);
+    atomic_fetch_add(&db->st.wal_damaged_recoveries, w.files_damaged);
+    atomic_fetch_add(&db->st.wal_records_dropped, w.records_dropped);
+    akvi_damage_warn(db, AKVI_DMG_WAL, "%s (point-in-time recovery)", msg);
+    return AKV_OK;
 }

@@ -30,4 +30,12 @@ typedef struct akvi_inspection {
 int akvi_inspect(akv_db *db, const akvi_catalog *c, const akvi_cf_set *cfs, akvi_inspection *out);
 void akvi_inspection_free(akvi_inspection *I);
 
+/* Before RocksDB replays its WAL: read the WAL files (wal.c) and say what
+ * the replay will drop, since RocksDB recovers up to the first damaged
+ * record (point in time) and drops the rest without a word. Damage is
+ * logged and counted in akv_stats; with `strict`, refused (AKV_ECORRUPT)
+ * before anything is changed. The finding's text also goes into
+ * note[0..cap) (repair's report). Errors: AKV_EIO reading the files. */
+int akvi_wal_damage(akv_db *db, bool strict, char *note, size_t cap);
+
 #endif

@@ -501,9 +501,6 @@ int akvi_dir_lock(akv_db *db);
  * nothing flushed or compacted until the handle is closed (repair's check
  * that the repaired database opens). */
 int akvi_open_quiet(const char *dir, const akv_options *opt, akv_db **out);
-/* Check RocksDB's WAL before it is replayed (wal.c): damage is logged and
- * counted, or refused when `strict`; the finding's text into note. */
-int akvi_wal_damage(akv_db *db, bool strict, char *note, size_t cap);
 /* Test hook: called at the steps of a create ("rocksdb", "catalog",
  * "identity"); a result other than AKV_OK fails the open there. */
 extern int (*_Atomic akvi_hook_create_step)(const char *step);

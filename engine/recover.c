@@ -957,44 +957,6 @@ static int create_db(akv_db *db, loaded *L, created *m)
 
 /* ---- akv_open ------------------------------------------------------------ */
 
-/* RocksDB replays its WAL up to the first damaged record (point in time)
- * and drops the rest without a word: say what it will drop, before it
- * replays. Logged, counted in akv_stats; with `strict`, refused
- * (AKV_ECORRUPT) before anything is changed. The finding, if any, also
- * goes into note[0..cap) (for repair's report). */
-int akvi_wal_damage(akv_db *db, bool strict, char *note, size_t cap)
-{
-    akvi_wal_report w;
-    int rc = akvi_wal_check(db->rdir, &w);
-    if (rc != AKV_OK || !w.files_damaged)
-        return rc;
-    char msg[640], dropped[160];
-    if (w.torn && w.records_dropped == 1)
-        snprintf(dropped, sizeof dropped, "the incomplete record at its end is dropped");
-    else
-        snprintf(dropped, sizeof dropped, "it and %llu complete records (%llu writes) after it are dropped",
-                 (unsigned long long)(w.records_dropped - 1), (unsigned long long)w.writes_dropped);
-    snprintf(msg, sizeof msg,
-             "WAL %s/%s %s at byte %llu: the %llu records (%llu writes) before it are recovered; %s%s",
-             db->rdir, w.file,
-             w.torn ? "ends inside a record (a write cut short, or a cut file)"
-                    : "is damaged (a record fails its checksum)",
-             (unsigned long long)w.offset, (unsigned long long)w.records_kept,
-             (unsigned long long)w.writes_kept, dropped,
-             w.files_damaged > 1 ? " (more than one WAL file is damaged)" : "");
-    if (note && cap)
-        snprintf(note, cap, "%s", msg);
-    if (strict)
-        return akvi_err(AKV_ECORRUPT,
-                        "%s; wal_strict refuses to open past it (open without wal_strict, or akv_repair, "
-                        "recovers the writes before the damage and drops the rest); nothing was changed",
-                        msg);
-    atomic_fetch_add(&db->st.wal_damaged_recoveries, w.files_damaged);
-    atomic_fetch_add(&db->st.wal_records_dropped, w.records_dropped);
-    akvi_damage_warn(db, AKVI_DMG_WAL, "%s (point-in-time recovery)", msg);
-    return AKV_OK;
-}
-
 /* What the directory is, before RocksDB touches it. */
 typedef enum { OPEN_EXISTING, OPEN_LEGACY, OPEN_CREATE } open_mode;
 

@@ -9,8 +9,9 @@
  * SST files, names newer than the catalog, memtables. Checks that need a
  * run's filters or readers (a filter file's binding, a run file's entry
  * count) are made as open loads them (recover.c), in the same read-only
- * phase. Before RocksDB opens, its WAL is read for damage the replay would
- * drop without a word (akvi_wal_damage).
+ * phase. Before RocksDB opens, the identity and rocksdb/CURRENT say what
+ * the directory is (akvi_inspect_dir), and the WAL is read for damage the
+ * replay would drop without a word (akvi_wal_damage).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -334,6 +335,45 @@ static int look_memtables(look *L, akvi_inspection *I)
                          "%llu: the catalog is older than the data",
                          RUN(lo), RUN(hi), n, RUN(flushed));
     return AKV_OK;
+}
+
+static bool has_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    bool any = false;
+    while (d && !any && (e = readdir(d)) != NULL)
+        any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    return any;
+}
+
+static bool exists_in(const char *dir, const char *name)
+{
+    char *p = akvi_path_join(dir, name);
+    bool there = p && akvi_path_exists(p);
+    free(p);
+    return there;
+}
+
+int akvi_inspect_dir(akv_db *db, akvi_findings *F, akvi_dir_kind *kind, uint32_t *layout, uint64_t *seed)
+{
+    bool has_current = exists_in(db->rdir, "CURRENT");
+    int rc = akvi_identity_read(db->dir, layout, seed);
+    *kind = rc == AKV_OK ? AKVI_DIR_IDENTIFIED : has_current ? AKVI_DIR_UNIDENTIFIED : AKVI_DIR_NEW;
+    if (rc != AKV_OK && rc != AKV_NOTFOUND)
+        akvi_finding_add(F, AKVI_DMG_IDENTITY_DAMAGED, rc, SIZE_MAX, false, "%s", akv_errmsg());
+    else if (rc == AKV_OK && !has_current)
+        akvi_finding_add(F, AKVI_DMG_CURRENT_MISSING, AKV_ECORRUPT, SIZE_MAX, false,
+                         "%s/CURRENT is missing: RocksDB cannot find its MANIFEST, and a database with an "
+                         "identity is never created again (akv_repair restores CURRENT)",
+                         db->rdir);
+    else if (*kind == AKVI_DIR_NEW && (exists_in(db->dir, "CATALOG.0") || exists_in(db->dir, "CATALOG.1") ||
+                                       has_entries(db->rdir) || has_entries(db->fdir)))
+        akvi_finding_add(F, AKVI_DMG_CURRENT_MISSING, AKV_ECORRUPT, SIZE_MAX, false,
+                         "%s holds adaptkv files but neither an identity nor rocksdb/CURRENT", db->dir);
+    return F->oom ? akvi_err(AKV_ENOMEM, "out of memory") : AKV_OK;
 }
 
 int akvi_inspect(akv_db *db, const akvi_catalog *c, const akvi_cf_set *cfs, akvi_inspection *out)

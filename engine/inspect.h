@@ -13,6 +13,20 @@
 #include "engine/damage.h"
 #include "engine/internal.h"
 
+/* What a directory holds before RocksDB opens it. */
+typedef enum akvi_dir_kind {
+    AKVI_DIR_IDENTIFIED,   /* an identity (layout and seed) */
+    AKVI_DIR_UNIDENTIFIED, /* rocksdb/CURRENT and no identity: format 1, or a create interrupted before it */
+    AKVI_DIR_NEW           /* nothing of adaptkv's: to be created */
+} akvi_dir_kind;
+
+/* The identity file and rocksdb/CURRENT, read before RocksDB opens: the
+ * kind of directory, the identity's layout and seed (when identified), and
+ * damage as findings (an identity that does not read; CURRENT missing
+ * where an identity or other adaptkv files say it was there). Nothing
+ * changes. Errors: AKV_ENOMEM. */
+int akvi_inspect_dir(akv_db *db, akvi_findings *F, akvi_dir_kind *kind, uint32_t *layout, uint64_t *seed);
+
 typedef struct akvi_inspection {
     akvi_findings found;
     /* Per family of the inspected set: the memtable generation it holds

@@ -960,52 +960,20 @@ static int create_db(akv_db *db, loaded *L, created *m)
 /* What the directory is, before RocksDB touches it. */
 typedef enum { OPEN_EXISTING, OPEN_LEGACY, OPEN_CREATE } open_mode;
 
-static bool has_entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    bool any = false;
-    while (d && !any && (e = readdir(d)) != NULL)
-        any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    if (d)
-        closedir(d);
-    return any;
-}
-
 static int inspect(akv_db *db, open_mode *mode)
 {
-    uint32_t layout;
-    uint64_t seed;
-    char *cur = akvi_path_join(db->rdir, "CURRENT");
-    bool has_current = cur && akvi_path_exists(cur);
-    free(cur);
-    int rc = akvi_identity_read(db->dir, &layout, &seed);
-    if (rc == AKV_OK) {
-        if (!has_current)
-            return akvi_refuse(
-                AKVI_DMG_CURRENT_MISSING, AKV_ECORRUPT,
-                "%s/CURRENT is missing: RocksDB cannot find its MANIFEST, and a database with an "
-                "identity is never created again (akv_repair restores CURRENT)",
-                db->rdir);
-        *mode = OPEN_EXISTING;
-        return adopt_identity(db, layout, seed);
-    }
-    if (rc != AKV_NOTFOUND)
-        return akvi_refuse(AKVI_DMG_IDENTITY_DAMAGED, rc, "%s", akv_errmsg());
-    if (has_current) {
-        *mode = OPEN_LEGACY; /* format 1, or a create interrupted before its identity */
-        return AKV_OK;
-    }
-    char *c0 = akvi_path_join(db->dir, "CATALOG.0"), *c1 = akvi_path_join(db->dir, "CATALOG.1");
-    bool adaptkv_files = (c0 && akvi_path_exists(c0)) || (c1 && akvi_path_exists(c1)) ||
-                         has_entries(db->rdir) || has_entries(db->fdir);
-    free(c0);
-    free(c1);
-    if (adaptkv_files)
-        return akvi_refuse(AKVI_DMG_CURRENT_MISSING, AKV_ECORRUPT,
-                           "%s holds adaptkv files but neither an identity nor rocksdb/CURRENT", db->dir);
-    *mode = OPEN_CREATE;
-    return AKV_OK;
+    akvi_findings F = {0};
+    akvi_dir_kind kind = AKVI_DIR_NEW;
+    uint32_t layout = 0;
+    uint64_t seed = 0;
+    int rc = akvi_inspect_dir(db, &F, &kind, &layout, &seed);
+    if (rc == AKV_OK)
+        rc = akvi_findings_open(db, &F);
+    akvi_findings_free(&F);
+    if (rc != AKV_OK)
+        return rc;
+    *mode = kind == AKVI_DIR_NEW ? OPEN_CREATE : kind == AKVI_DIR_IDENTIFIED ? OPEN_EXISTING : OPEN_LEGACY;
+    return kind == AKVI_DIR_IDENTIFIED ? adopt_identity(db, layout, seed) : AKV_OK;
 }
 
 /* One open; `missing_ok`: it may open RocksDB without paranoid checks

@@ -200,3 +200,66 @@ Test(inspect, a_run_whose_files_are_all_gone_shows_the_catalog_behind)
     expect_repaired(dir);
     akvt_rmrf(dir);
 }
+
+/* Before RocksDB opens: what the directory is, from its identity and
+ * rocksdb/CURRENT, and damage as findings. */
+static akvi_findings look_dir(const char *dir, akvi_dir_kind *kind, uint32_t *layout)
+{
+    akv_options o;
+    opts(&o);
+    akv_options r;
+    cr_assert_eq(akvi_options_resolve(&o, &r), AKV_OK, "%s", akv_errmsg());
+    int rc;
+    akv_db *db = akvi_db_new(dir, &r, &rc);
+    cr_assert_not_null(db, "%s", akv_errmsg());
+    akvi_findings F = {0};
+    uint64_t seed;
+    cr_assert_eq(akvi_inspect_dir(db, &F, kind, layout, &seed), AKV_OK, "%s", akv_errmsg());
+    akvi_db_free(db);
+    return F;
+}
+
+Test(inspect, the_directory_before_rocksdb_opens)
+{
+    char dir[512], cmd[4096];
+    akvt_tmpdir(dir, sizeof dir, "insp-dir");
+    akvi_dir_kind kind;
+    uint32_t layout = 99;
+    akvi_findings F = look_dir(dir, &kind, &layout);
+    cr_assert_eq(kind, AKVI_DIR_NEW);
+    cr_assert_eq(F.n, 0);
+    make_db(dir);
+    F = look_dir(dir, &kind, &layout);
+    cr_assert_eq(kind, AKVI_DIR_IDENTIFIED);
+    cr_assert_eq(layout, (uint32_t)AKV_LAYOUT_HASH);
+    cr_assert_eq(F.n, 0, "%s", F.n ? F.v[0].msg : "");
+
+    /* CURRENT gone beside an identity: a finding open refuses. */
+    snprintf(cmd, sizeof cmd, "mv '%s/rocksdb/CURRENT' '%s/CURRENT.away'", dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    F = look_dir(dir, &kind, &layout);
+    cr_assert_eq(F.n, 1);
+    cr_assert_eq(F.v[0].kind, AKVI_DMG_CURRENT_MISSING);
+    expect_refused(dir, &F.v[0]);
+    akvi_findings_free(&F);
+
+    /* The identity gone, CURRENT back: unidentified (its copy in the meta
+     * family is read once RocksDB opens), nothing to refuse yet. */
+    snprintf(cmd, sizeof cmd,
+             "mv '%s/CURRENT.away' '%s/rocksdb/CURRENT' && mv '%s/IDENTITY' '%s/IDENTITY.away'", dir, dir,
+             dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    F = look_dir(dir, &kind, &layout);
+    cr_assert_eq(kind, AKVI_DIR_UNIDENTIFIED);
+    cr_assert_eq(F.n, 0, "%s", F.n ? F.v[0].msg : "");
+
+    /* A damaged identity: refused with the identity's own error. */
+    snprintf(cmd, sizeof cmd, "printf 'not an identity' > '%s/IDENTITY'", dir);
+    cr_assert_eq(system(cmd), 0);
+    F = look_dir(dir, &kind, &layout);
+    cr_assert_eq(F.n, 1);
+    cr_assert_eq(F.v[0].kind, AKVI_DMG_IDENTITY_DAMAGED);
+    expect_refused(dir, &F.v[0]);
+    akvi_findings_free(&F);
+    akvt_rmrf(dir);
+}

@@ -1411,14 +1411,15 @@ static int repair(akv_db *db, rep *R)
     if (rc == AKV_OK)
         rc = merge_levels(&S);
     uint64_t flushed = rc == AKV_OK ? settle_mems(&S) : 0;
-    for (size_t i = 0; rc == AKV_OK && i < S.cfs.n; i++)
-        if (strncmp(S.cfs.names[i], "salvage.", 8) == 0)
-            S.cfs.state[i] = AKVI_CF_LEFTOVER;
-        else if (strcmp(S.cfs.names[i], "default") != 0 && strcmp(S.cfs.names[i], "meta") != 0 &&
-                 !akvi_parse_id(S.cfs.names[i], "run.") && !akvi_parse_id(S.cfs.names[i], "rmap.") &&
-                 !akvi_parse_id(S.cfs.names[i], "mem.") && !akvi_parse_id(S.cfs.names[i], "pool."))
-            note(R, "family '%s' is not adaptkv's; left alone (open refuses while it exists)",
-                 S.cfs.names[i]);
+    /* Families the inspection found are not adaptkv's: the scratch family
+     * of an interrupted repair is dropped, any other left alone. */
+    for (size_t k = 0; rc == AKV_OK && k < S.look.found.n; k++) {
+        const akvi_finding *f = &S.look.found.v[k];
+        if (f->kind == AKVI_DMG_FOREIGN_FAMILY && strncmp(S.cfs.names[f->cf], "salvage.", 8) == 0)
+            S.cfs.state[f->cf] = AKVI_CF_LEFTOVER;
+        else if (f->kind == AKVI_DMG_FOREIGN_FAMILY)
+            note(R, "%s; left alone (open refuses while it exists)", f->msg);
+    }
     if (rc == AKV_OK)
         rc = write_back(&S, flushed);
     if (rc == AKV_OK)

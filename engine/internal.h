@@ -289,6 +289,13 @@ int akvi_mem_recover(akv_db *db, akvi_mem *m);
 /* A memtable no longer active: wait until the writers that chose it
  * before its rotation have finished writing into it (write.c counts them). */
 void akvi_mem_quiesce(akvi_mem *m);
+/* Open (the writable phase) and create: a database always has an active
+ * memtable, in a family of the pool, taken for generation wr.next_mem_gen
+ * and put first in mems[0..*n) (room for one more), unless mems[0] is one
+ * of the pool's already. One of an older format's mem.<gen> families is not
+ * written again: it waits for its flush like any recovered one. Errors:
+ * AKV_EIO (no pool family free), those of the generation record's write. */
+int akvi_mem_add_active(akv_db *db, akvi_mem **mems, size_t *n);
 
 /* ---- merge iterator over column families (merge.c) --------------------- */
 

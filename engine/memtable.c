@@ -75,3 +75,26 @@ void akvi_mem_quiesce(akvi_mem *m)
     while (atomic_load_explicit(&m->writers, memory_order_acquire) > 0)
         sched_yield();
 }
+
+int akvi_mem_add_active(akv_db *db, akvi_mem **mems, size_t *n)
+{
+    if (*n > 0 && mems[0]->pool >= 0)
+        return AKV_OK;
+    uint64_t gen = db->wr.next_mem_gen;
+    size_t idx;
+    int rc = akvi_pool_take(db, gen, &idx);
+    if (rc == AKVI_POOL_WAIT) /* nothing is being emptied at open */
+        rc = akvi_err(AKV_EIO, "no family of the memtable pool is free");
+    if (rc != AKV_OK)
+        return rc;
+    memmove(mems + 1, mems, *n * sizeof *mems);
+    rc = akvi_mem_create(db, gen, db->pool.cf[idx], (int)idx, &mems[0]);
+    if (rc != AKV_OK) {
+        memmove(mems, mems + 1, *n * sizeof *mems);
+        akvi_pool_put_back(db, idx);
+        return rc;
+    }
+    db->wr.next_mem_gen++;
+    ++*n;
+    return AKV_OK;
+}

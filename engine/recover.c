@@ -33,10 +33,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/create.h"
 #include "engine/inspect.h"
 #include "engine/internal.h"
 #include "engine/lockorder.h"
 #include "engine/runstore.h"
+#include "engine/slotload.h"
 #include "util/order.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -49,8 +51,6 @@ __attribute__((used)) static const char *(*const keep_tsan_suppressions)(void) =
 #define CF_FREE     AKVI_CF_FREE
 #define CF_USED     AKVI_CF_USED
 #define CF_LEFTOVER AKVI_CF_LEFTOVER
-
-int (*_Atomic akvi_hook_create_step)(const char *step);
 
 static const char *layout_name(uint32_t l)
 {
@@ -73,149 +73,6 @@ static int adopt_identity(akv_db *db, uint32_t layout, uint64_t seed)
 }
 
 /* ---- runs and slots ------------------------------------------------------ */
-
-/* A version-1 filter file names no SST: trusted only if it holds every key
- * of the SST it sits beside. */
-static bool holds_all(akv_db *db, const akvi_cat_run *r, const akv_filter *f, const akv_hash *h, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!akv_filter_may_contain(f, akvi_run_slot_hash(db, r, h[i])))
-            return false;
-    return true;
-}
-
-/* What the previous catalog generation (the other slot) records for run
- * `run` (its level, or SST `sst`'s shard), for a refusal's message. */
-static void previous_generation(akv_db *db, uint64_t run, uint64_t sst, bool level, char *out, size_t cap)
-{
-    unsigned slot = (unsigned)((db->cat.seq + 1) & 1);
-    akvi_catalog c;
-    if (akvi_catalog_load_slot(db->dir, slot, &c) != AKV_OK) {
-        snprintf(out, cap, "the previous catalog (CATALOG.%u) is unusable", slot);
-        return;
-    }
-    const akvi_cat_run *r = akvi_catalog_run(&c, run);
-    snprintf(out, cap, "the previous catalog (CATALOG.%u, sequence %llu) does not name run %llu", slot,
-             (unsigned long long)c.seq, (unsigned long long)run);
-    for (size_t j = 0; r && j < r->n_sst; j++)
-        if (level || r->ssts[j].id == sst)
-            snprintf(out, cap, "the previous catalog (CATALOG.%u, sequence %llu) records %s %llu", slot,
-                     (unsigned long long)c.seq, level ? "level" : "shard prefix",
-                     (unsigned long long)(level ? r->level : r->ssts[j].prefix));
-    akvi_catalog_free(&c);
-}
-
-/* The SST's filter file is bound to it (run, SST, keys, size, key digest
- * and range all the catalog's) and records the run's level and shard: an
- * independent witness of the catalog's. Where the two disagree on a field
- * that steers lookups, one of them is wrong and open cannot tell which:
- * refused, naming the field. A file bound to another SST (copied) or
- * unreadable is no witness, and is rebuilt. */
-static int check_binding(akv_db *db, const akvi_run *r, size_t j)
-{
-    const akvi_cat_sst *s = &r->info.ssts[j];
-    char name[64];
-    akvi_filter_file_name(r->info.id, s->id, name, sizeof name);
-    char *path = akvi_path_join(db->fdir, name);
-    if (!path)
-        return akvi_err(AKV_ENOMEM, "out of memory");
-    akvi_cat_run d = {0};
-    int rc = akvi_slot_describe(path, &d);
-    free(path);
-    if (rc != AKV_OK || d.n_sst != 1) {
-        akvi_cat_run_free(&d);
-        return rc == AKV_ENOMEM ? rc : AKV_OK;
-    }
-    const akvi_cat_sst *b = &d.ssts[0];
-    bool same_sst = d.id == r->info.id && b->id == s->id && b->keys == s->keys && b->bytes == s->bytes &&
-                    b->digest == s->digest &&
-                    akvi_bytes_cmp(b->smallest, b->smallest_len, s->smallest, s->smallest_len) == 0 &&
-                    akvi_bytes_cmp(b->largest, b->largest_len, s->largest, s->largest_len) == 0;
-    const char *field = !same_sst                                                        ? NULL
-                        : d.level != r->info.level                                       ? "level"
-                        : d.prefix_bits != r->info.prefix_bits || b->prefix != s->prefix ? "shard prefix"
-                                                                                         : NULL;
-    if (field) {
-        bool level = strcmp(field, "level") == 0;
-        char prev[200];
-        previous_generation(db, r->info.id, s->id, level, prev, sizeof prev);
-        rc = akvi_refuse(
-            AKVI_DMG_FILTER_FIELD_CONFLICT, AKV_ECORRUPT,
-            "run %llu: the catalog (CATALOG.%u, sequence %llu) records %s %llu (shard of %u bits), but "
-            "its SST %llu's filter file %s, bound to that SST, records %s %llu (%u bits); %s: the "
-            "catalog or the filter file is wrong",
-            (unsigned long long)r->info.id, (unsigned)(db->cat.seq & 1), (unsigned long long)db->cat.seq,
-            field, (unsigned long long)(level ? r->info.level : s->prefix), r->info.prefix_bits,
-            (unsigned long long)s->id, name, field, (unsigned long long)(level ? d.level : b->prefix),
-            d.prefix_bits, prev);
-    }
-    akvi_cat_run_free(&d);
-    return rc;
-}
-
-/* Phase 1: the slot's filter from its file, or rebuilt in memory from the
- * SST's data (written in phase 2: the slot is left dirty). *upgraded: the
- * SST's key digest was computed (a catalog of version 1). */
-static int load_slot(akv_db *db, akvi_run *r, size_t j, bool *upgraded)
-{
-    akvi_cat_sst *s = &r->info.ssts[j];
-    akv_filter *f = NULL;
-    bool unbound = false, dirty = false;
-    int rc = akvi_slot_read_file(db->fdir, &r->info, j, &unbound, &f);
-    if (rc != AKV_OK && rc != AKV_ENOMEM) {
-        int brc = check_binding(db, r, j);
-        if (brc != AKV_OK)
-            return brc;
-    }
-    char why[512];
-    snprintf(why, sizeof why, "%s", rc == AKV_OK ? "" : akv_errmsg());
-    if (rc != AKV_OK || unbound || s->digest == 0) {
-        akv_hash *h = NULL;
-        size_t n = 0;
-        int hrc = akvi_sst_hashes(db, r, s, &h, &n);
-        if (hrc == AKV_OK && s->digest == 0) {
-            s->digest = akvi_key_digest(h, n);
-            *upgraded = true;
-        }
-        if (hrc == AKV_OK && rc == AKV_OK && unbound && !holds_all(db, &r->info, f, h, n)) {
-            snprintf(why, sizeof why,
-                     "version-1 filter file %llu-%llu.akf does not hold every key of its SST",
-                     (unsigned long long)r->info.id, (unsigned long long)s->id);
-            akv_filter_destroy(f);
-            f = NULL;
-            rc = AKV_ECORRUPT;
-        }
-        if (hrc == AKV_OK && rc != AKV_OK) {
-            akvi_damage_warn(db, AKVI_DMG_FILTER_UNUSABLE,
-                             "filter slot %llu-%llu unusable (%s); rebuilt from its SST",
-                             (unsigned long long)r->info.id, (unsigned long long)s->id, why);
-            rc = akvi_build_filter(db, (int)r->info.level, &r->info, s, h, n, n, NULL, 0, &f);
-        } else if (hrc != AKV_OK && (rc != AKV_OK || unbound)) {
-            /* No filter rather than one that might answer "no" wrongly:
-             * every lookup probes this SST, and reads of its damaged part
-             * fail with AKV_EIO. */
-            akvi_log(
-                db,
-                "warning: filter slot %llu-%llu unusable (%s) and its SST unreadable (%s): lookups probe "
-                "the SST unfiltered; akv_repair salvages what is readable",
-                (unsigned long long)r->info.id, (unsigned long long)s->id, rc == AKV_OK ? "version 1" : why,
-                akv_errmsg());
-            akv_filter_destroy(f);
-            f = NULL;
-            rc = AKV_OK;
-        }
-        dirty = rc == AKV_OK && f && (unbound || why[0]);
-        free(h);
-    }
-    if (rc != AKV_OK) {
-        akv_filter_destroy(f);
-        return rc;
-    }
-    akvi_slot_init(&r->slots[j], f);
-    akvi_slot_bind(&r->slots[j], &r->info, j);
-    atomic_store(&r->slots[j].dirty, dirty);
-    return AKV_OK;
-}
 
 /* A run that is its files in DIR/runs (no family): their readers, each file
  * what the catalog records (its size and entry count), else refused. */
@@ -270,7 +127,7 @@ static int load_run(akv_db *db, akvi_cat_run *cr, akvi_cf_set *cfs, bool *upgrad
                          (unsigned long long)r->info.id);
     size_t loaded = 0;
     while (rc == AKV_OK && loaded < r->info.n_sst) {
-        rc = load_slot(db, r, loaded, upgraded);
+        rc = akvi_slot_load(db, r, loaded, upgraded);
         if (rc == AKV_OK)
             loaded++;
     }
@@ -366,32 +223,6 @@ static int load_mems(akv_db *db, akvi_cf_set *cfs, const akvi_inspection *I, akv
     return rc;
 }
 
-/* Phase 2, and create: a database always has an active memtable, in a
- * family of the pool. One of an older format's mem.<gen> families is not
- * written again: it waits for its flush like any recovered one. */
-static int add_active_mem(akv_db *db, akvi_mem **mems, size_t *n)
-{
-    if (*n > 0 && mems[0]->pool >= 0)
-        return AKV_OK;
-    uint64_t gen = db->wr.next_mem_gen;
-    size_t idx;
-    int rc = akvi_pool_take(db, gen, &idx);
-    if (rc == AKVI_POOL_WAIT) /* nothing is being emptied at open */
-        rc = akvi_err(AKV_EIO, "no family of the memtable pool is free");
-    if (rc != AKV_OK)
-        return rc;
-    memmove(mems + 1, mems, *n * sizeof *mems);
-    rc = akvi_mem_create(db, gen, db->pool.cf[idx], (int)idx, &mems[0]);
-    if (rc != AKV_OK) {
-        memmove(mems, mems + 1, *n * sizeof *mems);
-        akvi_pool_put_back(db, idx);
-        return rc;
-    }
-    db->wr.next_mem_gen++;
-    ++*n;
-    return AKV_OK;
-}
-
 /* ---- open ---------------------------------------------------------------- */
 
 typedef struct loaded {
@@ -402,7 +233,6 @@ typedef struct loaded {
     size_t n_mem;
     bool legacy;   /* identity and catalog came from the meta family (format 1) */
     bool upgraded; /* key digests computed: the catalog is rewritten */
-    bool created;
     bool policy_store;    /* the catalog stores another slot policy, or none: rewritten */
     char policy_note[2 * AKVI_POLICY_MAX + 200]; /* the policy changed: said once it is stored */
 } loaded;
@@ -694,8 +524,6 @@ static int adopt_catalog(akv_db *db, const loaded *L, bool store)
     return rc;
 }
 
-static int make_dir(const char *p, bool *made);
-
 /* Is the name of run r's SST sst in DIR/runs the very file `live` its
  * family holds? */
 static bool named_as(const akv_db *db, const akvi_run *r, uint64_t sst, const char *live)
@@ -775,9 +603,9 @@ static int go_live(akv_db *db, loaded *L)
     bool made;
     int rc = reopen_rw(db, L);
     if (rc == AKV_OK) /* filters/ and tmp/ are recreated if someone removed them */
-        rc = make_dir(db->fdir, &made);
+        rc = akvi_make_dir(db->fdir, &made);
     if (rc == AKV_OK)
-        rc = make_dir(db->tdir, &made);
+        rc = akvi_make_dir(db->tdir, &made);
     /* The pool: created once for a database of an older format (or where
      * a family of it went missing), families of flushed memtables
      * emptied, and a free one taken for the active memtable. */
@@ -805,7 +633,7 @@ static int go_live(akv_db *db, loaded *L)
     if (rc == AKV_OK)
         open_run_files(db, L);
     if (rc == AKV_OK)
-        rc = add_active_mem(db, L->mems, &L->n_mem);
+        rc = akvi_mem_add_active(db, L->mems, &L->n_mem);
     if (rc == AKV_OK)
         rc = adopt_catalog(db, L, L->legacy || L->upgraded || L->policy_store);
     if (rc == AKV_OK && L->policy_note[0])
@@ -829,129 +657,6 @@ static int go_live(akv_db *db, loaded *L)
         }
     if (rc == AKV_OK && wrote)
         rc = akvi_fsync_dir(db->fdir);
-    return rc;
-}
-
-/* ---- create -------------------------------------------------------------- */
-
-typedef struct created {
-    bool dir, rocksdb, filters, tmp, catalog, identity;
-} created;
-
-static int hook(const char *step)
-{
-    int (*h)(const char *) = atomic_load(&akvi_hook_create_step);
-    return h ? h(step) : AKV_OK;
-}
-
-static int make_dir(const char *p, bool *made)
-{
-    if (mkdir(p, 0755) == 0) {
-        *made = true;
-        return AKV_OK;
-    }
-    struct stat st;
-    if (errno == EEXIST && stat(p, &st) == 0 && S_ISDIR(st.st_mode))
-        return AKV_OK;
-    return akvi_err(AKV_EIO, "cannot create directory %s: %s", p,
-                    strerror(errno == EEXIST ? ENOTDIR : errno));
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-/* A failed create leaves nothing it made behind. */
-static void uncreate(akv_db *db, const created *m)
-{
-    if (m->rocksdb)
-        nftw(db->rdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    if (m->filters)
-        nftw(db->fdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    if (m->tmp)
-        nftw(db->tdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    if (m->catalog)
-        for (int i = 0; i < 2; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "CATALOG.%d", i);
-            char *p = akvi_path_join(db->dir, name);
-            if (p)
-                unlink(p);
-            free(p);
-        }
-    if (m->identity) { /* written, or half-written (a failed fsync after its rename) */
-        char *p = akvi_path_join(db->dir, "IDENTITY");
-        if (p)
-            unlink(p);
-        free(p);
-    }
-    if (m->dir)
-        rmdir(db->dir);
-}
-
-static int create_db(akv_db *db, loaded *L, created *m)
-{
-    bool had_rocks = akvi_path_exists(db->rdir);
-    int rc = make_dir(db->dir, &m->dir);
-    if (rc == AKV_OK)
-        rc = make_dir(db->fdir, &m->filters);
-    if (rc == AKV_OK)
-        rc = make_dir(db->tdir, &m->tmp);
-    if (rc != AKV_OK)
-        return rc;
-    rc = akvi_cf_set_open(db, false, true, &L->cfs);
-    m->rocksdb = !had_rocks && akvi_path_exists(db->rdir);
-    if (rc != AKV_OK)
-        return rc;
-    L->created = true;
-    db->layout = db->opt.layout == AKV_LAYOUT_AUTO ? AKV_LAYOUT_HASH : db->opt.layout;
-    db->seed = db->opt.seed;
-    while (db->seed == 0 && getrandom(&db->seed, sizeof db->seed, 0) != sizeof db->seed)
-        ;
-    db->vs.next_run_id = 1;
-    db->vs.flushed_mem_gen = 0;
-    for (size_t i = 0; i < L->cfs.n; i++) { /* memtables of an interrupted create: empty */
-        uint64_t p = akvi_parse_id(L->cfs.names[i], "pool.");
-        if (L->cfs.state[i] == CF_FREE && akvi_parse_id(L->cfs.names[i], "mem."))
-            L->cfs.state[i] = CF_LEFTOVER;
-        else if (L->cfs.state[i] == CF_FREE && p && p <= AKVI_POOL_MAX) {
-            L->cfs.state[i] = CF_USED;
-            akvi_pool_set(db, p - 1, L->cfs.h[i], AKVI_POOL_FREE);
-        }
-    }
-    rc = hook("rocksdb");
-    if (rc == AKV_OK)
-        rc = akvi_guard_init(db);
-    /* The catalog in both slots, then the identity: a crash before the
-     * identity is written leaves a directory that opens as new. */
-    if (rc == AKV_OK) {
-        akvi_catalog c = {.layout = (uint32_t)db->layout, .seed = db->seed, .next_run_id = 2};
-        m->catalog = true;
-        akvi_mutex_lock(&db->cat.mu, AKVI_RANK_CAT);
-        rc = akvi_catalog_store(db, &c);
-        if (rc == AKV_OK)
-            rc = akvi_catalog_store(db, &c);
-        akvi_mutex_unlock(&db->cat.mu, AKVI_RANK_CAT);
-    }
-    if (rc == AKV_OK)
-        rc = hook("catalog");
-    L->mems = calloc(1, sizeof *L->mems);
-    if (rc == AKV_OK && !L->mems)
-        rc = akvi_err(AKV_ENOMEM, "out of memory");
-    db->wr.next_mem_gen = 1;
-    if (rc == AKV_OK)
-        rc = akvi_pool_fill(db);
-    if (rc == AKV_OK)
-        rc = add_active_mem(db, L->mems, &L->n_mem);
-    if (rc == AKV_OK)
-        rc = hook("identity");
-    if (rc == AKV_OK) {
-        m->identity = true;
-        rc = akvi_identity_write(db);
-    }
     return rc;
 }
 
@@ -987,13 +692,13 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, b
     db->missing_ok = missing_ok;
     open_mode mode = OPEN_CREATE;
     loaded L = {0};
-    created made = {0};
+    akvi_created made = {0};
     /* The lock before anything is read; a directory to create is made
      * first, then locked (a racing creator finds it and waits its turn). */
     rc = akvi_dir_lock(db);
     if (rc == AKV_NOTFOUND) {
         rc = db->opt.create_if_missing
-                 ? make_dir(db->dir, &made.dir)
+                 ? akvi_make_dir(db->dir, &made.dir)
                  : akvi_err(AKV_EINVAL, "database %s does not exist (create_if_missing is off)", db->dir);
         if (rc == AKV_OK)
             rc = akvi_dir_lock(db);
@@ -1021,7 +726,7 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, b
             rc = go_live(db, &L);
     }
     if (rc == AKV_OK && mode == OPEN_CREATE)
-        rc = create_db(db, &L, &made);
+        rc = akvi_create(db, &L.cfs, &L.mems, &L.n_mem, &made);
     if (rc == AKV_OK) {
         db->vs.cur = akvi_version_new(L.n_mem, L.n_run);
         if (!db->vs.cur)
@@ -1046,7 +751,7 @@ static int open_once(const char *dir, const akv_options *opt, bool missing_ok, b
         if (mode == OPEN_CREATE) {
             akvi_pool_free(db);
             akvi_rocks_teardown(db);
-            uncreate(db, &made);
+            akvi_uncreate(db, &made);
         }
         akvi_db_free(db);
         return akvi_err(rc, "%s", msg);

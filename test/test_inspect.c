@@ -44,17 +44,23 @@ static void make_db(const char *dir)
     cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
 }
 
-/* The findings of one inspection of dir, RocksDB opened read only, as open
- * makes it; the catalog's reserve in *next. */
-static akvi_findings look(const char *dir, uint64_t *next)
+/* A handle on dir with the test's options, nothing opened yet. */
+static akv_db *handle(const char *dir)
 {
-    akv_options o;
+    akv_options o, r;
     opts(&o);
-    akv_options r;
     cr_assert_eq(akvi_options_resolve(&o, &r), AKV_OK, "%s", akv_errmsg());
     int rc;
     akv_db *db = akvi_db_new(dir, &r, &rc);
     cr_assert_not_null(db, "%s", akv_errmsg());
+    return db;
+}
+
+/* The findings of one inspection of dir, RocksDB opened read only, as open
+ * makes it; the catalog's reserve in *next. */
+static akvi_findings look(const char *dir, uint64_t *next)
+{
+    akv_db *db = handle(dir);
     uint32_t layout;
     cr_assert_eq(akvi_identity_read(dir, &layout, &db->seed), AKV_OK, "%s", akv_errmsg());
     db->layout = (akv_layout)layout;
@@ -205,13 +211,7 @@ Test(inspect, a_run_whose_files_are_all_gone_shows_the_catalog_behind)
  * rocksdb/CURRENT, and damage as findings. */
 static akvi_findings look_dir(const char *dir, akvi_dir_kind *kind, uint32_t *layout)
 {
-    akv_options o;
-    opts(&o);
-    akv_options r;
-    cr_assert_eq(akvi_options_resolve(&o, &r), AKV_OK, "%s", akv_errmsg());
-    int rc;
-    akv_db *db = akvi_db_new(dir, &r, &rc);
-    cr_assert_not_null(db, "%s", akv_errmsg());
+    akv_db *db = handle(dir);
     akvi_findings F = {0};
     uint64_t seed;
     cr_assert_eq(akvi_inspect_dir(db, &F, kind, layout, &seed), AKV_OK, "%s", akv_errmsg());

@@ -290,6 +290,7 @@ int akv_flush(akv_db *db)
     rc = db->bg.error;
     akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
     akvi_grave_empty(db);
+    akvi_grave_wait(db);
     return rc ? akvi_err(rc, "flush failed in the background; see the log") : AKV_OK;
 }
 
@@ -306,6 +307,7 @@ int akv_compact(akv_db *db)
     rc = db->bg.error;
     akvi_mutex_unlock(&db->bg.mu, AKVI_RANK_BG);
     akvi_grave_empty(db);
+    akvi_grave_wait(db);
     return rc ? akvi_err(rc, "compaction failed in the background; see the log") : AKV_OK;
 }
 

@@ -13,8 +13,9 @@
  *     (open, repair, close), destroys at once;
  *   - any other thread hands the obsolete object to the background threads
  *     (the grave), which destroy it at their next turn, at the latest after
- *     their idle timeout; akv_flush and akv_compact empty the grave before
- *     they return, and close empties it after the threads stop.
+ *     their idle timeout; akv_flush and akv_compact empty the grave, and
+ *     wait for any destruction another thread is running, before they
+ *     return; close empties it after the threads stop.
  * Until then its column family and filter files stay: a crash meanwhile
  * leaves a leftover the catalog accounts for, which open drops.
  */
@@ -121,19 +122,37 @@ static bool defer(akv_db *db, akvi_run *r, akvi_mem *m)
     return open;
 }
 
+/* A destruction starts (+1) or ends (-1); akvi_grave_wait waits for none. */
+static void busy(akv_db *db, int d)
+{
+    akvi_mutex_lock(&db->grave.mu, AKVI_RANK_GRAVE);
+    db->grave.busy = (unsigned)((int)db->grave.busy + d);
+    if (db->grave.busy == 0)
+        pthread_cond_broadcast(&db->grave.idle);
+    akvi_mutex_unlock(&db->grave.mu, AKVI_RANK_GRAVE);
+}
+
 void akvi_grave_run(akvi_run *r)
 {
-    if (!atomic_load(&r->obsolete) || !defer(r->db, r, NULL))
-        destroy_run(r);
+    akv_db *db = r->db;
+    if (atomic_load(&r->obsolete) && defer(db, r, NULL))
+        return;
+    busy(db, 1);
+    destroy_run(r);
+    busy(db, -1);
 }
 
 void akvi_grave_mem(akvi_mem *m)
 {
+    akv_db *db = m->db;
     bool obsolete = atomic_load(&m->obsolete);
     if (obsolete && m->pool >= 0) /* writers short of a family wait for it */
-        akvi_pool_retire(m->db, (size_t)m->pool);
-    if (!obsolete || !defer(m->db, NULL, m))
-        destroy_mem(m);
+        akvi_pool_retire(db, (size_t)m->pool);
+    if (obsolete && defer(db, NULL, m))
+        return;
+    busy(db, 1);
+    destroy_mem(m);
+    busy(db, -1);
 }
 
 bool akvi_grave_has_mems(akv_db *db)
@@ -158,7 +177,11 @@ void akvi_grave_empty(akv_db *db)
     akvi_mem *mems = db->grave.mems;
     db->grave.runs = NULL;
     db->grave.mems = NULL;
+    if (runs || mems) /* taken: until they are gone, another akvi_grave_wait waits */
+        db->grave.busy++;
     akvi_mutex_unlock(&db->grave.mu, AKVI_RANK_GRAVE);
+    if (!runs && !mems)
+        return;
     while (runs) {
         akvi_run *next = runs->grave_next;
         destroy_run(runs);
@@ -169,14 +192,25 @@ void akvi_grave_empty(akv_db *db)
         destroy_mem(mems);
         mems = next;
     }
+    busy(db, -1);
+}
+
+void akvi_grave_wait(akv_db *db)
+{
+    akvi_mutex_lock(&db->grave.mu, AKVI_RANK_GRAVE);
+    while (db->grave.busy)
+        pthread_cond_wait(&db->grave.idle, &db->grave.mu);
+    akvi_mutex_unlock(&db->grave.mu, AKVI_RANK_GRAVE);
 }
 
 void akvi_grave_init(akvi_grave *g)
 {
     pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->idle, NULL);
 }
 
 void akvi_grave_destroy(akvi_grave *g)
 {
+    pthread_cond_destroy(&g->idle);
     pthread_mutex_destroy(&g->mu);
 }

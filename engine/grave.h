@@ -21,6 +21,8 @@ typedef struct akvi_grave {
     bool open;      /* other threads defer to the background threads */
     akvi_run *runs; /* obsolete runs and memtables waiting for them */
     akvi_mem *mems;
+    unsigned busy;       /* destructions running now, in any thread */
+    pthread_cond_t idle; /* signalled when busy drops to 0 */
 } akvi_grave;
 
 /* The last reference to r (m) is gone: destroy it, or, if it is obsolete
@@ -33,6 +35,11 @@ void akvi_grave_background_thread(void);
 void akvi_grave_set_open(akv_db *db, bool open);
 /* Destroy everything deferred so far. */
 void akvi_grave_empty(akv_db *db);
+/* Wait until no thread is destroying a run or memtable: one another
+ * thread took from the grave, or one whose last reference a background
+ * thread dropped (akv_flush and akv_compact, so that what they made
+ * obsolete is gone when they return). Holds no lock but grave.mu. */
+void akvi_grave_wait(akv_db *db);
 /* Closes run r's readers of its files (r->files NULL again). */
 void akvi_run_close_files(akvi_run *r);
 /* Does the grave hold a memtable (whose pool family writers may wait for)? */

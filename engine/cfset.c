@@ -31,9 +31,7 @@ int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s)
 {
     char *err = NULL;
     size_t n = 0;
-    char *cur = akvi_path_join(db->rdir, "CURRENT");
-    bool exists = cur && akvi_path_exists(cur);
-    free(cur);
+    bool exists = akvi_path_exists_in(db->rdir, "CURRENT");
     char **listed = exists ? rocksdb_list_column_families(db->dbopt, db->rdir, &n, &err) : NULL;
     if (err)
         return akvi_rocks_err(err, "listing RocksDB's column families");

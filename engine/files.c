@@ -134,3 +134,11 @@ bool akvi_path_exists(const char *path)
     struct stat st;
     return lstat(path, &st) == 0;
 }
+
+bool akvi_path_exists_in(const char *dir, const char *name)
+{
+    char *p = akvi_path_join(dir, name);
+    bool there = p && akvi_path_exists(p);
+    free(p);
+    return there;
+}

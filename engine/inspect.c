@@ -349,17 +349,9 @@ static bool has_entries(const char *dir)
     return any;
 }
 
-static bool exists_in(const char *dir, const char *name)
-{
-    char *p = akvi_path_join(dir, name);
-    bool there = p && akvi_path_exists(p);
-    free(p);
-    return there;
-}
-
 int akvi_inspect_dir(akv_db *db, akvi_findings *F, akvi_dir_kind *kind, uint32_t *layout, uint64_t *seed)
 {
-    bool has_current = exists_in(db->rdir, "CURRENT");
+    bool has_current = akvi_path_exists_in(db->rdir, "CURRENT");
     int rc = akvi_identity_read(db->dir, layout, seed);
     *kind = rc == AKV_OK ? AKVI_DIR_IDENTIFIED : has_current ? AKVI_DIR_UNIDENTIFIED : AKVI_DIR_NEW;
     if (rc != AKV_OK && rc != AKV_NOTFOUND)
@@ -369,8 +361,9 @@ int akvi_inspect_dir(akv_db *db, akvi_findings *F, akvi_dir_kind *kind, uint32_t
                          "%s/CURRENT is missing: RocksDB cannot find its MANIFEST, and a database with an "
                          "identity is never created again (akv_repair restores CURRENT)",
                          db->rdir);
-    else if (*kind == AKVI_DIR_NEW && (exists_in(db->dir, "CATALOG.0") || exists_in(db->dir, "CATALOG.1") ||
-                                       has_entries(db->rdir) || has_entries(db->fdir)))
+    else if (*kind == AKVI_DIR_NEW &&
+             (akvi_path_exists_in(db->dir, "CATALOG.0") || akvi_path_exists_in(db->dir, "CATALOG.1") ||
+              has_entries(db->rdir) || has_entries(db->fdir)))
         akvi_finding_add(F, AKVI_DMG_CURRENT_MISSING, AKV_ECORRUPT, SIZE_MAX, false,
                          "%s holds adaptkv files but neither an identity nor rocksdb/CURRENT", db->dir);
     return F->oom ? akvi_err(AKV_ENOMEM, "out of memory") : AKV_OK;

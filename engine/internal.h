@@ -68,6 +68,8 @@ int akvi_file_write_atomic(const char *dir, const char *name, const uint8_t *buf
 int akvi_file_rewrite(const char *path, const uint8_t *buf, size_t len);
 int akvi_fsync_dir(const char *dir);
 bool akvi_path_exists(const char *path);
+/* Does dir/name exist (false when the path cannot be made)? */
+bool akvi_path_exists_in(const char *dir, const char *name);
 
 /* ---- RocksDB's WAL files (wal.c) --------------------------------------- */
 

@@ -95,10 +95,7 @@ static int cmp_desc_str(const void *a, const void *b)
 /* A missing CURRENT: point it at the newest MANIFEST that opens. */
 static int restore_current(akv_db *db, rep *R)
 {
-    char *cur = akvi_path_join(db->rdir, "CURRENT");
-    bool have = cur && akvi_path_exists(cur);
-    free(cur);
-    if (have)
+    if (akvi_path_exists_in(db->rdir, "CURRENT"))
         return AKV_OK;
     DIR *d = opendir(db->rdir);
     if (!d)

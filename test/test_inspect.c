@@ -219,6 +219,18 @@ static akvi_findings look_dir(const char *dir, akvi_dir_kind *kind, uint32_t *la
     return F;
 }
 
+/* One finding before RocksDB opens, of kind k, and open refuses with it. */
+static void refused_as(const char *dir, akvi_damage k)
+{
+    akvi_dir_kind kind;
+    uint32_t layout;
+    akvi_findings F = look_dir(dir, &kind, &layout);
+    cr_assert_eq(F.n, 1);
+    cr_assert_eq(F.v[0].kind, k);
+    expect_refused(dir, &F.v[0]);
+    akvi_findings_free(&F);
+}
+
 Test(inspect, the_directory_before_rocksdb_opens)
 {
     char dir[512], cmd[4096];
@@ -237,11 +249,7 @@ Test(inspect, the_directory_before_rocksdb_opens)
     /* CURRENT gone beside an identity: a finding open refuses. */
     snprintf(cmd, sizeof cmd, "mv '%s/rocksdb/CURRENT' '%s/CURRENT.away'", dir, dir);
     cr_assert_eq(system(cmd), 0);
-    F = look_dir(dir, &kind, &layout);
-    cr_assert_eq(F.n, 1);
-    cr_assert_eq(F.v[0].kind, AKVI_DMG_CURRENT_MISSING);
-    expect_refused(dir, &F.v[0]);
-    akvi_findings_free(&F);
+    refused_as(dir, AKVI_DMG_CURRENT_MISSING);
 
     /* The identity gone, CURRENT back: unidentified (its copy in the meta
      * family is read once RocksDB opens), nothing to refuse yet. */
@@ -256,10 +264,6 @@ Test(inspect, the_directory_before_rocksdb_opens)
     /* A damaged identity: refused with the identity's own error. */
     snprintf(cmd, sizeof cmd, "printf 'not an identity' > '%s/IDENTITY'", dir);
     cr_assert_eq(system(cmd), 0);
-    F = look_dir(dir, &kind, &layout);
-    cr_assert_eq(F.n, 1);
-    cr_assert_eq(F.v[0].kind, AKVI_DMG_IDENTITY_DAMAGED);
-    expect_refused(dir, &F.v[0]);
-    akvi_findings_free(&F);
+    refused_as(dir, AKVI_DMG_IDENTITY_DAMAGED);
     akvt_rmrf(dir);
 }

@@ -82,8 +82,8 @@ static int read_owners(akv_db *db, const akvi_run *r, size_t j, uint64_t hi, uns
         cur.ctx = fi;
     }
     akvi_rocksrevmap rr = {
-        .db = db->rdb,
-        .ro = db->ro,
+        .db = db->rk.rdb,
+        .ro = db->rk.ro,
         .cursor = fi ? &cur : NULL,
         .cf = db->layout == AKV_LAYOUT_HASH ? r->cf : r->rmap_cf,
         .seed = db->seed,

@@ -32,7 +32,7 @@ int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s)
     char *err = NULL;
     size_t n = 0;
     bool exists = akvi_path_exists_in(db->rdir, "CURRENT");
-    char **listed = exists ? rocksdb_list_column_families(db->dbopt, db->rdir, &n, &err) : NULL;
+    char **listed = exists ? rocksdb_list_column_families(db->rk.dbopt, db->rdir, &n, &err) : NULL;
     if (err)
         return akvi_rocks_err(err, "listing RocksDB's column families");
     bool has_meta = false;
@@ -61,14 +61,14 @@ int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s)
     s->n = k;
     for (size_t i = 0; i < k; i++)
         opts[i] = akvi_cf_options_for(db, s->names[i]);
-    rocksdb_options_set_create_if_missing(db->dbopt, create ? 1 : 0);
+    rocksdb_options_set_create_if_missing(db->rk.dbopt, create ? 1 : 0);
     for (;;) {
         if (read_only)
-            db->rdb = rocksdb_open_for_read_only_column_families(
-                db->dbopt, db->rdir, (int)k, (const char *const *)s->names, opts, s->h, 0, &err);
+            db->rk.rdb = rocksdb_open_for_read_only_column_families(
+                db->rk.dbopt, db->rdir, (int)k, (const char *const *)s->names, opts, s->h, 0, &err);
         else
-            db->rdb = rocksdb_open_column_families(db->dbopt, db->rdir, (int)k, (const char *const *)s->names,
-                                                   opts, s->h, &err);
+            db->rk.rdb = rocksdb_open_column_families(db->rk.dbopt, db->rdir, (int)k,
+                                                      (const char *const *)s->names, opts, s->h, &err);
         /* A table file the MANIFEST names is missing: RocksDB 7.8 deletes
          * an ingested file when the MANIFEST sync of its ingestion fails,
          * though the record may have reached the disk. Open once more
@@ -84,18 +84,18 @@ int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s)
         free(err);
         err = NULL;
         memset(s->h, 0, s->n * sizeof *s->h);
-        rocksdb_options_set_paranoid_checks(db->dbopt, 0);
+        rocksdb_options_set_paranoid_checks(db->rk.dbopt, 0);
         db->missing_relaxed = true;
     }
     free(opts);
     if (err) {
-        db->rdb = NULL;
+        db->rk.rdb = NULL;
         memset(s->h, 0, s->n * sizeof *s->h);
         return akvi_rocks_err(err, "opening RocksDB");
     }
-    db->default_cf = akvi_cf_take(s, "default");
-    db->meta_cf = akvi_cf_take(s, "meta");
-    if (!db->meta_cf)
+    db->rk.default_cf = akvi_cf_take(s, "default");
+    db->rk.meta_cf = akvi_cf_take(s, "meta");
+    if (!db->rk.meta_cf)
         return akvi_refuse(AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT, "RocksDB in %s has no meta family", db->rdir);
     return AKV_OK;
 }

@@ -138,7 +138,7 @@ static int link_run_files(const akv_db *db, const akvi_version *v, const char *s
 static int rocks_checkpoint(akv_db *db, const char *rdir_out)
 {
     char *err = NULL;
-    rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(db->rdb, &err);
+    rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(db->rk.rdb, &err);
     if (err)
         return akvi_rocks_err(err, "checkpoint: preparing RocksDB's checkpoint");
     rocksdb_checkpoint_create(cp, rdir_out, UINT64_MAX, &err);

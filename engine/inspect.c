@@ -148,7 +148,7 @@ static int look_run_files(look *L, const akvi_cat_run *r, const akvi_live_sst *l
         }
     }
     uint64_t entries = 0;
-    int rc = akvi_cf_entries(db->rdb, cf, &entries);
+    int rc = akvi_cf_entries(db->rk.rdb, cf, &entries);
     if (rc == AKV_OK && entries != r->keys) {
         akvi_finding_add(L->F, AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT, SIZE_MAX, false,
                          "run %llu: RocksDB's family %s holds %llu entries, the catalog records %llu",
@@ -157,7 +157,7 @@ static int look_run_files(look *L, const akvi_cat_run *r, const akvi_live_sst *l
     }
     snprintf(name, sizeof name, "rmap.%llu", RUN(r->id));
     if (rc == AKV_OK && db->layout == AKV_LAYOUT_ORDERED && (cf = akvi_cf_find(L->cfs, name)) != NULL) {
-        rc = akvi_cf_entries(db->rdb, cf, &entries);
+        rc = akvi_cf_entries(db->rk.rdb, cf, &entries);
         if (rc == AKV_OK && entries != r->keys)
             akvi_finding_add(L->F, AKVI_DMG_MANIFEST_CUT, AKV_ECORRUPT, SIZE_MAX, false,
                              "run %llu: its reverse map %s holds %llu entries, the run %llu", RUN(r->id),
@@ -205,7 +205,7 @@ static int look_sst_files(look *L)
 {
     akvi_live_sst *l = NULL;
     size_t n = 0;
-    int rc = akvi_live_ssts(L->db->rdb, &l, &n);
+    int rc = akvi_live_ssts(L->db->rk.rdb, &l, &n);
     if (rc == AKV_OK && L->db->missing_relaxed)
         rc = look_missing_files(L, l, n);
     for (size_t i = 0; rc == AKV_OK && i < L->c->n_run; i++)
@@ -261,7 +261,7 @@ static void look_file_runs(look *L)
 /* Does family cf hold anything? */
 static int cf_has_data(akv_db *db, rocksdb_column_family_handle_t *cf, bool *any)
 {
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rk.rdb, db->rk.ro_scan, cf);
     rocksdb_iter_seek_to_first(it);
     *any = rocksdb_iter_valid(it);
     char *err = NULL;

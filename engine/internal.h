@@ -33,6 +33,7 @@
 #include "engine/l0front.h"
 #include "engine/mempool.h"
 #include "engine/policy.h"
+#include "engine/rocks.h"
 #include "engine/slot.h"
 #include "engine/stats.h"
 #include "engine/threadslot.h"
@@ -125,7 +126,7 @@ int akvi_misslog_decode(akvi_misslog *ml, const uint8_t *buf, size_t len);
 
 /* ---- the database ------------------------------------------------------ */
 
-/* The database: options, paths and RocksDB's handles, then its parts, each
+/* The database: options and paths, then its parts (RocksDB's among them), each
  * owning its fields and the lock beside them (docs/design.md, "Headers and
  * owned state"; the order their locks are taken in: lockorder.h). */
 struct akv_db {
@@ -139,14 +140,7 @@ struct akv_db {
     akv_layout layout;
     uint64_t seed;
 
-    rocksdb_t *rdb;
-    rocksdb_options_t *dbopt, *metaopt, *memopt, *runopt, *runopt_z;
-    rocksdb_block_based_table_options_t *bbto, *bbto_run; /* families; run families */
-    rocksdb_cache_t *cache;
-    rocksdb_writeoptions_t *wo, *wo_sync;
-    rocksdb_readoptions_t *ro, *ro_scan;
-    rocksdb_column_family_handle_t *meta_cf;
-    rocksdb_column_family_handle_t *default_cf;
+    akvi_rocks rk; /* the RocksDB instance, its options and fixed families (rocks.h) */
     /* Open only: RocksDB's MANIFEST may name an SST that RocksDB itself
      * removed (an ingestion whose MANIFEST sync failed). `missing_ok`: this
      * open may then retry RocksDB without paranoid checks, which sets
@@ -234,49 +228,6 @@ static inline uint64_t akvi_get_be64(const uint8_t *p)
         v = (v << 8) | p[i];
     return v;
 }
-
-/* ---- rocksdb helpers (rocks.c) ----------------------------------------- */
-
-/* "\0": where scans of a family start, after the empty key under which a
- * memtable family records its generation (mempool.c). */
-extern const char akvi_scan_lower_bound[1];
-
-int akvi_rocks_setup(akv_db *db);
-void akvi_rocks_teardown(akv_db *db);
-int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_family_handle_t **out);
-const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name);
-void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf);
-/* Ingests SST files into a family, moving (hard-linking) them or copying;
- * `what` names the step in the error. */
-int akvi_ingest(akv_db *db, rocksdb_column_family_handle_t *cf, const char *const *paths, size_t n, bool move,
-                const char *what);
-/* Stops background work and writes until reopen, keeping the first error:
- * after any failed flush, compaction, write or change of column families
- * (docs/reliability.md). Not under bg.mu. Returns rc. */
-int akvi_stop(akv_db *db, int rc);
-int akvi_meta_put(akv_db *db, const char *key, const uint8_t *val, size_t len, bool sync);
-/* AKV_NOTFOUND when absent; *val malloc'd. */
-int akvi_meta_get(akv_db *db, const char *key, uint8_t **val, size_t *len);
-/* Flush the meta family (lets RocksDB retire old WAL files). */
-void akvi_meta_flush(akv_db *db, bool wait);
-/* One SST file as RocksDB's MANIFEST records it. */
-typedef struct akvi_live_sst {
-    char *cf, *name;             /* family; file name relative to DIR/rocksdb ("/000012.sst") */
-    uint64_t size, entries;      /* entries: 0 when RocksDB has not loaded them */
-    uint8_t *smallest, *largest; /* first and last (internal adaptkv) key */
-    size_t smallest_len, largest_len;
-} akvi_live_sst;
-/* Every live SST file, sorted by family name, then smallest key. */
-int akvi_live_ssts(rocksdb_t *rdb, akvi_live_sst **out, size_t *n);
-/* The files of family cf: count, index of the first in *first. */
-size_t akvi_live_ssts_of(const akvi_live_sst *l, size_t n, const char *cf, size_t *first);
-void akvi_live_ssts_free(akvi_live_sst *l, size_t n);
-/* Entries in all SST files of a family (read from every file's table
- * properties: RocksDB's per-file counts are often not loaded). */
-int akvi_cf_entries(rocksdb_t *rdb, rocksdb_column_family_handle_t *cf, uint64_t *entries);
-/* RocksDB blocks this thread has read from storage (its perf context,
- * enabled on first use); callers take differences. */
-uint64_t akvi_thread_block_reads(void);
 
 /* ---- memtables (memtable.c) -------------------------------------------- */
 
@@ -482,7 +433,7 @@ typedef struct akvi_cf_set {
 } akvi_cf_set;
 
 /* Open DIR/rocksdb with every family it lists (read only, or for writing;
- * `create`: a new instance may be made). Sets db->rdb, meta_cf, default_cf. */
+ * `create`: a new instance may be made). Sets db->rk.rdb, meta_cf, default_cf. */
 int akvi_cf_set_open(akv_db *db, bool read_only, bool create, akvi_cf_set *s);
 /* Destroy the handles nobody took (dropping leftovers when `drop`). */
 void akvi_cf_set_free(akv_db *db, akvi_cf_set *s, bool drop);

@@ -40,7 +40,7 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     it->db = db;
     akvi_mutex_lock(&db->wr.mu, AKVI_RANK_WRITE);
     it->v = akvi_current(db);
-    it->snap = rocksdb_create_snapshot(db->rdb);
+    it->snap = rocksdb_create_snapshot(db->rk.rdb);
     akvi_mutex_unlock(&db->wr.mu, AKVI_RANK_WRITE);
     it->ro_mem = rocksdb_readoptions_create();
     rocksdb_readoptions_set_snapshot(it->ro_mem, it->snap);
@@ -54,11 +54,12 @@ int akv_iter_create(akv_db *db, akv_iter **out)
     }
     size_t k = 0;
     for (size_t i = 0; i < it->v->n_mem; i++)
-        its[k++] = rocksdb_create_iterator_cf(db->rdb, it->ro_mem, it->v->mems[i]->cf);
+        its[k++] = rocksdb_create_iterator_cf(db->rk.rdb, it->ro_mem, it->v->mems[i]->cf);
     /* A run with its files open reads them (runstore.c), else its family. */
     for (size_t i = 0; i < it->v->n_run; i++)
-        its[k++] =
-            it->v->runs[i]->files ? NULL : rocksdb_create_iterator_cf(db->rdb, db->ro, it->v->runs[i]->cf);
+        its[k++] = it->v->runs[i]->files
+                       ? NULL
+                       : rocksdb_create_iterator_cf(db->rk.rdb, db->rk.ro, it->v->runs[i]->cf);
     it->mg = akvi_merge_create(its, n);
     if (!it->mg) {
         for (size_t i = 0; i < n; i++)
@@ -247,7 +248,7 @@ void akv_iter_destroy(akv_iter *it)
     if (it->ro_mem)
         rocksdb_readoptions_destroy(it->ro_mem);
     if (it->snap)
-        rocksdb_release_snapshot(it->db->rdb, it->snap);
+        rocksdb_release_snapshot(it->db->rk.rdb, it->snap);
     akvi_version_unref(it->v);
     free(it->upper);
     free(it);

@@ -31,7 +31,7 @@ static int marker_put(akv_db *db, rocksdb_column_family_handle_t *cf, uint64_t g
     for (int b = 0; b < 8; b++)
         v[b] = (uint8_t)(gen >> (8 * b));
     char *err = NULL;
-    rocksdb_put_cf(db->rdb, db->wo, cf, "", 0, (const char *)v, sizeof v, &err);
+    rocksdb_put_cf(db->rk.rdb, db->rk.wo, cf, "", 0, (const char *)v, sizeof v, &err);
     return err ? akvi_rocks_err(err, "recording a memtable's generation") : AKV_OK;
 }
 
@@ -40,7 +40,7 @@ int akvi_pool_marker(akv_db *db, rocksdb_column_family_handle_t *cf, uint64_t *g
     char *err = NULL;
     size_t len = 0;
     *gen = 0;
-    char *v = rocksdb_get_cf(db->rdb, db->ro, cf, "", 0, &len, &err);
+    char *v = rocksdb_get_cf(db->rk.rdb, db->rk.ro, cf, "", 0, &len, &err);
     if (err)
         return akvi_rocks_err(err, "reading a memtable family's generation");
     int rc = AKV_OK;
@@ -158,7 +158,7 @@ int akvi_pool_adopt(akv_db *db, rocksdb_column_family_handle_t *src, uint64_t ge
     for (int b = 0; b < 8; b++)
         v[b] = (uint8_t)(gen >> (8 * b));
     rocksdb_writebatch_put_cf(wb, cf, "", 0, (const char *)v, sizeof v);
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, src);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rk.rdb, db->rk.ro_scan, src);
     for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
         size_t kl, vl;
         const char *k = rocksdb_iter_key(it, &kl), *val = rocksdb_iter_value(it, &vl);
@@ -171,7 +171,7 @@ int akvi_pool_adopt(akv_db *db, rocksdb_column_family_handle_t *src, uint64_t ge
         rc = akvi_rocks_err(err, "reading a memtable family to move it into the pool");
     /* One synced batch: the copy is whole or absent (load_mems). */
     if (rc == AKV_OK) {
-        rocksdb_write(db->rdb, db->wo_sync, wb, &err);
+        rocksdb_write(db->rk.rdb, db->rk.wo_sync, wb, &err);
         if (err)
             rc = akvi_rocks_err(err, "moving a memtable into the pool");
     }
@@ -189,7 +189,7 @@ void akvi_pool_put_back(akv_db *db, size_t i)
     /* Its record named a generation no memtable took: the next rotation
      * takes that generation again, maybe in another family. */
     char *err = NULL;
-    rocksdb_delete_cf(db->rdb, db->wo, db->pool.cf[i], "", 0, &err);
+    rocksdb_delete_cf(db->rk.rdb, db->rk.wo, db->pool.cf[i], "", 0, &err);
     if (err) {
         akvi_log(db, "warning: could not remove a memtable family's generation: %s", err);
         rocksdb_free(err);
@@ -220,7 +220,7 @@ int akvi_pool_empty(akv_db *db, size_t i)
      * its last: the one range deletion that covers everything it holds. */
     uint64_t gen;
     int rc = akvi_pool_marker(db, cf, &gen);
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rk.rdb, db->rk.ro_scan, cf);
     uint8_t *hi = NULL;
     size_t hilen = 1; /* "\0": right after the record */
     rocksdb_iter_seek_to_last(it);
@@ -241,7 +241,7 @@ int akvi_pool_empty(akv_db *db, size_t i)
     if (rc == AKV_OK && !hi)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
     if (rc == AKV_OK && any) {
-        rocksdb_delete_range_cf(db->rdb, db->wo, cf, "", 0, (const char *)hi, hilen, &err);
+        rocksdb_delete_range_cf(db->rk.rdb, db->rk.wo, cf, "", 0, (const char *)hi, hilen, &err);
         if (err)
             rc = akvi_rocks_err(err, "emptying a memtable family");
     }
@@ -254,7 +254,7 @@ int akvi_pool_empty(akv_db *db, size_t i)
          * no file (docs/design.md, "Data layout"). */
         rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
         rocksdb_flushoptions_set_wait(fo, 1);
-        rocksdb_flush_cf(db->rdb, fo, cf, &err);
+        rocksdb_flush_cf(db->rk.rdb, fo, cf, &err);
         rocksdb_flushoptions_destroy(fo);
         if (err)
             rc = akvi_rocks_err(err, "flushing an emptied memtable family");
@@ -269,9 +269,9 @@ int akvi_pool_empty(akv_db *db, size_t i)
          * families' compactions go on meanwhile. */
         rocksdb_compactoptions_t *co = rocksdb_compactoptions_create();
         rocksdb_compactoptions_set_exclusive_manual_compaction(co, 0);
-        rocksdb_compact_range_cf_opt(db->rdb, cf, co, NULL, 0, NULL, 0);
+        rocksdb_compact_range_cf_opt(db->rk.rdb, cf, co, NULL, 0, NULL, 0);
         rocksdb_compactoptions_destroy(co);
-        rocksdb_delete_file_in_range_cf(db->rdb, cf, NULL, 0, NULL, 0, &err);
+        rocksdb_delete_file_in_range_cf(db->rk.rdb, cf, NULL, 0, NULL, 0, &err);
         if (err)
             rc = akvi_rocks_err(err, "deleting an emptied memtable family's files");
     }

@@ -52,7 +52,7 @@ int akvi_rotate(akv_db *db)
 
 int akvi_mem_recover(akv_db *db, akvi_mem *m)
 {
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, m->cf);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rk.rdb, db->rk.ro_scan, m->cf);
     for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
         size_t iklen, vlen, klen;
         const uint8_t *ik = (const uint8_t *)rocksdb_iter_key(it, &iklen);

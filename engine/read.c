@@ -73,7 +73,8 @@ static int lookup_file(akvi_rs_sst *f, const uint8_t *ik, size_t iklen, get_ctx 
 static int lookup(akv_db *db, rocksdb_column_family_handle_t *cf, const uint8_t *ik, size_t iklen, get_ctx *g)
 {
     char *err = NULL;
-    rocksdb_pinnableslice_t *ps = rocksdb_get_pinned_cf(db->rdb, db->ro, cf, (const char *)ik, iklen, &err);
+    rocksdb_pinnableslice_t *ps =
+        rocksdb_get_pinned_cf(db->rk.rdb, db->rk.ro, cf, (const char *)ik, iklen, &err);
     if (err)
         return akvi_rocks_err(err, "reading");
     if (!ps)

@@ -445,9 +445,9 @@ static int reopen_rw(akv_db *db, loaded *L)
             rocksdb_column_family_handle_destroy(L->cfs.h[i]);
         L->cfs.h[i] = NULL;
     }
-    db->meta_cf = db->default_cf = NULL;
-    rocksdb_close(db->rdb);
-    db->rdb = NULL;
+    db->rk.meta_cf = db->rk.default_cf = NULL;
+    rocksdb_close(db->rk.rdb);
+    db->rk.rdb = NULL;
     uint8_t *state = malloc(L->cfs.n ? L->cfs.n : 1);
     if (!state)
         return akvi_err(AKV_ENOMEM, "out of memory");
@@ -546,7 +546,7 @@ static void open_run_files(akv_db *db, loaded *L)
 {
     akvi_live_sst *l = NULL;
     size_t n = 0;
-    if (akvi_live_ssts(db->rdb, &l, &n) != AKV_OK) {
+    if (akvi_live_ssts(db->rk.rdb, &l, &n) != AKV_OK) {
         akvi_log(db, "warning: runs are read through their families: %s", akv_errmsg());
         return;
     }
@@ -642,7 +642,7 @@ static int go_live(akv_db *db, loaded *L)
         rc = akvi_identity_write(db);
         if (rc == AKV_OK) {
             char *err = NULL;
-            rocksdb_delete_cf(db->rdb, db->wo_sync, db->meta_cf, "catalog", 7, &err);
+            rocksdb_delete_cf(db->rk.rdb, db->rk.wo_sync, db->rk.meta_cf, "catalog", 7, &err);
             if (err)
                 rc = akvi_rocks_err(err, "removing the format-1 catalog record");
         }
@@ -854,9 +854,9 @@ int akv_close(akv_db *db)
      * reports its failures nowhere but here. It is stopped first, and waited
      * for, so that none of it writes after the check: rocksdb_close would
      * otherwise wait for it and drop what it reported. */
-    rocksdb_cancel_all_background_work(db->rdb, 1);
+    rocksdb_cancel_all_background_work(db->rk.rdb, 1);
     uint64_t bg_errors = 0;
-    if (rc == AKV_OK && rocksdb_property_int(db->rdb, "rocksdb.background-errors", &bg_errors) == 0 &&
+    if (rc == AKV_OK && rocksdb_property_int(db->rk.rdb, "rocksdb.background-errors", &bg_errors) == 0 &&
         bg_errors > 0)
         rc = akvi_err(AKV_EIO, "akv_close: RocksDB reported %llu background error(s); see its LOG",
                       (unsigned long long)bg_errors);

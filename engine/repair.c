@@ -77,14 +77,14 @@ static void note(rep *R, const char *fmt, ...)
 static void close_look(akv_db *db, akvi_cf_set *s)
 {
     akvi_cf_set_free(db, s, false);
-    if (db->meta_cf)
-        rocksdb_column_family_handle_destroy(db->meta_cf);
-    if (db->default_cf)
-        rocksdb_column_family_handle_destroy(db->default_cf);
-    db->meta_cf = db->default_cf = NULL;
-    if (db->rdb)
-        rocksdb_close(db->rdb);
-    db->rdb = NULL;
+    if (db->rk.meta_cf)
+        rocksdb_column_family_handle_destroy(db->rk.meta_cf);
+    if (db->rk.default_cf)
+        rocksdb_column_family_handle_destroy(db->rk.default_cf);
+    db->rk.meta_cf = db->rk.default_cf = NULL;
+    if (db->rk.rdb)
+        rocksdb_close(db->rk.rdb);
+    db->rk.rdb = NULL;
 }
 
 static int cmp_desc_str(const void *a, const void *b)
@@ -143,7 +143,7 @@ static int set_aside_orphans(akv_db *db, rep *R, char ***out, size_t *n_out)
     akvi_live_sst *l = NULL;
     size_t nl = 0;
     if (rc == AKV_OK)
-        rc = akvi_live_ssts(db->rdb, &l, &nl);
+        rc = akvi_live_ssts(db->rk.rdb, &l, &nl);
     close_look(db, &s);
     if (rc != AKV_OK)
         return akvi_err(rc, "cannot repair %s: RocksDB does not open (%s)", db->dir, akv_errmsg());
@@ -469,7 +469,7 @@ static int verify_run(akv_db *db, rrun *r, rocksdb_column_family_handle_t *cf, f
     }
     if (rc == AKV_OK && *whole && db->layout == AKV_LAYOUT_ORDERED) {
         uint64_t rm = 0;
-        if (!r->rmap || akvi_cf_entries(db->rdb, r->rmap, &rm) != AKV_OK || rm != keys)
+        if (!r->rmap || akvi_cf_entries(db->rk.rdb, r->rmap, &rm) != AKV_OK || rm != keys)
             *whole = false; /* the reverse map is rebuilt by a rewrite */
     }
     if (rc != AKV_OK || !*whole) {
@@ -532,11 +532,11 @@ static int identify(akv_db *db, const char *path, akvi_live_sst *id)
     akvi_live_sst *l = NULL;
     size_t nl = 0, first;
     if (rc == AKV_OK)
-        rc = akvi_live_ssts(db->rdb, &l, &nl);
+        rc = akvi_live_ssts(db->rk.rdb, &l, &nl);
     if (rc == AKV_OK && akvi_live_ssts_of(l, nl, "salvage.scratch", &first) == 1) {
         *id = l[first];
         memset(&l[first], 0, sizeof l[first]);
-        rc = akvi_cf_entries(db->rdb, cf, &id->entries);
+        rc = akvi_cf_entries(db->rk.rdb, cf, &id->entries);
     } else if (rc == AKV_OK)
         rc = akvi_err(AKV_ECORRUPT, "a set-aside SST did not ingest as one file");
     akvi_live_ssts_free(l, nl);
@@ -608,7 +608,7 @@ static int restore_orphans(akv_db *db, rep *R, runs *rs, akvi_cf_set *cfs, char 
         }
         akvi_live_sst *l = NULL;
         size_t nl = 0, j = 0;
-        rc = akvi_live_ssts(db->rdb, &l, &nl);
+        rc = akvi_live_ssts(db->rk.rdb, &l, &nl);
         rrun *r = rc == AKV_OK ? owner_of(rs, &f, l, nl, &j) : NULL;
         akvi_live_ssts_free(l, nl);
         if (rc == AKV_OK && r) {
@@ -1318,13 +1318,13 @@ static int renew_families(state *S)
             i != SIZE_MAX && F->v[k].kind == AKVI_DMG_SST_MISSING && strcmp(S->cfs.names[i], "meta") == 0;
         if (seen || i == SIZE_MAX || (!meta && F->v[k].kind != AKVI_DMG_POOL_FILE_MISSING))
             continue; /* a second file of a family renewed already, or no family to renew */
-        rocksdb_column_family_handle_t **h = meta ? &db->meta_cf : &S->cfs.h[i];
+        rocksdb_column_family_handle_t **h = meta ? &db->rk.meta_cf : &S->cfs.h[i];
         if (!*h)
             continue;
         uint64_t gen = 0, lost = 0;
         if (!meta && akvi_pool_marker(db, *h, &gen) == AKV_OK && S->have_cat &&
             gen > S->cat.flushed_mem_gen) {
-            rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, *h);
+            rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db->rk.rdb, db->rk.ro_scan, *h);
             for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it))
                 lost++;
             rocksdb_iter_destroy(it);
@@ -1399,7 +1399,7 @@ static int repair(akv_db *db, rep *R)
     akvi_live_sst *l = NULL;
     size_t nl = 0;
     if (rc == AKV_OK)
-        rc = akvi_live_ssts(db->rdb, &l, &nl);
+        rc = akvi_live_ssts(db->rk.rdb, &l, &nl);
     if (rc == AKV_OK)
         rc = renew_families(&S);
     if (rc == AKV_OK)
@@ -1435,7 +1435,7 @@ static int repair(akv_db *db, rep *R)
     for (size_t i = 0; i < S.n_orph; i++)
         free(S.orph[i]);
     free(S.orph);
-    if (db->rdb)
+    if (db->rk.rdb)
         akvi_cf_set_free(db, &S.cfs, rc == AKV_OK);
     else
         akvi_cf_set_free(db, &S.cfs, false);

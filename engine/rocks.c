@@ -34,24 +34,24 @@ int akvi_rocks_setup(akv_db *db)
     /* One block cache: RocksDB's families and the readers of the runs'
      * own files (runstore.c) share it, so block_cache_bytes bounds both
      * (docs/design.md, "Run files"). */
-    db->cache = rocksdb_cache_create_lru(cache_bytes);
-    int rc = akvi_rs_open(db->cache, cache_bytes, db->opt.direct_reads, &db->runstore);
+    db->rk.cache = rocksdb_cache_create_lru(cache_bytes);
+    int rc = akvi_rs_open(db->rk.cache, cache_bytes, db->opt.direct_reads, &db->runstore);
     if (rc != AKV_OK)
         return rc;
-    db->bbto = rocksdb_block_based_options_create();
-    rocksdb_block_based_options_set_block_cache(db->bbto, db->cache);
+    db->rk.bbto = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(db->rk.bbto, db->rk.cache);
 
-    db->dbopt = rocksdb_options_create();
-    rocksdb_options_set_create_if_missing(db->dbopt, 1);
-    rocksdb_options_set_create_missing_column_families(db->dbopt, 1);
-    rocksdb_options_set_use_direct_reads(db->dbopt, db->opt.direct_reads ? 1 : 0);
-    rocksdb_options_set_block_based_table_factory(db->dbopt, db->bbto);
-    rocksdb_options_set_info_log_level(db->dbopt, 2 /* warn */);
+    db->rk.dbopt = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(db->rk.dbopt, 1);
+    rocksdb_options_set_create_missing_column_families(db->rk.dbopt, 1);
+    rocksdb_options_set_use_direct_reads(db->rk.dbopt, db->opt.direct_reads ? 1 : 0);
+    rocksdb_options_set_block_based_table_factory(db->rk.dbopt, db->rk.bbto);
+    rocksdb_options_set_info_log_level(db->rk.dbopt, 2 /* warn */);
     /* RocksDB's default: every SST stays open, rather than reopened by
      * the first read that reaches it (with a bounded table cache, the first
      * lookups after a flush or compaction each paid an index read when
      * runs were read through their families: docs/design.md). */
-    rocksdb_options_set_max_open_files(db->dbopt, -1);
+    rocksdb_options_set_max_open_files(db->rk.dbopt, -1);
     /* Writers reach RocksDB together (write.c): the group's leader writes
      * every member's entries into the memtables itself, and the members
      * wait without spinning. With RocksDB's defaults (members insert their
@@ -59,88 +59,88 @@ int akvi_rocks_setup(akv_db *db)
      * waited for a member that two busy cores had descheduled, and
      * workloada's UPDATE p99.9 at 1M x 1 KB went from 0.2 to 1.1-1.7 ms
      * (docs/benchmarks.md). */
-    rocksdb_options_set_allow_concurrent_memtable_write(db->dbopt, 0);
-    rocksdb_options_set_enable_write_thread_adaptive_yield(db->dbopt, 0);
+    rocksdb_options_set_allow_concurrent_memtable_write(db->rk.dbopt, 0);
+    rocksdb_options_set_enable_write_thread_adaptive_yield(db->rk.dbopt, 0);
     /* A damaged WAL: replay up to the damage, every write before it kept
      * (RocksDB's default, named here because open and repair count what
      * it drops: engine/wal.c). */
-    rocksdb_options_set_wal_recovery_mode(db->dbopt, 2 /* kPointInTimeRecovery */);
+    rocksdb_options_set_wal_recovery_mode(db->rk.dbopt, 2 /* kPointInTimeRecovery */);
     /* No automatic resume after a background I/O error: adaptkv stops its
      * writers on the first one and recovers by reopening (docs/reliability.md),
      * and RocksDB 7.8 resuming by itself after a failed MANIFEST sync can
      * abort on an assertion. The C API has no setter for this option. */
     rocksdb_options_t *o = rocksdb_options_create();
     char *err = NULL;
-    rocksdb_get_options_from_string(db->dbopt, "max_bgerror_resume_count=0", o, &err);
+    rocksdb_get_options_from_string(db->rk.dbopt, "max_bgerror_resume_count=0", o, &err);
     if (err) {
         rocksdb_options_destroy(o);
         return akvi_rocks_err(err, "setting RocksDB's options");
     }
-    rocksdb_options_destroy(db->dbopt);
-    db->dbopt = o;
+    rocksdb_options_destroy(db->rk.dbopt);
+    db->rk.dbopt = o;
 
     /* Gets, scans and merges read runs through their own files, whose
      * readers hold the index (runstore.c): a run family's table reader
      * keeps its index in the block cache instead, where it ages out unless
      * a fallback read or repair uses it, rather than holding a second copy
      * of every run's index for as long as the run lives. */
-    db->bbto_run = rocksdb_block_based_options_create();
-    rocksdb_block_based_options_set_block_cache(db->bbto_run, db->cache);
-    rocksdb_block_based_options_set_cache_index_and_filter_blocks(db->bbto_run, 1);
-    db->metaopt = cf_options(db->bbto, true, rocksdb_no_compression);
-    db->memopt = cf_options(db->bbto, false, rocksdb_no_compression);
+    db->rk.bbto_run = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(db->rk.bbto_run, db->rk.cache);
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks(db->rk.bbto_run, 1);
+    db->rk.metaopt = cf_options(db->rk.bbto, true, rocksdb_no_compression);
+    db->rk.memopt = cf_options(db->rk.bbto, false, rocksdb_no_compression);
     uint64_t wb = db->opt.memtable_bytes * 2 + (1u << 20);
-    rocksdb_options_set_write_buffer_size(db->memopt, (size_t)wb);
-    db->runopt = cf_options(db->bbto_run, false, rocksdb_no_compression);
-    db->runopt_z = cf_options(db->bbto_run, false, rocksdb_zstd_compression);
+    rocksdb_options_set_write_buffer_size(db->rk.memopt, (size_t)wb);
+    db->rk.runopt = cf_options(db->rk.bbto_run, false, rocksdb_no_compression);
+    db->rk.runopt_z = cf_options(db->rk.bbto_run, false, rocksdb_zstd_compression);
 
-    db->wo = rocksdb_writeoptions_create();
-    db->wo_sync = rocksdb_writeoptions_create();
-    rocksdb_writeoptions_set_sync(db->wo_sync, 1);
-    db->ro = rocksdb_readoptions_create();
-    db->ro_scan = rocksdb_readoptions_create();
+    db->rk.wo = rocksdb_writeoptions_create();
+    db->rk.wo_sync = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_set_sync(db->rk.wo_sync, 1);
+    db->rk.ro = rocksdb_readoptions_create();
+    db->rk.ro_scan = rocksdb_readoptions_create();
     /* Flush and compaction stream whole runs: keep them out of the cache. */
-    rocksdb_readoptions_set_fill_cache(db->ro_scan, 0);
-    rocksdb_readoptions_set_readahead_size(db->ro_scan, 2u << 20);
+    rocksdb_readoptions_set_fill_cache(db->rk.ro_scan, 0);
+    rocksdb_readoptions_set_readahead_size(db->rk.ro_scan, 2u << 20);
     /* A memtable family's generation record (mempool.c) sits under the
      * empty key, which no data key is: scans start after it. */
-    rocksdb_readoptions_set_iterate_lower_bound(db->ro_scan, akvi_scan_lower_bound, 1);
+    rocksdb_readoptions_set_iterate_lower_bound(db->rk.ro_scan, akvi_scan_lower_bound, 1);
     return AKV_OK;
 }
 
 void akvi_rocks_teardown(akv_db *db)
 {
-    if (db->meta_cf)
-        rocksdb_column_family_handle_destroy(db->meta_cf);
-    if (db->default_cf)
-        rocksdb_column_family_handle_destroy(db->default_cf);
-    db->meta_cf = db->default_cf = NULL;
-    if (db->rdb)
-        rocksdb_close(db->rdb);
-    db->rdb = NULL;
-    rocksdb_options_t *opts[] = {db->dbopt, db->metaopt, db->memopt, db->runopt, db->runopt_z};
+    if (db->rk.meta_cf)
+        rocksdb_column_family_handle_destroy(db->rk.meta_cf);
+    if (db->rk.default_cf)
+        rocksdb_column_family_handle_destroy(db->rk.default_cf);
+    db->rk.meta_cf = db->rk.default_cf = NULL;
+    if (db->rk.rdb)
+        rocksdb_close(db->rk.rdb);
+    db->rk.rdb = NULL;
+    rocksdb_options_t *opts[] = {db->rk.dbopt, db->rk.metaopt, db->rk.memopt, db->rk.runopt, db->rk.runopt_z};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (opts[i])
             rocksdb_options_destroy(opts[i]);
-    if (db->bbto)
-        rocksdb_block_based_options_destroy(db->bbto);
-    if (db->bbto_run)
-        rocksdb_block_based_options_destroy(db->bbto_run);
-    if (db->cache)
-        rocksdb_cache_destroy(db->cache);
-    if (db->wo)
-        rocksdb_writeoptions_destroy(db->wo);
-    if (db->wo_sync)
-        rocksdb_writeoptions_destroy(db->wo_sync);
-    if (db->ro)
-        rocksdb_readoptions_destroy(db->ro);
-    if (db->ro_scan)
-        rocksdb_readoptions_destroy(db->ro_scan);
-    db->dbopt = db->metaopt = db->memopt = db->runopt = db->runopt_z = NULL;
-    db->bbto = db->bbto_run = NULL;
-    db->cache = NULL;
-    db->wo = db->wo_sync = NULL;
-    db->ro = db->ro_scan = NULL;
+    if (db->rk.bbto)
+        rocksdb_block_based_options_destroy(db->rk.bbto);
+    if (db->rk.bbto_run)
+        rocksdb_block_based_options_destroy(db->rk.bbto_run);
+    if (db->rk.cache)
+        rocksdb_cache_destroy(db->rk.cache);
+    if (db->rk.wo)
+        rocksdb_writeoptions_destroy(db->rk.wo);
+    if (db->rk.wo_sync)
+        rocksdb_writeoptions_destroy(db->rk.wo_sync);
+    if (db->rk.ro)
+        rocksdb_readoptions_destroy(db->rk.ro);
+    if (db->rk.ro_scan)
+        rocksdb_readoptions_destroy(db->rk.ro_scan);
+    db->rk.dbopt = db->rk.metaopt = db->rk.memopt = db->rk.runopt = db->rk.runopt_z = NULL;
+    db->rk.bbto = db->rk.bbto_run = NULL;
+    db->rk.cache = NULL;
+    db->rk.wo = db->rk.wo_sync = NULL;
+    db->rk.ro = db->rk.ro_scan = NULL;
     akvi_rs_close(db->runstore); /* readers still open keep what they use */
     db->runstore = NULL;
 }
@@ -149,10 +149,10 @@ void akvi_rocks_teardown(akv_db *db)
 const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name)
 {
     if (strncmp(name, "mem.", 4) == 0 || strncmp(name, "pool.", 5) == 0)
-        return db->memopt;
+        return db->rk.memopt;
     if (strncmp(name, "run.", 4) == 0 || strncmp(name, "rmap.", 5) == 0)
-        return db->runopt;
-    return db->metaopt;
+        return db->rk.runopt;
+    return db->rk.metaopt;
 }
 
 int akvi_stop(akv_db *db, int rc)
@@ -193,9 +193,9 @@ int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_famil
     char *err = NULL;
     const rocksdb_options_t *o = akvi_cf_options_for(db, name);
     if (level >= 1 && strncmp(name, "run.", 4) == 0)
-        o = db->runopt_z;
+        o = db->rk.runopt_z;
     double t0 = akvi_mono_seconds();
-    *out = rocksdb_create_column_family(db->rdb, o, name, &err);
+    *out = rocksdb_create_column_family(db->rk.rdb, o, name, &err);
     family_op_done(db, &db->st.family_creates, t0);
     if (err) {
         *out = NULL;
@@ -212,7 +212,7 @@ void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf)
         return;
     char *err = NULL;
     double t0 = akvi_mono_seconds();
-    rocksdb_drop_column_family(db->rdb, cf, &err);
+    rocksdb_drop_column_family(db->rk.rdb, cf, &err);
     family_op_done(db, &db->st.family_drops, t0);
     if (err) {
         akvi_log(db, "dropping a column family failed: %s", err);
@@ -227,7 +227,7 @@ int akvi_ingest(akv_db *db, rocksdb_column_family_handle_t *cf, const char *cons
     rocksdb_ingestexternalfileoptions_set_move_files(io, move ? 1 : 0);
     char *err = NULL;
     double t0 = akvi_mono_seconds();
-    rocksdb_ingest_external_file_cf(db->rdb, cf, paths, n, io, &err);
+    rocksdb_ingest_external_file_cf(db->rk.rdb, cf, paths, n, io, &err);
     family_op_done(db, NULL, t0);
     rocksdb_ingestexternalfileoptions_destroy(io);
     return err ? akvi_rocks_err(err, what) : AKV_OK;
@@ -236,8 +236,8 @@ int akvi_ingest(akv_db *db, rocksdb_column_family_handle_t *cf, const char *cons
 int akvi_meta_put(akv_db *db, const char *key, const uint8_t *val, size_t len, bool sync)
 {
     char *err = NULL;
-    rocksdb_put_cf(db->rdb, sync ? db->wo_sync : db->wo, db->meta_cf, key, strlen(key), (const char *)val,
-                   len, &err);
+    rocksdb_put_cf(db->rk.rdb, sync ? db->rk.wo_sync : db->rk.wo, db->rk.meta_cf, key, strlen(key),
+                   (const char *)val, len, &err);
     return err ? akvi_rocks_err(err, "writing the meta family") : AKV_OK;
 }
 
@@ -245,7 +245,7 @@ int akvi_meta_get(akv_db *db, const char *key, uint8_t **val, size_t *len)
 {
     char *err = NULL;
     size_t n = 0;
-    char *v = rocksdb_get_cf(db->rdb, db->ro, db->meta_cf, key, strlen(key), &n, &err);
+    char *v = rocksdb_get_cf(db->rk.rdb, db->rk.ro, db->rk.meta_cf, key, strlen(key), &n, &err);
     if (err)
         return akvi_rocks_err(err, "reading the meta family");
     if (!v)
@@ -266,7 +266,7 @@ void akvi_meta_flush(akv_db *db, bool wait)
     rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
     rocksdb_flushoptions_set_wait(fo, wait ? 1 : 0);
     char *err = NULL;
-    rocksdb_flush_cf(db->rdb, fo, db->meta_cf, &err);
+    rocksdb_flush_cf(db->rk.rdb, fo, db->rk.meta_cf, &err);
     rocksdb_flushoptions_destroy(fo);
     if (err) {
         /* Not fatal: the WAL stays until a later flush succeeds. */

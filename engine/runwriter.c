@@ -526,7 +526,7 @@ static int copy_merge(akv_db *db, akvi_merge *mg, akvi_run *const *runs, size_t 
 
 static rocksdb_iterator_t *scan_iter(akv_db *db, rocksdb_column_family_handle_t *cf)
 {
-    return rocksdb_create_iterator_cf(db->rdb, db->ro_scan, cf);
+    return rocksdb_create_iterator_cf(db->rk.rdb, db->rk.ro_scan, cf);
 }
 
 /* The input runs read their files when open (runstore.c), and are checked

@@ -84,7 +84,7 @@ static void fresh_seek(scanner *sc, const uint8_t *k, size_t kl)
 {
     sc_close(sc);
     if (!sc->file) {
-        sc->it = rocksdb_create_iterator_cf(sc->db->rdb, sc->db->ro_scan, sc->cf);
+        sc->it = rocksdb_create_iterator_cf(sc->db->rk.rdb, sc->db->rk.ro_scan, sc->cf);
         rocksdb_iter_seek(sc->it, (const char *)k, kl);
     } else if (akvi_rs_iter_new(&sc->file, 1, true, &sc->fit) == AKV_OK) {
         (void)akvi_rs_iter_seek(sc->fit, k, kl);

@@ -461,7 +461,7 @@ int akvi_sst_hashes(akv_db *db, const akvi_run *r, const akvi_cat_sst *s, akv_ha
         if (rc == AKV_OK)
             rc = akvi_rs_iter_seek(fi, s->smallest, s->smallest_len);
     } else {
-        it = rocksdb_create_iterator_cf(db->rdb, db->ro_scan, r->cf);
+        it = rocksdb_create_iterator_cf(db->rk.rdb, db->rk.ro_scan, r->cf);
         rocksdb_iter_seek(it, (const char *)s->smallest, s->smallest_len);
     }
     while (rc == AKV_OK && (fi ? akvi_rs_iter_valid(fi) : rocksdb_iter_valid(it))) {

@@ -178,7 +178,7 @@ static int finish(akv_db *db, pending *p, size_t n, bool sync)
 {
     akvi_mem *m = p->m;
     char *err = NULL;
-    rocksdb_write(db->rdb, sync ? db->wo_sync : db->wo, p->wb, &err);
+    rocksdb_write(db->rk.rdb, sync ? db->rk.wo_sync : db->rk.wo, p->wb, &err);
     rocksdb_writebatch_destroy(p->wb);
     int rc = AKV_OK;
     if (err) {

@@ -61,7 +61,7 @@ static size_t pool_files(akv_db *db, const char *only)
 {
     akvi_live_sst *l = NULL;
     size_t n = 0, files = 0;
-    cr_assert_eq(akvi_live_ssts(db->rdb, &l, &n), AKV_OK, "%s", akv_errmsg());
+    cr_assert_eq(akvi_live_ssts(db->rk.rdb, &l, &n), AKV_OK, "%s", akv_errmsg());
     for (size_t i = 0; i < n; i++)
         files += only ? strcmp(l[i].cf, only) == 0 : strncmp(l[i].cf, "pool.", 5) == 0;
     akvi_live_ssts_free(l, n);

@@ -270,7 +270,8 @@ static bool replaced(const akvi_run *r, const akvi_run *const *replaces, size_t 
  * tree's keys: a small run takes its share of it, not all of it (a flush
  * left with 3 bits per key let a third of the lookups through), and at
  * most 15 % of the build's fair share (its Monkey bits); the total comes
- * back over the next builds. What slots grew by is not taken
+ * back over the next builds. A surplus raises a build by at most 10 % of
+ * its fair share, within what the budget leaves it. What slots grew by is not taken
  * from the others: growth has its own allowance over the budget
  * (grown_filter_share, adapt.c), and it leaves with its run. Clamped to
  * [B/2, 3B]; B when there is no version yet (open).
@@ -278,6 +279,7 @@ static bool replaced(const akvi_run *r, const akvi_run *const *replaces, size_t 
 #define RESERVE_SHARE 0.01
 #define SPREAD        0.125
 #define MAX_CUT       0.15
+#define MAX_RAISE     0.10
 
 static double level_bits(akv_db *db, int level, uint64_t n, const akvi_run *const *replaces,
                          size_t n_replaces)
@@ -371,7 +373,13 @@ static double level_bits(akv_db *db, int level, uint64_t n, const akvi_run *cons
         double over = (double)n > SPREAD * keys ? (double)n : SPREAD * keys;
         room = b - (b - room) * (double)n / over;
     }
-    bits = bits > room ? room : bits;
+    /* A surplus (the others were built with less than the budget gave
+     * them: a fuse filter's fingerprint is whole bits, and at 10 bits a key
+     * its floor left 8.8 where 9.7 was given) raises the build by at most
+     * MAX_RAISE of its fair share, within the room: the total comes back
+     * up to B over the next builds as it comes down after a deficit. */
+    double raised = (1 + MAX_RAISE) * fair;
+    bits = room > fair ? (room < raised ? room : raised) : room;
     /* A deficit takes at most MAX_CUT of a build's fair share: a quotient
      * filter's remainder is whole bits, and a few bits less than its
      * share can quadruple its rate. */

@@ -122,6 +122,10 @@ run_one() { # wl cfgname cfgargs [pristine-name]
     rc=1
   else
     cp -a "$work/pristine-$src" "$work/db-$tag"
+    # The copy on the disk before the clock starts: its dirty pages would
+    # otherwise be written back ~30 s later, during the run, behind one
+    # engine's reads and not the other's (docs/benchmarks.md, 2026-12-07).
+    sync
     # shellcheck disable=SC2086
     "$kvbench" "${wlargs[@]}" --phase run "${settings[@]}" $args "${tl[@]}" "${st[@]}" "${extra[@]}" --quiet \
       --db "$work/db-$tag" --csv "$work/runs/$tag.csv" --json "$work/runs/$tag.json" \

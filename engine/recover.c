@@ -445,9 +445,8 @@ static int reopen_rw(akv_db *db, loaded *L)
             rocksdb_column_family_handle_destroy(L->cfs.h[i]);
         L->cfs.h[i] = NULL;
     }
-    db->rk.meta_cf = db->rk.default_cf = NULL;
-    rocksdb_close(db->rk.rdb);
-    db->rk.rdb = NULL;
+    db->rk.meta_cf = db->rk.default_cf = NULL; /* were in L->cfs */
+    akvi_rocks_close(db);
     uint8_t *state = malloc(L->cfs.n ? L->cfs.n : 1);
     if (!state)
         return akvi_err(AKV_ENOMEM, "out of memory");

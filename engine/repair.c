@@ -77,14 +77,7 @@ static void note(rep *R, const char *fmt, ...)
 static void close_look(akv_db *db, akvi_cf_set *s)
 {
     akvi_cf_set_free(db, s, false);
-    if (db->rk.meta_cf)
-        rocksdb_column_family_handle_destroy(db->rk.meta_cf);
-    if (db->rk.default_cf)
-        rocksdb_column_family_handle_destroy(db->rk.default_cf);
-    db->rk.meta_cf = db->rk.default_cf = NULL;
-    if (db->rk.rdb)
-        rocksdb_close(db->rk.rdb);
-    db->rk.rdb = NULL;
+    akvi_rocks_close(db);
 }
 
 static int cmp_desc_str(const void *a, const void *b)

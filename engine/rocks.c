@@ -108,7 +108,7 @@ int akvi_rocks_setup(akv_db *db)
     return AKV_OK;
 }
 
-void akvi_rocks_teardown(akv_db *db)
+void akvi_rocks_close(akv_db *db)
 {
     if (db->rk.meta_cf)
         rocksdb_column_family_handle_destroy(db->rk.meta_cf);
@@ -118,6 +118,11 @@ void akvi_rocks_teardown(akv_db *db)
     if (db->rk.rdb)
         rocksdb_close(db->rk.rdb);
     db->rk.rdb = NULL;
+}
+
+void akvi_rocks_teardown(akv_db *db)
+{
+    akvi_rocks_close(db);
     rocksdb_options_t *opts[] = {db->rk.dbopt, db->rk.metaopt, db->rk.memopt, db->rk.runopt, db->rk.runopt_z};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (opts[i])

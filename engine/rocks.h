@@ -34,6 +34,10 @@ extern const char akvi_scan_lower_bound[1];
 
 int akvi_rocks_setup(akv_db *db);
 void akvi_rocks_teardown(akv_db *db);
+/* Close the instance, its fixed families' handles destroyed first (every
+ * other family's handle must be destroyed by then); the options stay for
+ * the next open. */
+void akvi_rocks_close(akv_db *db);
 int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_family_handle_t **out);
 const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name);
 void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf);

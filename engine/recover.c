@@ -234,6 +234,7 @@ typedef struct loaded {
     bool legacy;   /* identity and catalog came from the meta family (format 1) */
     bool upgraded; /* key digests computed: the catalog is rewritten */
     bool policy_store;    /* the catalog stores another slot policy, or none: rewritten */
+    bool converted;       /* runs kept in families became runs of files: rewritten */
     char policy_note[2 * AKVI_POLICY_MAX + 200]; /* the policy changed: said once it is stored */
 } loaded;
 
@@ -538,9 +539,11 @@ static bool named_as(const akv_db *db, const akvi_run *r, uint64_t sst, const ch
 
 /* Names each run's SSTs in DIR/runs as the files its family holds (a
  * missing or stale name is linked again: the family is the record, the
- * names are derived from it), then opens their readers. A run whose files
- * cannot be named or opened is read through its family, as before run
- * files (docs/design.md, "Run files"), and said once. */
+ * names are derived from it), then opens their readers; such a run becomes
+ * a run of files (L->converted: the catalog records it so before its
+ * families are dropped, convert_runs). A run whose files cannot be named
+ * or opened is read through its family, as before run files
+ * (docs/design.md, "Run files"), and said once. */
 static void open_run_files(akv_db *db, loaded *L)
 {
     akvi_live_sst *l = NULL;
@@ -589,11 +592,31 @@ static void open_run_files(akv_db *db, loaded *L)
         }
         if (rc == AKV_OK)
             rc = akvi_run_open_files(db, r);
-        if (rc != AKV_OK)
+        if (rc == AKV_OK) {
+            r->info.files = true;
+            L->converted = true;
+        } else
             akvi_damage_warn(db, AKVI_DMG_RUN_FILE_NAME, "run %llu is read through its family: %s",
                              (unsigned long long)r->info.id, akv_errmsg());
     }
     akvi_live_ssts_free(l, n);
+}
+
+/* Once the catalog records them as files: the families of the runs
+ * open_run_files converted are leftovers, dropped as the open ends (a
+ * crash before that leaves families the next open's inspection finds
+ * the catalog no longer needs, and drops). */
+static void convert_runs(loaded *L)
+{
+    for (size_t i = 0; i < L->n_run; i++) {
+        akvi_run *r = L->runs[i];
+        if (!r->info.files)
+            continue;
+        for (size_t k = 0; k < L->cfs.n; k++)
+            if (L->cfs.h[k] && (L->cfs.h[k] == r->cf || L->cfs.h[k] == r->rmap_cf))
+                L->cfs.state[k] = CF_LEFTOVER;
+        r->cf = r->rmap_cf = NULL;
+    }
 }
 
 /* Phase 2: from here on the directory changes. */
@@ -634,7 +657,9 @@ static int go_live(akv_db *db, loaded *L)
     if (rc == AKV_OK)
         rc = akvi_mem_add_active(db, L->mems, &L->n_mem);
     if (rc == AKV_OK)
-        rc = adopt_catalog(db, L, L->legacy || L->upgraded || L->policy_store);
+        rc = adopt_catalog(db, L, L->legacy || L->upgraded || L->policy_store || L->converted);
+    if (rc == AKV_OK && L->converted)
+        convert_runs(L);
     if (rc == AKV_OK && L->policy_note[0])
         akvi_log(db, "%s", L->policy_note);
     if (rc == AKV_OK && L->legacy) {

@@ -15,6 +15,7 @@
 
 #include "adaptkv/adaptkv.h"
 #include "engine/internal.h"
+#include "support/damage.h"
 #include "support/kvmodel.h"
 #include "support/numbered.h"
 
@@ -38,20 +39,8 @@ static void opts(akv_options *o, akv_layout layout)
  * format's mem.<gen>. */
 static void count_families(const char *dir, size_t *pool, size_t *mem)
 {
-    char rdir[600];
-    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
-    rocksdb_options_t *o = rocksdb_options_create();
-    char *err = NULL;
-    size_t n = 0;
-    char **names = rocksdb_list_column_families(o, rdir, &n, &err);
-    cr_assert_null(err, "%s", err);
-    *pool = *mem = 0;
-    for (size_t i = 0; i < n; i++) {
-        *pool += strncmp(names[i], "pool.", 5) == 0;
-        *mem += strncmp(names[i], "mem.", 4) == 0;
-    }
-    rocksdb_list_column_families_destroy(names, n);
-    rocksdb_options_destroy(o);
+    *pool = akvt_families(dir, "pool.", true);
+    *mem = akvt_families(dir, "mem.", true);
 }
 
 /* SST files RocksDB holds for the pool's families (all, or family `only`).

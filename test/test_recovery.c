@@ -14,6 +14,7 @@
 
 #include "adaptkv/adaptkv.h"
 #include "engine/internal.h"
+#include "support/damage.h"
 #include "support/kvmodel.h"
 #include "support/numbered.h"
 
@@ -32,23 +33,6 @@ static void opts(akv_options *o, akv_layout layout)
     o->block_cache_bytes = 1 << 20;
     o->rest_compaction = 0; /* the runs stay as written */
     o->log = quiet;
-}
-
-static bool has_cf(const char *dir, const char *name)
-{
-    char rdir[600];
-    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
-    rocksdb_options_t *o = rocksdb_options_create();
-    char *err = NULL;
-    size_t n = 0;
-    char **names = rocksdb_list_column_families(o, rdir, &n, &err);
-    cr_assert_null(err);
-    bool found = false;
-    for (size_t i = 0; i < n; i++)
-        found |= strcmp(names[i], name) == 0;
-    rocksdb_list_column_families_destroy(names, n);
-    rocksdb_options_destroy(o);
-    return found;
 }
 
 /* Open the bare RocksDB instance and add families an interrupted flush or
@@ -206,13 +190,13 @@ static void leftovers_test(akv_layout layout)
     snprintf(run, sizeof run, "run.%llu", id);
     snprintf(rmap, sizeof rmap, "rmap.%llu", id);
     plant_leftovers(dir, id);
-    cr_assert(has_cf(dir, run));
+    cr_assert(akvt_families(dir, run, false));
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     akvt_expect_numbered(db, 3000);
     cr_assert_eq(akv_close(db), AKV_OK);
-    cr_assert_not(has_cf(dir, run), "unnamed run family survived");
-    cr_assert_not(has_cf(dir, rmap), "unnamed rmap family survived");
-    cr_assert_not(has_cf(dir, "mem.1"), "flushed memtable family survived");
+    cr_assert_not(akvt_families(dir, run, false), "unnamed run family survived");
+    cr_assert_not(akvt_families(dir, rmap, false), "unnamed rmap family survived");
+    cr_assert_not(akvt_families(dir, "mem.1", false), "flushed memtable family survived");
     struct stat st;
     snprintf(path, sizeof path, "%s/filters/%llu-0.akf", dir, id);
     cr_assert_neq(stat(path, &st), 0, "unnamed filter file survived");
@@ -221,7 +205,7 @@ static void leftovers_test(akv_layout layout)
     /* A family beyond the catalog's reserve is not a leftover: refused. */
     plant_leftovers(dir, 999);
     cr_assert_eq(akv_open(dir, &o, &db), AKV_ECORRUPT);
-    cr_assert(has_cf(dir, "run.999"), "a family newer than the catalog was deleted");
+    cr_assert(akvt_families(dir, "run.999", false), "a family newer than the catalog was deleted");
     akvt_rmrf(dir);
 }
 
@@ -253,7 +237,7 @@ Test(recovery, missing_sst_of_an_uncommitted_run_is_dropped)
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     akvt_expect_numbered(db, 3000);
     cr_assert_eq(akv_close(db), AKV_OK);
-    cr_assert_not(has_cf(dir, run), "the family with the missing file survived");
+    cr_assert_not(akvt_families(dir, run, false), "the family with the missing file survived");
     cr_assert_eq(akv_open(dir, &o, &db), AKV_OK, "%s", akv_errmsg());
     akvt_expect_numbered(db, 3000);
     cr_assert_eq(akv_close(db), AKV_OK);

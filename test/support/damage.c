@@ -95,6 +95,22 @@ char *akvt_dir_digest(const char *dir)
     return out;
 }
 
+size_t akvt_families(const char *dir, const char *name, bool prefix)
+{
+    char rdir[1100];
+    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
+    rocksdb_options_t *o = rocksdb_options_create();
+    char *err = NULL;
+    size_t n = 0, found = 0;
+    char **names = rocksdb_list_column_families(o, rdir, &n, &err);
+    cr_assert_null(err, "listing families of %s: %s", rdir, err);
+    for (size_t i = 0; i < n; i++)
+        found += prefix ? strncmp(names[i], name, strlen(name)) == 0 : strcmp(names[i], name) == 0;
+    rocksdb_list_column_families_destroy(names, n);
+    rocksdb_options_destroy(o);
+    return found;
+}
+
 /* Opens DIR/rocksdb read only with every family; calls fn with its live files. */
 static void with_live_files(const char *dir, void (*fn)(void *, const rocksdb_livefiles_t *), void *arg)
 {

@@ -6,6 +6,7 @@
 #ifndef AKV_TEST_DAMAGE_H
 #define AKV_TEST_DAMAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,9 @@ char *akvt_dir_digest(const char *dir);
  * only), in key order; for "run.<id>" with no such family, that run's own
  * files in DIR/runs. Returns the count, absolute paths in out[0..max). */
 size_t akvt_cf_ssts(const char *dir, const char *cf, char out[][1024], size_t max);
+/* How many column families of DIR/rocksdb are named `name` (exact) or,
+ * with `prefix`, start with it. */
+size_t akvt_families(const char *dir, const char *name, bool prefix);
 /* The entries RocksDB records for SST file `path` (0 if unknown). */
 uint64_t akvt_sst_entries(const char *dir, const char *path);
 /* cp -a src dst (dst must not exist). */

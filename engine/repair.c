@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/create.h"
 #include "engine/inspect.h"
 #include "engine/internal.h"
 #include "engine/lockorder.h"
@@ -1372,6 +1373,9 @@ static int repair(akv_db *db, rep *R)
     db->vs.cur = akvi_version_new(0, 0);
     if (rc == AKV_OK && !db->vs.cur)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
+    bool made;
+    if (rc == AKV_OK) /* run writers write their SSTs there first */
+        rc = akvi_make_dir(db->tdir, &made);
     if (rc == AKV_OK)
         rc = gather(&S);
     if (rc == AKV_OK)

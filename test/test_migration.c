@@ -199,6 +199,37 @@ static void migrates(const char *fixture, akv_layout layout)
     akvt_rmrf(tmp);
 }
 
+/* akv_repair on a database of an older format, before any open: nothing
+ * is lost, the runs kept in families are runs of files afterwards, and
+ * the database reads as written. */
+static void repairs(const char *fixture, akv_layout layout)
+{
+    const char *name = layout == AKV_LAYOUT_HASH ? "hash" : "ordered";
+    char tmp[512];
+    copy_fixture(fixture, name, tmp, sizeof tmp);
+    const char *dir = copy_to;
+    akv_options o;
+    akvf_options(&o, AKV_LAYOUT_AUTO);
+    o.create_if_missing = 0;
+    o.seed = 0;
+    akv_repair_report r;
+    int rc = akv_repair(dir, &o, &r);
+    cr_assert_eq(rc, AKV_OK, "%s: repair: %s (%s)", name, akv_errmsg(), r.text ? r.text : "");
+    cr_assert_eq(r.entries_lost, 0, "%s: %s", name, r.text);
+    cr_assert_eq(r.runs_rewritten + r.runs_dropped, 0, "%s: %s", name, r.text);
+    cr_assert_geq(r.runs_kept, 3, "%s: %s", name, r.text);
+    akv_free(r.text);
+    cr_assert_eq(akvt_families(dir, "run.", true) + akvt_families(dir, "rmap.", true), 0,
+                 "%s: a run family is still there after repair", name);
+    akv_db *db = open_ok(dir, &o);
+    check_gets(db, AKVF_PHASES, "repaired");
+    check_iteration(db, AKVF_PHASES, "repaired");
+    cr_assert_eq(akv_compact(db), AKV_OK, "%s", akv_errmsg());
+    check_gets(db, AKVF_PHASES, "repaired and compacted");
+    cr_assert_eq(akv_close(db), AKV_OK, "%s", akv_errmsg());
+    akvt_rmrf(tmp);
+}
+
 Test(migration, format_3147892_hash)
 {
     migrates(FIXTURE_3147892, AKV_LAYOUT_HASH);
@@ -227,4 +258,34 @@ Test(migration, format_bad2ff5_hash)
 Test(migration, format_bad2ff5_ordered)
 {
     migrates(FIXTURE_BAD2FF5, AKV_LAYOUT_ORDERED);
+}
+
+Test(migration, repair_3147892_hash)
+{
+    repairs(FIXTURE_3147892, AKV_LAYOUT_HASH);
+}
+
+Test(migration, repair_3147892_ordered)
+{
+    repairs(FIXTURE_3147892, AKV_LAYOUT_ORDERED);
+}
+
+Test(migration, repair_f5e8b9e_hash)
+{
+    repairs(FIXTURE_F5E8B9E, AKV_LAYOUT_HASH);
+}
+
+Test(migration, repair_f5e8b9e_ordered)
+{
+    repairs(FIXTURE_F5E8B9E, AKV_LAYOUT_ORDERED);
+}
+
+Test(migration, repair_bad2ff5_hash)
+{
+    repairs(FIXTURE_BAD2FF5, AKV_LAYOUT_HASH);
+}
+
+Test(migration, repair_bad2ff5_ordered)
+{
+    repairs(FIXTURE_BAD2FF5, AKV_LAYOUT_ORDERED);
 }

@@ -350,9 +350,9 @@ int akvi_rw_add(akvi_runwriter *w, const uint8_t *ikey, size_t iklen, const uint
 /* Seal: SSTs, slots, filter files, ingest into a new run CF. *out is NULL
  * when nothing was added. */
 int akvi_rw_finish(akvi_runwriter *w, akvi_run **out);
-/* Names the SST file `from` (a family's, or one being ingested) as SST
- * `sst` of run `run` in DIR/runs, a hard link replacing any other file of
- * that name; DIR/runs is created if missing. */
+/* Names the SST file `from` (a family's) as SST `sst` of run `run` in
+ * DIR/runs, a hard link replacing any other file of that name (nothing to
+ * do when the name is `from` already); DIR/runs is created if missing. */
 int akvi_run_link_file(akv_db *db, const char *from, uint64_t run, uint64_t sst);
 /* Opens a reader for each of run r's SST files in DIR/runs (r->files),
  * and its reverse map's in the ordered layout (r->rmap_file). */
@@ -366,12 +366,6 @@ void akvi_rw_abort(akvi_runwriter *w);
 int akvi_rw_merge(akv_db *db, akvi_mem *mem, akvi_run *const *runs, size_t n, int level, uint64_t est,
                   const akvi_shards *sh, uint64_t run_bytes, bool drop_tombstones, akvi_run ***out,
                   size_t *n_out);
-/* The same for any inputs (newest first): input i is runs[i] if runs and
- * runs[i] are not NULL, else family cfs[i] (repair's kept runs, which no
- * run object stands for). */
-int akvi_rw_merge_inputs(akv_db *db, rocksdb_column_family_handle_t *const *cfs, akvi_run *const *runs,
-                         size_t n, int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
-                         bool drop_tombstones, akvi_run ***out, size_t *n_out);
 
 /* ---- commit (commit.c) ------------------------------------------------- */
 

@@ -524,19 +524,6 @@ static int adopt_catalog(akv_db *db, const loaded *L, bool store)
     return rc;
 }
 
-/* Is the name of run r's SST sst in DIR/runs the very file `live` its
- * family holds? */
-static bool named_as(const akv_db *db, const akvi_run *r, uint64_t sst, const char *live)
-{
-    char name[64];
-    akvi_run_file_name(r->info.id, sst, name, sizeof name);
-    char *p = akvi_path_join(db->sdir, name);
-    struct stat a, b;
-    bool same = p && stat(p, &a) == 0 && stat(live, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
-    free(p);
-    return same;
-}
-
 /* Names each run's SSTs in DIR/runs as the files its family holds (a
  * missing or stale name is linked again: the family is the record, the
  * names are derived from it), then opens their readers; such a run becomes
@@ -573,7 +560,7 @@ static void open_run_files(akv_db *db, loaded *L)
             char *live = akvi_path_join(db->rdir, f->name[0] == '/' ? f->name + 1 : f->name);
             if (!live)
                 rc = akvi_err(AKV_ENOMEM, "out of memory");
-            else if (!named_as(db, r, c->id, live))
+            else
                 rc = akvi_run_link_file(db, live, r->info.id, c->id);
             free(live);
         }
@@ -586,7 +573,7 @@ static void open_run_files(akv_db *db, loaded *L)
                 rc = akvi_err(AKV_ECORRUPT, "its reverse map family holds %zu SST files, not 1", k);
             else if (!live)
                 rc = akvi_err(AKV_ENOMEM, "out of memory");
-            else if (!named_as(db, r, AKVI_RMAP_SST, live))
+            else
                 rc = akvi_run_link_file(db, live, r->info.id, AKVI_RMAP_SST);
             free(live);
         }

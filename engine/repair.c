@@ -1,13 +1,16 @@
 /*
- * repair.c — akv_repair: salvage what the run families and SST files still
- * hold, rebuild the catalog and the filters, and say exactly what was lost
+ * repair.c — akv_repair: salvage what the run files still hold, rebuild the
+ * catalog and the filters, and say exactly what was lost
  * (docs/reliability.md, "Repair").
  *
  * Sources, most trusted first: the catalog (if one loads), the filter
- * files (each repeats its SST's catalog entry), RocksDB's record of its SST
- * files, and the data itself, which every run is read back from in full.
- * Repair sits beside recover.c at the top of the engine and shares the
- * handle (db.c), the identity (identity.c) and the family set (cfset.c).
+ * files (each repeats its SST's catalog entry), the run files themselves,
+ * and RocksDB's record of the memtable families and of an older format's
+ * run families, whose files repair names in DIR/runs first: from then on
+ * every run is its files, read back in full through adaptkv's own SST
+ * reader. Repair sits beside recover.c at the top of the engine and
+ * shares the handle (db.c), the identity (identity.c), the family set
+ * (cfset.c) and open's inspection (inspect.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -188,13 +191,25 @@ static int set_aside_orphans(akv_db *db, rep *R, char ***out, size_t *n_out)
 
 /* ---- what is known about each run ----------------------------------------- */
 
+/* One of a run's SST files in DIR/runs (sst AKVI_RMAP_SST: its reverse
+ * map), with a reader when it opens; bad: it fails its checksums. */
+typedef struct rfile {
+    uint64_t sst, bytes;
+    char name[64];
+    akvi_rs_sst *f;
+    bool bad;
+    char why[256];
+} rfile;
+
 typedef struct rrun {
     uint64_t id;
     uint32_t level;
     bool level_known, catalogued;
+    bool unrecorded;   /* desc holds SSTs known by their files alone */
+    uint64_t expected; /* entries the catalog or filter files record */
     akvi_cat_run desc; /* SSTs known from the catalog or filter files (may be partial) */
-    rocksdb_column_family_handle_t *cf, *rmap;
-    size_t cf_index, rmap_index; /* in the family set; SIZE_MAX if none */
+    rfile *files;
+    size_t n_files;
 } rrun;
 
 typedef struct runs {
@@ -214,24 +229,43 @@ static rrun *run_of(runs *rs, uint64_t id)
     rrun *r = &rs->v[rs->n++];
     memset(r, 0, sizeof *r);
     r->id = id;
-    r->cf_index = r->rmap_index = SIZE_MAX;
     r->desc.id = id;
     return r;
 }
 
-static int copy_sst(akvi_cat_sst *to, const akvi_cat_sst *from)
+static void rrun_free(rrun *r)
 {
-    *to = *from;
-    to->smallest = malloc(from->smallest_len ? from->smallest_len : 1);
-    to->largest = malloc(from->largest_len ? from->largest_len : 1);
-    if (!to->smallest || !to->largest) {
-        free(to->smallest);
-        free(to->largest);
-        to->smallest = to->largest = NULL;
+    for (size_t j = 0; j < r->n_files; j++)
+        akvi_rs_sst_close(r->files[j].f);
+    free(r->files);
+    akvi_cat_run_free(&r->desc);
+}
+
+/* What the catalog or a filter file records for SST `sst` of r, or NULL. */
+static akvi_cat_sst *sst_of(rrun *r, uint64_t sst)
+{
+    for (size_t j = 0; j < r->desc.n_sst; j++)
+        if (r->desc.ssts[j].id == sst)
+            return &r->desc.ssts[j];
+    return NULL;
+}
+
+/* Its file in DIR/runs, or NULL. */
+static rfile *file_of(rrun *r, uint64_t sst)
+{
+    for (size_t j = 0; j < r->n_files; j++)
+        if (r->files[j].sst == sst)
+            return &r->files[j];
+    return NULL;
+}
+
+static int copy_key(uint8_t **to, size_t *to_len, const uint8_t *k, size_t kl)
+{
+    *to = malloc(kl ? kl : 1);
+    if (!*to)
         return akvi_err(AKV_ENOMEM, "out of memory");
-    }
-    memcpy(to->smallest, from->smallest, from->smallest_len);
-    memcpy(to->largest, from->largest, from->largest_len);
+    memcpy(*to, k, kl);
+    *to_len = kl;
     return AKV_OK;
 }
 
@@ -244,9 +278,16 @@ static int add_sst(akvi_cat_run *d, const akvi_cat_sst *s)
     if (!g)
         return akvi_err(AKV_ENOMEM, "out of memory");
     d->ssts = g;
-    int rc = copy_sst(&d->ssts[d->n_sst], s);
+    akvi_cat_sst *to = &d->ssts[d->n_sst];
+    *to = *s;
+    to->smallest = to->largest = NULL;
+    int rc = copy_key(&to->smallest, &to->smallest_len, s->smallest, s->smallest_len);
+    if (rc == AKV_OK)
+        rc = copy_key(&to->largest, &to->largest_len, s->largest, s->largest_len);
     if (rc == AKV_OK)
         d->n_sst++;
+    else
+        free(to->smallest);
     return rc;
 }
 
@@ -263,9 +304,8 @@ static int describe_from_filters(akv_db *db, runs *rs)
     struct dirent *e;
     int rc = AKV_OK;
     while (rc == AKV_OK && d && (e = readdir(d)) != NULL) {
-        unsigned long long run, sst;
-        int used = 0;
-        if (sscanf(e->d_name, "%llu-%llu.akf%n", &run, &sst, &used) != 2 || e->d_name[used] != 0)
+        uint64_t run, sst;
+        if (akvi_file_name_parse(e->d_name, ".akf", &run, &sst) != AKVI_FNAME_FILE)
             continue;
         char *p = akvi_path_join(db->fdir, e->d_name);
         akvi_cat_run desc = {0};
@@ -286,6 +326,254 @@ static int describe_from_filters(akv_db *db, runs *rs)
     }
     if (d)
         closedir(d);
+    return rc;
+}
+
+/* ---- run files ---------------------------------------------------------------- */
+
+/* Moves DIR/runs/name to DIR/lost/name (a file repair could not use:
+ * never deleted). */
+static void to_lost(akv_db *db, rep *R, const char *name, const char *why)
+{
+    char *lost = akvi_path_join(db->dir, "lost"), *from = akvi_path_join(db->sdir, name),
+         *to = lost ? akvi_path_join(lost, name) : NULL;
+    if (lost && from && to && (mkdir(lost, 0755) == 0 || errno == EEXIST) && rename(from, to) == 0) {
+        note(R, "runs/%s: %s; moved to lost/", name, why);
+        R->r.files_set_aside++;
+    }
+    free(lost);
+    free(from);
+    free(to);
+}
+
+/* An SST record of the file f reads: its size, entries and key range. */
+static int describe_file(akvi_rs_sst *f, uint64_t id, akvi_cat_sst *s)
+{
+    struct stat st;
+    akvi_sstr_props p;
+    akvi_rs_sst_props(f, &p);
+    memset(s, 0, sizeof *s);
+    s->id = id;
+    s->keys = p.entries;
+    s->bytes = stat(akvi_rs_sst_path(f), &st) == 0 ? (uint64_t)st.st_size : 0;
+    akvi_rs_iter *it = NULL;
+    int rc = akvi_rs_iter_new(&f, 1, true, &it);
+    size_t kl;
+    if (rc == AKV_OK)
+        rc = akvi_rs_iter_seek_first(it);
+    if (rc == AKV_OK && akvi_rs_iter_valid(it)) {
+        const uint8_t *k = akvi_rs_iter_key(it, &kl);
+        rc = copy_key(&s->smallest, &s->smallest_len, k, kl);
+    } else if (rc == AKV_OK)
+        rc = akvi_err(AKV_ECORRUPT, "%s holds no entry", akvi_rs_sst_path(f));
+    if (rc == AKV_OK)
+        rc = akvi_rs_iter_seek_last(it);
+    if (rc == AKV_OK && akvi_rs_iter_valid(it)) {
+        const uint8_t *k = akvi_rs_iter_key(it, &kl);
+        rc = copy_key(&s->largest, &s->largest_len, k, kl);
+    } else if (rc == AKV_OK)
+        rc = akvi_err(AKV_ECORRUPT, "%s holds no entry", akvi_rs_sst_path(f));
+    akvi_rs_iter_destroy(it);
+    if (rc != AKV_OK) {
+        free(s->smallest);
+        free(s->largest);
+        s->smallest = s->largest = NULL;
+    }
+    return rc;
+}
+
+typedef struct state {
+    akv_db *db;
+    rep *R;
+    akvi_cf_set cfs;
+    akvi_catalog cat;
+    bool have_cat, trust_cat;
+    akvi_inspection look; /* open's inspection, against the catalog (or none) */
+    runs rs;
+    struct fins {
+        struct fin *v;
+        size_t n;
+    } F;
+    char **orph;
+    size_t n_orph;
+} state;
+
+/* Older formats keep runs in families run.<id> (and rmap.<id>): their
+ * files are named in DIR/runs as open names them (a recorded SST by its
+ * smallest key; one no record names by a fresh id), and the families
+ * become leftovers, dropped as repair ends (the names keep the files).
+ * From here on every run is its files. A file RocksDB records but that is
+ * gone is lost already; a file that cannot be named fails the repair,
+ * its family kept. */
+static int families_to_files(state *S)
+{
+    akv_db *db = S->db;
+    akvi_live_sst *l = NULL;
+    size_t nl = 0;
+    int rc = akvi_live_ssts(db->rk.rdb, &l, &nl);
+    for (size_t i = 0; rc == AKV_OK && i < S->cfs.n; i++) {
+        uint64_t id = akvi_parse_id(S->cfs.names[i], "run."), rid = akvi_parse_id(S->cfs.names[i], "rmap.");
+        rrun *r = id || rid ? run_of(&S->rs, id ? id : rid) : NULL;
+        if (!id && !rid)
+            continue;
+        if (!r) {
+            rc = akvi_err(AKV_ENOMEM, "out of memory");
+            break;
+        }
+        size_t first, k = akvi_live_ssts_of(l, nl, S->cfs.names[i], &first);
+        uint64_t fresh = 0;
+        for (size_t j = 0; j < r->desc.n_sst; j++)
+            fresh = r->desc.ssts[j].id >= fresh ? r->desc.ssts[j].id + 1 : fresh;
+        /* A reverse map of several files is not named: the run is rewritten. */
+        for (size_t j = 0; rc == AKV_OK && j < k && (id || k == 1); j++) {
+            const akvi_live_sst *f = &l[first + j];
+            uint64_t sst = rid ? AKVI_RMAP_SST : fresh;
+            for (size_t m = 0; id && m < r->desc.n_sst; m++)
+                if (akvi_bytes_cmp(r->desc.ssts[m].smallest, r->desc.ssts[m].smallest_len, f->smallest,
+                                   f->smallest_len) == 0)
+                    sst = r->desc.ssts[m].id;
+            fresh += sst == fresh;
+            char *live = akvi_path_join(db->rdir, f->name + (f->name[0] == '/'));
+            struct stat st;
+            if (!live)
+                rc = akvi_err(AKV_ENOMEM, "out of memory");
+            else if (stat(live, &st) == 0)
+                rc = akvi_run_link_file(db, live, r->id, sst);
+            free(live);
+        }
+        if (rc == AKV_OK)
+            S->cfs.state[i] = AKVI_CF_LEFTOVER;
+    }
+    akvi_live_ssts_free(l, nl);
+    return rc;
+}
+
+/* A recorded SST of a run that has no file in DIR/runs, matching s. */
+static rrun *owner_of(state *S, const akvi_cat_sst *s, uint64_t *sst)
+{
+    for (size_t i = 0; i < S->rs.n; i++) {
+        rrun *r = &S->rs.v[i];
+        for (size_t j = 0; j < r->desc.n_sst; j++) {
+            const akvi_cat_sst *d = &r->desc.ssts[j];
+            char name[64];
+            akvi_run_file_name(r->id, d->id, name, sizeof name);
+            if (d->bytes != s->bytes || d->keys != s->keys ||
+                akvi_bytes_cmp(d->smallest, d->smallest_len, s->smallest, s->smallest_len) != 0 ||
+                akvi_bytes_cmp(d->largest, d->largest_len, s->largest, s->largest_len) != 0 ||
+                akvi_path_exists_in(S->db->sdir, name))
+                continue;
+            *sst = d->id;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* SST files RocksDB had forgotten (set aside in lost/): each that is a
+ * recorded SST some run lacks is named as that SST again; any other stays
+ * in lost/. */
+static int restore_orphans(state *S)
+{
+    akv_db *db = S->db;
+    int rc = AKV_OK;
+    for (size_t i = 0; rc == AKV_OK && i < S->n_orph; i++) {
+        const char *base = strrchr(S->orph[i], '/') + 1;
+        akvi_rs_sst *f = NULL;
+        akvi_cat_sst s;
+        int frc = akvi_rs_sst_open(db->runstore, S->orph[i], &f);
+        if (frc == AKV_OK)
+            frc = describe_file(f, 0, &s);
+        akvi_rs_sst_close(f);
+        if (frc != AKV_OK) {
+            note(S->R, "lost/%s: not an SST adaptkv can read (%s); left in lost/, not deleted", base,
+                 akv_errmsg());
+            S->R->r.files_set_aside++;
+            continue;
+        }
+        uint64_t sst = 0;
+        rrun *r = owner_of(S, &s, &sst);
+        char to[4200];
+        if (r)
+            akvi_run_file_name(r->id, sst, to, sizeof to);
+        char *path = r ? akvi_path_join(db->sdir, to) : NULL;
+        if (r && !path)
+            rc = akvi_err(AKV_ENOMEM, "out of memory");
+        else if (r && (mkdir(db->sdir, 0755) == 0 || errno == EEXIST) && rename(S->orph[i], path) == 0) {
+            note(S->R, "run %llu SST %llu: RocksDB's MANIFEST had forgotten its file %s; restored",
+                 (unsigned long long)r->id, (unsigned long long)sst, base);
+            S->R->r.ssts_restored++;
+        } else if (r)
+            rc = akvi_err(AKV_EIO, "moving %s to %s: %s", S->orph[i], path, strerror(errno));
+        else {
+            note(S->R, "lost/%s (%llu entries): not an SST any run lacks; left in lost/, not deleted", base,
+                 (unsigned long long)s.keys);
+            S->R->r.files_set_aside++;
+        }
+        free(path);
+        free(s.smallest);
+        free(s.largest);
+    }
+    return rc;
+}
+
+/* Every run file in DIR/runs, opened and checked, with its run (a run
+ * known by its files alone: level unknown). A file no record describes is
+ * described by what it reads; one that also fails its checksums goes to
+ * lost/. */
+static int collect_files(state *S)
+{
+    akv_db *db = S->db;
+    DIR *d = opendir(db->sdir);
+    if (!d)
+        return errno == ENOENT ? AKV_OK : akvi_err(AKV_EIO, "reading %s: %s", db->sdir, strerror(errno));
+    int rc = AKV_OK;
+    struct dirent *e;
+    while (rc == AKV_OK && (e = readdir(d)) != NULL) {
+        uint64_t id, sst;
+        if (akvi_file_name_parse(e->d_name, ".sst", &id, &sst) != AKVI_FNAME_FILE)
+            continue; /* a temp name (swept by open), or not adaptkv's */
+        if (sst == AKVI_RMAP_SST && db->layout != AKV_LAYOUT_ORDERED) {
+            to_lost(db, S->R, e->d_name, "a reverse map in the hash layout");
+            continue;
+        }
+        rrun *r = run_of(&S->rs, id);
+        rfile *g = r ? realloc(r->files, (r->n_files + 1) * sizeof *g) : NULL;
+        if (!g) {
+            rc = akvi_err(AKV_ENOMEM, "out of memory");
+            break;
+        }
+        r->files = g;
+        rfile *f = memset(&g[r->n_files++], 0, sizeof *g);
+        f->sst = sst;
+        akvi_run_file_name(id, sst, f->name, sizeof f->name);
+        char *path = akvi_path_join(db->sdir, e->d_name);
+        struct stat st;
+        f->bytes = path && stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+        int frc = path ? akvi_rs_sst_open(db->runstore, path, &f->f) : akvi_err(AKV_ENOMEM, "out of memory");
+        if (frc == AKV_OK)
+            frc = akvi_rs_sst_verify(f->f);
+        free(path);
+        if (frc != AKV_OK) {
+            f->bad = true;
+            snprintf(f->why, sizeof f->why, "%s", akv_errmsg());
+        }
+        if (sst == AKVI_RMAP_SST || sst_of(r, sst))
+            continue;
+        akvi_cat_sst s;
+        if (!f->bad && describe_file(f->f, sst, &s) == AKV_OK) {
+            r->unrecorded = true;
+            rc = add_sst(&r->desc, &s);
+            free(s.smallest);
+            free(s.largest);
+            continue;
+        }
+        to_lost(db, S->R, f->name, f->bad ? f->why : "it does not read, and nothing records what it held");
+        akvi_rs_sst_close(f->f);
+        r->n_files--;
+    }
+    closedir(d);
+    for (size_t i = 0; i < S->rs.n; i++)
+        akvi_sort(S->rs.v[i].desc.ssts, S->rs.v[i].desc.n_sst, sizeof *S->rs.v[i].desc.ssts, cmp_sst_range);
     return rc;
 }
 
@@ -325,48 +613,30 @@ static int to_writer(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, s
 
 /* ---- a run's fate ------------------------------------------------------------ */
 
-/* The final shape: kept runs (their info, filters written), rewritten ones
- * (new runs from the run writer). `order` places a run as its original. */
+/* The final shape: kept runs (their files, filters rebuilt) and rewritten
+ * ones (a run writer's). `order` places a run as its original. */
 typedef struct fin {
-    akvi_cat_run info; /* owned unless `run` holds it */
-    akvi_run *run;     /* rewritten or merged: a run writer's output */
-    rocksdb_column_family_handle_t *cf;
-    size_t cf_index, rmap_index; /* kept runs: their families in the set */
-    bool own_cf;                 /* cf made here (for restored files): destroyed with the fin */
+    akvi_run *run;
     uint64_t order;
     akv_filter **filters; /* kept runs: rebuilt, written at the end */
 } fin;
 
-typedef struct fins {
-    fin *v;
-    size_t n;
-} fins;
+typedef struct fins fins;
 
 static void fin_free(fin *f)
 {
-    if (f->own_cf && f->cf)
-        rocksdb_column_family_handle_destroy(f->cf);
-    /* The filters first: freeing the info forgets how many there are. */
-    for (size_t j = 0; f->filters && j < f->info.n_sst; j++)
+    for (size_t j = 0; f->filters && j < f->run->info.n_sst; j++)
         akv_filter_destroy(f->filters[j]);
     free(f->filters);
     f->filters = NULL;
-    if (f->run)
-        akvi_run_unref(f->run);
-    else
-        akvi_cat_run_free(&f->info);
-}
-
-static const akvi_cat_run *fin_info(const fin *f)
-{
-    return f->run ? &f->run->info : &f->info;
+    akvi_run_unref(f->run);
 }
 
 static bool final_holds(void *arg, uint64_t run, uint64_t sst)
 {
     const fins *F = arg;
     for (size_t i = 0; i < F->n; i++)
-        if (fin_info(&F->v[i])->id == run && sst < fin_info(&F->v[i])->n_sst)
+        if (F->v[i].run->info.id == run && sst < F->v[i].run->info.n_sst)
             return true;
     return false;
 }
@@ -381,55 +651,12 @@ static int fins_add(fins *F, fin f)
     return AKV_OK;
 }
 
-/* The live files of a run's family, as SST descriptors without ids. */
-static int live_ranges(const akvi_live_sst *l, size_t nl, uint64_t id, akvi_cat_run *out)
-{
-    char name[64];
-    size_t first;
-    snprintf(name, sizeof name, "run.%llu", (unsigned long long)id);
-    size_t k = akvi_live_ssts_of(l, nl, name, &first);
-    memset(out, 0, sizeof *out);
-    out->ssts = calloc(k ? k : 1, sizeof *out->ssts);
-    if (!out->ssts)
-        return akvi_err(AKV_ENOMEM, "out of memory");
-    for (size_t j = 0; j < k; j++) {
-        akvi_cat_sst s = {.id = j,
-                          .bytes = l[first + j].size,
-                          .smallest = l[first + j].smallest,
-                          .smallest_len = l[first + j].smallest_len,
-                          .largest = l[first + j].largest,
-                          .largest_len = l[first + j].largest_len};
-        int rc = copy_sst(&out->ssts[j], &s);
-        if (rc != AKV_OK)
-            return rc;
-        out->n_sst = j + 1;
-    }
-    return AKV_OK;
-}
-
-/* Does RocksDB's record of the run's family match the descriptor? */
-static bool files_match(const akvi_cat_run *d, const akvi_cat_run *live)
-{
-    if (d->n_sst != live->n_sst)
-        return false;
-    for (size_t j = 0; j < d->n_sst; j++)
-        if (akvi_bytes_cmp(d->ssts[j].smallest, d->ssts[j].smallest_len, live->ssts[j].smallest,
-                           live->ssts[j].smallest_len) != 0 ||
-            akvi_bytes_cmp(d->ssts[j].largest, d->ssts[j].largest_len, live->ssts[j].largest,
-                           live->ssts[j].largest_len) != 0 ||
-            d->ssts[j].bytes != live->ssts[j].bytes)
-            return false;
-    return true;
-}
-
-/* Read a described run back in full: whole (every SST as recorded), with
- * a fresh filter for each SST. */
-static int verify_run(akv_db *db, rrun *r, rocksdb_column_family_handle_t *cf, fin *out, bool *whole,
-                      uint64_t *lost, uint32_t *damaged)
+/* Read a described run back in full from its files: whole (every SST as
+ * recorded, its files intact), with a fresh filter for each SST. */
+static int verify_run(akv_db *db, rrun *r, akv_filter ***out, bool *whole, uint64_t *lost, uint32_t *damaged)
 {
     akvi_cat_run *d = &r->desc;
     *whole = true;
-    *lost = 0;
     akv_filter **filters = calloc(d->n_sst ? d->n_sst : 1, sizeof *filters);
     if (!filters)
         return akvi_err(AKV_ENOMEM, "out of memory");
@@ -437,13 +664,16 @@ static int verify_run(akv_db *db, rrun *r, rocksdb_column_family_handle_t *cf, f
     uint64_t keys = 0, raw = 0;
     for (size_t j = 0; rc == AKV_OK && j < d->n_sst; j++) {
         akvi_cat_sst *s = &d->ssts[j];
+        const rfile *f = file_of(r, s->id);
         hashes hs = {.db = db};
         uint64_t n = 0;
         bool w = false;
-        rc = akvi_salvage_range(db, cf, NULL, s->smallest, s->smallest_len, s->largest, s->largest_len,
-                                collect, &hs, &n, &w);
+        if (f && f->f)
+            rc = akvi_salvage_range(f->f, s->smallest, s->smallest_len, s->largest, s->largest_len, collect,
+                                    &hs, &n, &w);
         uint64_t digest = akvi_key_digest(hs.h, hs.n);
-        bool ok = rc == AKV_OK && w && n == s->keys && (s->digest == 0 || s->digest == digest);
+        bool ok =
+            rc == AKV_OK && f && w && !f->bad && n == s->keys && (s->digest == 0 || s->digest == digest);
         if (rc == AKV_OK && !ok) {
             *whole = false;
             (*damaged)++;
@@ -462,8 +692,11 @@ static int verify_run(akv_db *db, rrun *r, rocksdb_column_family_handle_t *cf, f
         free(hs.h);
     }
     if (rc == AKV_OK && *whole && db->layout == AKV_LAYOUT_ORDERED) {
-        uint64_t rm = 0;
-        if (!r->rmap || akvi_cf_entries(db->rk.rdb, r->rmap, &rm) != AKV_OK || rm != keys)
+        const rfile *m = file_of(r, AKVI_RMAP_SST);
+        akvi_sstr_props p = {0};
+        if (m && m->f)
+            akvi_rs_sst_props(m->f, &p);
+        if (!m || !m->f || m->bad || p.entries != keys)
             *whole = false; /* the reverse map is rebuilt by a rewrite */
     }
     if (rc != AKV_OK || !*whole) {
@@ -472,36 +705,37 @@ static int verify_run(akv_db *db, rrun *r, rocksdb_column_family_handle_t *cf, f
         free(filters);
         return rc;
     }
-    out->filters = filters;
-    out->info = *d;
-    out->info.keys = keys;
+    *out = filters;
+    d->keys = keys;
+    d->files = true;
     if (!r->catalogued) {
         uint64_t bytes = 0;
         for (size_t j = 0; j < d->n_sst; j++)
             bytes += d->ssts[j].bytes;
-        out->info.bytes = bytes;
-        out->info.raw_bytes = raw;
+        d->bytes = bytes;
+        d->raw_bytes = raw;
     }
-    memset(d, 0, sizeof *d);
     return AKV_OK;
 }
 
-/* Rewrite a run from whatever of it can be read. */
-static int rewrite_run(akv_db *db, const akvi_cat_run *ranges, rocksdb_column_family_handle_t *cf,
-                       uint32_t level, uint64_t est, akvi_run **out, uint64_t *read)
+/* Rewrite a run from whatever of its files can be read, SST by SST in key
+ * order. */
+static int rewrite_run(akv_db *db, rrun *r, uint32_t level, uint64_t est, akvi_run **out, uint64_t *read)
 {
     akvi_runwriter *w = NULL;
     *out = NULL;
     *read = 0;
     akvi_shards sh = AKVI_SHARDS_NONE;
-    akvi_shards_add(&sh, ranges);
+    akvi_shards_add(&sh, &r->desc);
     int rc = akvi_rw_begin(db, (int)level, est, &sh, &w);
-    for (size_t j = 0; rc == AKV_OK && j < ranges->n_sst; j++) {
-        const akvi_cat_sst *s = &ranges->ssts[j];
+    for (size_t j = 0; rc == AKV_OK && j < r->desc.n_sst; j++) {
+        const akvi_cat_sst *s = &r->desc.ssts[j];
+        const rfile *f = file_of(r, s->id);
         uint64_t n = 0;
         bool whole;
-        rc = akvi_salvage_range(db, cf, NULL, s->smallest, s->smallest_len, s->largest, s->largest_len,
-                                to_writer, w, &n, &whole);
+        if (f && f->f)
+            rc = akvi_salvage_range(f->f, s->smallest, s->smallest_len, s->largest, s->largest_len, to_writer,
+                                    w, &n, &whole);
         *read += n;
     }
     if (rc == AKV_OK)
@@ -510,298 +744,25 @@ static int rewrite_run(akv_db *db, const akvi_cat_run *ranges, rocksdb_column_fa
     return rc;
 }
 
-/* ---- orphans: identified by their keys ----------------------------------- */
-
-/* Ingest a copy of the file into a scratch family to learn its key range,
- * size and entries. */
-static int identify(akv_db *db, const char *path, akvi_live_sst *id)
+/* A kept run: a run object over its files (no slots: repair writes its
+ * filters, open loads them). */
+static int keep_run(akv_db *db, rrun *r, akv_filter **filters, fin *out)
 {
-    rocksdb_column_family_handle_t *cf;
-    memset(id, 0, sizeof *id);
-    int rc = akvi_cf_create(db, "salvage.scratch", 0, &cf);
-    if (rc != AKV_OK)
-        return rc;
-    const char *paths[1] = {path};
-    rc = akvi_ingest(db, cf, paths, 1, false, "reading a set-aside SST");
-    akvi_live_sst *l = NULL;
-    size_t nl = 0, first;
-    if (rc == AKV_OK)
-        rc = akvi_live_ssts(db->rk.rdb, &l, &nl);
-    if (rc == AKV_OK && akvi_live_ssts_of(l, nl, "salvage.scratch", &first) == 1) {
-        *id = l[first];
-        memset(&l[first], 0, sizeof l[first]);
-        rc = akvi_cf_entries(db->rk.rdb, cf, &id->entries);
-    } else if (rc == AKV_OK)
-        rc = akvi_err(AKV_ECORRUPT, "a set-aside SST did not ingest as one file");
-    akvi_live_ssts_free(l, nl);
-    akvi_cf_drop(db, cf);
-    rocksdb_column_family_handle_destroy(cf);
-    return rc;
-}
-
-static void free_live(akvi_live_sst *x)
-{
-    free(x->cf);
-    free(x->name);
-    free(x->smallest);
-    free(x->largest);
-}
-
-/* An SST of a described run whose family lacks it, matching the file. */
-static rrun *owner_of(runs *rs, const akvi_live_sst *f, const akvi_live_sst *l, size_t nl, size_t *sst)
-{
-    for (size_t i = 0; i < rs->n; i++) {
-        const akvi_cat_run *d = &rs->v[i].desc;
-        for (size_t j = 0; j < d->n_sst; j++) {
-            const akvi_cat_sst *s = &d->ssts[j];
-            if (s->bytes != f->size || (f->entries && s->keys != f->entries) ||
-                akvi_bytes_cmp(s->smallest, s->smallest_len, f->smallest, f->smallest_len) != 0 ||
-                akvi_bytes_cmp(s->largest, s->largest_len, f->largest, f->largest_len) != 0)
-                continue;
-            char name[64];
-            size_t first;
-            snprintf(name, sizeof name, "run.%llu", (unsigned long long)rs->v[i].id);
-            size_t k = akvi_live_ssts_of(l, nl, name, &first);
-            for (size_t m = 0; m < k; m++)
-                if (akvi_bytes_cmp(l[first + m].smallest, l[first + m].smallest_len, s->smallest,
-                                   s->smallest_len) == 0)
-                    return NULL; /* the family holds it already: a stale copy */
-            *sst = j;
-            return &rs->v[i];
-        }
-    }
-    return NULL;
-}
-
-static int ingest_into(akv_db *db, rrun *r, akvi_cf_set *cfs, const char *path)
-{
-    if (!r->cf) {
-        char name[64];
-        snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->id);
-        int rc = akvi_cf_create(db, name, (int)r->level, &r->cf);
-        if (rc != AKV_OK)
-            return rc;
-        r->cf_index = SIZE_MAX; /* owned here, not by the set */
-        (void)cfs;
-    }
-    const char *paths[1] = {path};
-    return akvi_ingest(db, r->cf, paths, 1, false, "ingesting a set-aside SST again");
-}
-
-static int restore_orphans(akv_db *db, rep *R, runs *rs, akvi_cf_set *cfs, char **orph, size_t n)
-{
-    int rc = AKV_OK;
-    for (size_t i = 0; rc == AKV_OK && i < n; i++) {
-        akvi_live_sst f;
-        const char *base = strrchr(orph[i], '/') + 1;
-        if (identify(db, orph[i], &f) != AKV_OK) {
-            /* RocksDB's own files (a flush of the meta family) do not ingest. */
-            note(R, "lost/%s: not an SST adaptkv wrote (%s); left in lost/, not deleted", base, akv_errmsg());
-            R->r.files_set_aside++;
-            continue;
-        }
-        akvi_live_sst *l = NULL;
-        size_t nl = 0, j = 0;
-        rc = akvi_live_ssts(db->rk.rdb, &l, &nl);
-        rrun *r = rc == AKV_OK ? owner_of(rs, &f, l, nl, &j) : NULL;
-        akvi_live_ssts_free(l, nl);
-        if (rc == AKV_OK && r) {
-            rc = ingest_into(db, r, cfs, orph[i]);
-            if (rc == AKV_OK) {
-                note(R, "run %llu SST %llu: RocksDB's MANIFEST had forgotten its file %s; ingested again",
-                     (unsigned long long)r->id, (unsigned long long)r->desc.ssts[j].id, base);
-                R->r.ssts_restored++;
-                unlink(orph[i]);
-            }
-        } else if (rc == AKV_OK) {
-            note(R, "lost/%s (%llu entries): not an SST any run lacks; left in lost/, not deleted", base,
-                 (unsigned long long)f.entries);
-            R->r.files_set_aside++;
-        }
-        free_live(&f);
-    }
-    return rc;
-}
-
-/* ---- putting it together ----------------------------------------------------- */
-
-static int cmp_fin(const void *a, const void *b)
-{
-    const fin *x = a, *y = b;
-    uint32_t lx = fin_info(x)->level, ly = fin_info(y)->level;
-    if (lx != ly)
-        return lx < ly ? -1 : 1;
-    return (x->order < y->order) - (x->order > y->order); /* newest first */
-}
-
-typedef struct state {
-    akv_db *db;
-    rep *R;
-    akvi_cf_set cfs;
-    akvi_catalog cat;
-    bool have_cat, trust_cat;
-    akvi_inspection look; /* open's inspection, against the catalog (or none) */
-    runs rs;
-    fins F;
-    char **orph;
-    size_t n_orph;
-} state;
-
-/* ---- runs that are files only ----------------------------------------------- */
-
-/* The family `name` of run r, made here if it is not there (owned by r: not
- * in the set, as for restored files). */
-static int adopt_family(akv_db *db, rrun *r, bool rmap, rocksdb_column_family_handle_t **cf)
-{
-    if (*cf)
-        return AKV_OK;
-    char name[64];
-    snprintf(name, sizeof name, "%s.%llu", rmap ? "rmap" : "run", (unsigned long long)r->id);
-    return akvi_cf_create(db, name, (int)r->level, cf);
-}
-
-/* Moves DIR/runs/name to DIR/lost/name (a file repair could not use:
- * never deleted). */
-static void to_lost(akv_db *db, rep *R, const char *name, const char *why)
-{
-    char *lost = akvi_path_join(db->dir, "lost"), *from = akvi_path_join(db->sdir, name),
-         *to = lost ? akvi_path_join(lost, name) : NULL;
-    if (lost && from && to && (mkdir(lost, 0755) == 0 || errno == EEXIST) && rename(from, to) == 0) {
-        note(R, "runs/%s: %s; moved to lost/", name, why);
-        R->r.files_set_aside++;
-    }
-    free(lost);
-    free(from);
-    free(to);
-}
-
-/* What the catalog or a filter file records for SST `sst` of r, or NULL. */
-static const akvi_cat_sst *sst_of(const rrun *r, uint64_t sst)
-{
-    for (size_t j = 0; j < r->desc.n_sst; j++)
-        if (r->desc.ssts[j].id == sst)
-            return &r->desc.ssts[j];
-    return NULL;
-}
-
-static int to_sstw(void *arg, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
-{
-    char *err = NULL;
-    if (akvi_sstw_put(arg, k, kl, v, vl, &err))
-        return AKV_OK;
-    return akvi_rocks_err(err, "writing a salvaged SST");
-}
-
-/* The readable entries of a damaged run file, in [s's smallest, largest],
- * into a new SST at `out`; AKV_NOTFOUND if none is readable. */
-static int salvage_file(akv_db *db, akvi_rs_sst *f, const akvi_cat_sst *s, const char *out)
-{
-    char *err = NULL;
-    akvi_sstw *w = akvi_sstw_open(out, false, &err);
-    if (!w)
-        return akvi_rocks_err(err, "writing a salvaged SST");
-    uint64_t n = 0;
-    bool whole;
-    int rc = akvi_salvage_range(db, NULL, f, s->smallest, s->smallest_len, s->largest, s->largest_len,
-                                to_sstw, w, &n, &whole);
-    if (rc == AKV_OK && n == 0)
-        rc = AKV_NOTFOUND;
-    if (rc == AKV_OK && !akvi_sstw_finish(w, &err))
-        rc = akvi_rocks_err(err, "writing a salvaged SST");
-    akvi_sstw_destroy(w);
-    if (rc != AKV_OK)
-        unlink(out);
-    return rc;
-}
-
-/* Ingests DIR/runs/name into cf (moved), or, when its checksums fail, what
- * can still be read of it (`s`: its record; NULL for a reverse map, which
- * repair writes again rather than salvage), the file itself moved to
- * lost/. A file that cannot be used goes to lost/. */
-static int adopt_file(state *S, rrun *r, const char *name, const akvi_cat_sst *s,
-                      rocksdb_column_family_handle_t *cf)
-{
-    akv_db *db = S->db;
-    char *path = akvi_path_join(db->sdir, name);
-    if (!path)
+    akvi_run *k = calloc(1, sizeof *k);
+    if (!k)
         return akvi_err(AKV_ENOMEM, "out of memory");
-    akvi_rs_sst *f = NULL;
-    int rc = akvi_rs_sst_open(db->runstore, path, &f);
-    if (rc == AKV_OK)
-        rc = akvi_rs_sst_verify(f);
-    if (rc == AKV_OK) {
-        akvi_rs_sst_close(f);
-        const char *paths[1] = {path};
-        rc = akvi_ingest(db, cf, paths, 1, true, "adopting a run file");
-        if (rc != AKV_OK)
-            to_lost(db, S->R, name, akv_errmsg());
-        free(path);
-        return AKV_OK;
-    }
-    char why[512];
-    snprintf(why, sizeof why, "%s", akv_errmsg());
-    char out[4200];
-    snprintf(out, sizeof out, "%s.tmp", path); /* a temp name open sweeps */
-    int src = f && s ? salvage_file(db, f, s, out) : AKV_NOTFOUND;
-    akvi_rs_sst_close(f);
-    if (src == AKV_OK) {
-        const char *paths[1] = {out};
-        src = akvi_ingest(db, cf, paths, 1, true, "adopting a salvaged run file");
-        unlink(out);
-    }
-    if (src == AKV_OK)
-        note(S->R, "run %llu: runs/%s is damaged (%s); what it holds that reads back was kept",
-             (unsigned long long)r->id, name, why);
-    to_lost(db, S->R, name, why);
-    free(path);
-    return AKV_OK;
-}
-
-/* Runs whose SSTs are only their files in DIR/runs (catalog version 4, or
- * runs found by their filter files or their files alone) are adopted as
- * families: each readable
- * file is ingested (moved: RocksDB links it into rocksdb/ and drops the
- * runs/ name) into run.<id>, a reverse map into rmap.<id>, so that the rest
- * of repair reads, checks and rewrites them as any run, and their entries
- * it cannot read count as lost. A file that does not ingest goes to lost/. The names of family runs (the same
- * files their families hold) stay: open derives them again. */
-static int adopt_run_files(state *S)
-{
-    akv_db *db = S->db;
-    DIR *d = opendir(db->sdir);
-    if (!d)
-        return errno == ENOENT ? AKV_OK : akvi_err(AKV_EIO, "reading %s: %s", db->sdir, strerror(errno));
-    int rc = AKV_OK;
-    struct dirent *e;
-    while (rc == AKV_OK && (e = readdir(d)) != NULL) {
-        unsigned long long id, sst = 0;
-        int used = 0;
-        bool rmap =
-            sscanf(e->d_name, "%llu-rmap.sst%n", &id, &used) == 1 && used > 0 && e->d_name[used] == '\0';
-        if (!rmap && !(sscanf(e->d_name, "%llu-%llu.sst%n", &id, &sst, &used) == 2 && used > 0 &&
-                       e->d_name[used] == '\0'))
-            continue; /* a temp name (swept by open), or not adaptkv's */
-        rrun *r = NULL;
-        for (size_t i = 0; i < S->rs.n && !r; i++)
-            r = S->rs.v[i].id == id ? &S->rs.v[i] : NULL;
-        if (r && r->cf_index != SIZE_MAX)
-            continue;                          /* a family run's name */
-        if (!r && !(r = run_of(&S->rs, id))) { /* known by its files alone: level unknown */
-            rc = akvi_err(AKV_ENOMEM, "out of memory");
-            break;
-        }
-        if (rmap && db->layout != AKV_LAYOUT_ORDERED) {
-            to_lost(db, S->R, e->d_name, "a reverse map in the hash layout");
-            continue;
-        }
-        rc = adopt_family(db, r, rmap, rmap ? &r->rmap : &r->cf);
-        if (rc == AKV_OK)
-            rc = adopt_file(S, r, e->d_name, rmap ? NULL : sst_of(r, sst), rmap ? r->rmap : r->cf);
-        r->desc.files = false; /* a family run from here on */
-    }
-    closedir(d);
+    atomic_init(&k->refs, 1);
+    k->db = db;
+    k->info = r->desc;
+    memset(&r->desc, 0, sizeof r->desc);
+    *out = (fin){.run = k, .order = r->id, .filters = filters};
+    int rc = akvi_run_open_files(db, k);
+    if (rc != AKV_OK)
+        fin_free(out);
     return rc;
 }
+
+/* ---- the catalog, the memtables and the families ------------------------------ */
 
 /* The memtable generation family i holds: an older format's mem.<gen> by
  * its name, one of the pool's by its record (0: none, or not a memtable
@@ -896,27 +857,27 @@ static int gather(state *S)
         memset(&S->cat.runs[i], 0, sizeof S->cat.runs[i]);
     }
     rc = describe_from_filters(db, &S->rs);
-    for (size_t i = 0; rc == AKV_OK && i < S->cfs.n; i++) {
-        uint64_t id = akvi_parse_id(S->cfs.names[i], "run.");
-        uint64_t rid = akvi_parse_id(S->cfs.names[i], "rmap.");
-        rrun *r = id ? run_of(&S->rs, id) : rid ? run_of(&S->rs, rid) : NULL;
-        if ((id || rid) && !r)
-            return akvi_err(AKV_ENOMEM, "out of memory");
-        if (id) {
-            r->cf = S->cfs.h[i];
-            r->cf_index = i;
-        } else if (rid) {
-            r->rmap = S->cfs.h[i];
-            r->rmap_index = i;
-        }
+    for (size_t i = 0; i < S->rs.n; i++) {
+        rrun *r = &S->rs.v[i];
+        for (size_t j = 0; j < r->desc.n_sst; j++)
+            r->expected += r->desc.ssts[j].keys;
     }
-    for (size_t i = 0; i < S->rs.n; i++)
-        akvi_sort(S->rs.v[i].desc.ssts, S->rs.v[i].desc.n_sst, sizeof *S->rs.v[i].desc.ssts, cmp_sst_range);
     return rc;
 }
 
+/* ---- putting it together ----------------------------------------------------- */
+
+static int cmp_fin(const void *a, const void *b)
+{
+    const fin *x = a, *y = b;
+    uint32_t lx = x->run->info.level, ly = y->run->info.level;
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    return (x->order < y->order) - (x->order > y->order); /* newest first */
+}
+
 /* Hash layout: an SST's shard prefix is the shard of its key range (the
- * range RocksDB holds is checked against the record before the run is
+ * range its file holds is checked against the record before the run is
  * kept). A prefix that is not (a damaged catalog with a valid checksum)
  * is taken from the range, with a note. */
 static void fix_prefixes(state *S, rrun *r)
@@ -938,10 +899,61 @@ static void fix_prefixes(state *S, rrun *r)
     }
 }
 
-/* Decide and carry out each run's fate. */
-static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
+/* A run that cannot be kept as it is: rewritten from what of it reads, its
+ * damaged files moved to lost/. */
+static int rewrite(state *S, rrun *r, bool described, uint32_t damaged)
 {
-    akv_db *db = S->db;
+    rep *R = S->R;
+    uint32_t level = r->level_known ? r->level : 0;
+    uint64_t read = 0, est = r->desc.raw_bytes;
+    for (size_t j = 0; est == 0 && j < r->n_files; j++)
+        est += r->files[j].bytes; /* sizes on disk: at worst fewer shards than a flush would cut */
+    akvi_run *out = NULL;
+    int rc = rewrite_run(S->db, r, level, est, &out, &read);
+    if (rc != AKV_OK)
+        return rc;
+    uint64_t lost = r->expected > read ? r->expected - read : 0;
+    if (!described && r->expected == 0)
+        lost = 0;
+    char lostmsg[96];
+    if (r->expected || described)
+        snprintf(lostmsg, sizeof lostmsg, "%llu of %llu recorded entries lost", (unsigned long long)lost,
+                 (unsigned long long)r->expected);
+    else
+        snprintf(lostmsg, sizeof lostmsg, "no record of how many entries it held");
+    if (!r->level_known)
+        note(R,
+             "run %llu: its level is unknown (no catalog entry or filter file); placed at level 0 by its id",
+             (unsigned long long)r->id);
+    if (out)
+        note(R, "run %llu (level %u): %s; %llu entries read, rewritten as run %llu",
+             (unsigned long long)r->id, level, lostmsg, (unsigned long long)read,
+             (unsigned long long)out->info.id);
+    else
+        note(R, "run %llu (level %u): %s; nothing readable, dropped", (unsigned long long)r->id, level,
+             lostmsg);
+    R->r.entries_lost += lost;
+    R->r.ssts_damaged += damaged ? damaged : (lost ? 1 : 0);
+    for (size_t j = 0; j < r->n_files; j++)
+        if (r->files[j].bad)
+            to_lost(S->db, R, r->files[j].name, r->files[j].why);
+    if (!out) {
+        R->r.runs_dropped++;
+        return AKV_OK;
+    }
+    R->r.runs_rewritten++;
+    R->r.entries_kept += read;
+    rc = fins_add(&S->F, (fin){.run = out, .order = r->id});
+    if (rc != AKV_OK)
+        akvi_run_unref(out);
+    return rc;
+}
+
+/* Decide and carry out each run's fate. The files of runs not kept stay
+ * until open sweeps them (the catalog written at the end no longer names
+ * them), damaged ones in lost/. */
+static int settle_runs(state *S)
+{
     rep *R = S->R;
     int rc = AKV_OK;
     for (size_t i = 0; rc == AKV_OK && i < S->rs.n; i++) {
@@ -949,103 +961,30 @@ static int settle_runs(state *S, const akvi_live_sst *l, size_t nl)
         if (!r->catalogued && S->trust_cat && r->id < S->cat.next_run_id) {
             note(R, "run %llu: a leftover of a flush or compaction the catalog accounts for; dropped",
                  (unsigned long long)r->id);
-            if (r->cf_index != SIZE_MAX)
-                S->cfs.state[r->cf_index] = AKVI_CF_LEFTOVER;
-            if (r->rmap_index != SIZE_MAX)
-                S->cfs.state[r->rmap_index] = AKVI_CF_LEFTOVER;
             R->r.runs_dropped++;
             continue;
         }
-        akvi_cat_run live = {0};
-        rc = r->cf ? live_ranges(l, nl, r->id, &live) : AKV_OK;
-        if (rc != AKV_OK) {
-            akvi_cat_run_free(&live);
-            break;
-        }
-        if (db->layout == AKV_LAYOUT_HASH)
+        if (S->db->layout == AKV_LAYOUT_HASH)
             fix_prefixes(S, r);
-        uint64_t expected = 0;
-        for (size_t j = 0; j < r->desc.n_sst; j++)
-            expected += r->desc.ssts[j].keys;
         /* Filter files alone may not describe every SST. */
-        bool described = r->cf && r->level_known && r->desc.n_sst && files_match(&r->desc, &live);
-        bool whole = false;
+        bool described = r->level_known && r->desc.n_sst && !r->unrecorded, whole = false;
         uint64_t lost = 0;
         uint32_t damaged = 0;
-        fin f = {.order = r->id, .cf = r->cf, .cf_index = r->cf_index, .rmap_index = r->rmap_index};
+        akv_filter **filters = NULL;
         if (described)
-            rc = verify_run(db, r, r->cf, &f, &whole, &lost, &damaged);
-        if (rc == AKV_OK && whole) {
-            note(R, "run %llu (level %u): whole, %llu entries in %zu SSTs; kept", (unsigned long long)r->id,
-                 f.info.level, (unsigned long long)f.info.keys, f.info.n_sst);
-            R->r.runs_kept++;
-            R->r.entries_kept += f.info.keys;
-            if (r->cf_index == SIZE_MAX) { /* made here for restored files: the fin owns it */
-                f.own_cf = true;
-                r->cf = NULL;
-            }
-            rc = fins_add(&S->F, f);
-            if (rc != AKV_OK)
-                fin_free(&f);
-            akvi_cat_run_free(&live);
+            rc = verify_run(S->db, r, &filters, &whole, &lost, &damaged);
+        if (rc != AKV_OK || !whole) {
+            rc = rc == AKV_OK ? rewrite(S, r, described, damaged) : rc;
             continue;
         }
-        /* Damaged, partly described, or newer than the catalog without a
-         * full description: rewrite from what can be read. */
-        uint32_t level = r->level_known ? r->level : 0;
-        const akvi_cat_run *ranges = described || !r->cf ? &r->desc : &live;
-        uint64_t read = 0, est = r->desc.raw_bytes;
-        for (size_t j = 0; est == 0 && j < live.n_sst; j++)
-            est += live.ssts[j].bytes; /* sizes on disk: at worst fewer shards than a flush would cut */
-        akvi_run *out = NULL;
-        if (r->cf && ranges->n_sst)
-            rc = rewrite_run(db, ranges, r->cf, level, est, &out, &read);
-        if (rc == AKV_OK) {
-            uint64_t lost_all = expected > read ? expected - read : 0;
-            if (!described && expected == 0)
-                lost_all = 0;
-            char lostmsg[96];
-            if (expected || described)
-                snprintf(lostmsg, sizeof lostmsg, "%llu of %llu recorded entries lost",
-                         (unsigned long long)lost_all, (unsigned long long)expected);
-            else
-                snprintf(lostmsg, sizeof lostmsg, "no record of how many entries it held");
-            if (!r->level_known)
-                note(R,
-                     "run %llu: its level is unknown (no catalog entry or filter file); placed at level 0 by "
-                     "its id",
-                     (unsigned long long)r->id);
-            if (out)
-                note(R, "run %llu (level %u): %s; %llu entries read, rewritten as run %llu",
-                     (unsigned long long)r->id, level, lostmsg, (unsigned long long)read,
-                     (unsigned long long)out->info.id);
-            else
-                note(R, "run %llu (level %u): %s; nothing readable, dropped", (unsigned long long)r->id,
-                     level, lostmsg);
-            R->r.entries_lost += lost_all;
-            R->r.ssts_damaged += damaged ? damaged : (lost_all ? 1 : 0);
-            if (out) {
-                R->r.runs_rewritten++;
-                R->r.entries_kept += read;
-                fin g = {
-                    .run = out, .cf = out->cf, .order = r->id, .cf_index = SIZE_MAX, .rmap_index = SIZE_MAX};
-                rc = fins_add(&S->F, g);
-                if (rc != AKV_OK)
-                    akvi_run_unref(out);
-            } else
-                R->r.runs_dropped++;
-            if (r->cf_index != SIZE_MAX)
-                S->cfs.state[r->cf_index] = AKVI_CF_LEFTOVER;
-            else if (r->cf)
-                akvi_cf_drop(db, r->cf);
-            if (r->rmap_index != SIZE_MAX)
-                S->cfs.state[r->rmap_index] = AKVI_CF_LEFTOVER;
-        }
-        if (r->cf && r->cf_index == SIZE_MAX) {
-            rocksdb_column_family_handle_destroy(r->cf);
-            r->cf = NULL;
-        }
-        akvi_cat_run_free(&live);
+        note(R, "run %llu (level %u): whole, %llu entries in %zu SSTs; kept", (unsigned long long)r->id,
+             r->desc.level, (unsigned long long)r->desc.keys, r->desc.n_sst);
+        R->r.runs_kept++;
+        R->r.entries_kept += r->desc.keys;
+        fin f;
+        rc = keep_run(S->db, r, filters, &f);
+        if (rc == AKV_OK && (rc = fins_add(&S->F, f)) != AKV_OK)
+            fin_free(&f);
     }
     return rc;
 }
@@ -1058,37 +997,31 @@ static int merge_levels(state *S)
     akvi_sort(S->F.v, S->F.n, sizeof *S->F.v, cmp_fin);
     int rc = AKV_OK;
     for (size_t i = 0; rc == AKV_OK && i < S->F.n;) {
-        uint32_t level = fin_info(&S->F.v[i])->level;
+        uint32_t level = S->F.v[i].run->info.level;
         size_t k = 1;
-        while (i + k < S->F.n && fin_info(&S->F.v[i + k])->level == level)
+        while (i + k < S->F.n && S->F.v[i + k].run->info.level == level)
             k++;
         if (level == 0 || k == 1) {
             i += k;
             continue;
         }
-        rocksdb_column_family_handle_t **cfs = calloc(k, sizeof *cfs);
         akvi_run **ins = calloc(k, sizeof *ins);
-        if (!cfs || !ins) {
-            free(cfs);
-            free(ins);
+        if (!ins)
             return akvi_err(AKV_ENOMEM, "out of memory");
-        }
         uint64_t est = 0;
         akvi_shards sh = AKVI_SHARDS_NONE;
         for (size_t m = 0; m < k; m++) {
-            cfs[m] = S->F.v[i + m].cf;
-            ins[m] = S->F.v[i + m].run; /* a rewritten run: its files */
-            est += fin_info(&S->F.v[i + m])->raw_bytes;
-            akvi_shards_add(&sh, fin_info(&S->F.v[i + m]));
+            ins[m] = S->F.v[i + m].run;
+            est += ins[m]->info.raw_bytes;
+            akvi_shards_add(&sh, &ins[m]->info);
         }
         akvi_run **outs = NULL, *out = NULL;
         size_t n_out = 0;
         /* One output run (no size cut): a level of one run is always valid. */
-        rc = akvi_rw_merge_inputs(S->db, cfs, ins, k, (int)level, est, &sh, UINT64_MAX, false, &outs, &n_out);
+        rc = akvi_rw_merge(S->db, NULL, ins, k, (int)level, est, &sh, UINT64_MAX, false, &outs, &n_out);
         if (rc == AKV_OK && n_out)
             out = outs[0];
         free(outs);
-        free(cfs);
         free(ins);
         if (rc != AKV_OK)
             break;
@@ -1096,26 +1029,13 @@ static int merge_levels(state *S)
              out ? (unsigned long long)out->info.id : 0ULL);
         uint64_t order = S->F.v[i].order;
         for (size_t m = 0; m < k; m++) {
-            fin *f = &S->F.v[i + m];
-            if (f->run)
-                atomic_store(&f->run->obsolete, true);
-            else {
-                if (f->cf_index != SIZE_MAX)
-                    S->cfs.state[f->cf_index] = AKVI_CF_LEFTOVER;
-                if (f->rmap_index != SIZE_MAX)
-                    S->cfs.state[f->rmap_index] = AKVI_CF_LEFTOVER;
-            }
-            fin_free(f);
+            atomic_store(&S->F.v[i + m].run->obsolete, true);
+            fin_free(&S->F.v[i + m]);
         }
-        fin g = {.run = out,
-                 .cf = out ? out->cf : NULL,
-                 .order = order,
-                 .cf_index = SIZE_MAX,
-                 .rmap_index = SIZE_MAX};
         memmove(&S->F.v[i + 1], &S->F.v[i + k], (S->F.n - i - k) * sizeof *S->F.v);
         S->F.n -= k - 1;
         if (out)
-            S->F.v[i++] = g;
+            S->F.v[i++] = (fin){.run = out, .order = order};
         else {
             memmove(&S->F.v[i], &S->F.v[i + 1], (S->F.n - i - 1) * sizeof *S->F.v);
             S->F.n--;
@@ -1200,20 +1120,20 @@ static int write_back(state *S, uint64_t flushed)
     if (!c.runs)
         return akvi_err(AKV_ENOMEM, "out of memory");
     for (size_t i = 0; i < S->F.n; i++)
-        c.runs[i] = *fin_info(&S->F.v[i]);
+        c.runs[i] = S->F.v[i].run->info;
     int rc = AKV_OK;
     /* Filters first, then the catalog that names them, then the identity. */
     for (size_t i = 0; rc == AKV_OK && i < S->F.n; i++) {
         fin *f = &S->F.v[i];
-        for (size_t j = 0; rc == AKV_OK && f->filters && j < f->info.n_sst; j++) {
-            rc = akvi_slot_write_file(db->fdir, &f->info, j, f->filters[j]);
-            S->R->r.filters_rebuilt++;
-        }
-        if (f->run)
-            S->R->r.filters_rebuilt += (uint32_t)f->run->info.n_sst;
+        for (size_t j = 0; rc == AKV_OK && j < f->run->info.n_sst; j++)
+            if (f->filters)
+                rc = akvi_slot_write_file(db->fdir, &f->run->info, j, f->filters[j]);
+        S->R->r.filters_rebuilt += (uint32_t)f->run->info.n_sst;
     }
     if (rc == AKV_OK)
         rc = akvi_fsync_dir(db->fdir);
+    if (rc == AKV_OK && akvi_path_exists_in(db->dir, "runs")) /* names linked or restored there */
+        rc = akvi_fsync_dir(db->sdir);
     db->cat.run_id_bound = 0;
     db->cat.seq = S->have_cat ? S->cat.seq : 0;
     akvi_mutex_lock(&db->cat.mu, AKVI_RANK_CAT);
@@ -1352,7 +1272,7 @@ static int repair(akv_db *db, rep *R)
 {
     state S = {.db = db, .R = R};
     int rc = find_identity(db, R, false);
-    bool identity_pending = rc == AKV_NOTFOUND;
+    bool identity_pending = rc == AKV_NOTFOUND, made;
     if (rc != AKV_OK && !identity_pending)
         return rc;
     rc = restore_current(db, R);
@@ -1373,13 +1293,16 @@ static int repair(akv_db *db, rep *R)
     db->vs.cur = akvi_version_new(0, 0);
     if (rc == AKV_OK && !db->vs.cur)
         rc = akvi_err(AKV_ENOMEM, "out of memory");
-    bool made;
     if (rc == AKV_OK) /* run writers write their SSTs there first */
         rc = akvi_make_dir(db->tdir, &made);
     if (rc == AKV_OK)
         rc = gather(&S);
     if (rc == AKV_OK)
-        rc = adopt_run_files(&S);
+        rc = families_to_files(&S);
+    if (rc == AKV_OK)
+        rc = restore_orphans(&S);
+    if (rc == AKV_OK)
+        rc = collect_files(&S);
     if (rc == AKV_OK) {
         uint64_t next = S.have_cat ? S.cat.next_run_id : 1;
         for (size_t i = 0; i < S.rs.n; i++)
@@ -1392,21 +1315,15 @@ static int repair(akv_db *db, rep *R)
                 "does not name are kept");
     }
     if (rc == AKV_OK)
-        rc = restore_orphans(db, R, &S.rs, &S.cfs, S.orph, S.n_orph);
-    akvi_live_sst *l = NULL;
-    size_t nl = 0;
-    if (rc == AKV_OK)
-        rc = akvi_live_ssts(db->rk.rdb, &l, &nl);
-    if (rc == AKV_OK)
         rc = renew_families(&S);
     if (rc == AKV_OK)
-        rc = settle_runs(&S, l, nl);
-    akvi_live_ssts_free(l, nl);
+        rc = settle_runs(&S);
     if (rc == AKV_OK)
         rc = merge_levels(&S);
     uint64_t flushed = rc == AKV_OK ? settle_mems(&S) : 0;
     /* Families the inspection found are not adaptkv's: the scratch family
-     * of an interrupted repair is dropped, any other left alone. */
+     * of an interrupted repair of an older version is dropped, any other
+     * left alone. */
     for (size_t k = 0; rc == AKV_OK && k < S.look.found.n; k++) {
         const akvi_finding *f = &S.look.found.v[k];
         if (f->kind == AKVI_DMG_FOREIGN_FAMILY && strncmp(S.cfs.names[f->cf], "salvage.", 8) == 0)
@@ -1421,21 +1338,15 @@ static int repair(akv_db *db, rep *R)
     for (size_t i = 0; i < S.F.n; i++)
         fin_free(&S.F.v[i]);
     free(S.F.v);
-    for (size_t i = 0; i < S.rs.n; i++) {
-        if (S.rs.v[i].rmap && S.rs.v[i].rmap_index == SIZE_MAX) /* adopted here */
-            rocksdb_column_family_handle_destroy(S.rs.v[i].rmap);
-        akvi_cat_run_free(&S.rs.v[i].desc);
-    }
+    for (size_t i = 0; i < S.rs.n; i++)
+        rrun_free(&S.rs.v[i]);
     free(S.rs.v);
     akvi_catalog_free(&S.cat);
     akvi_inspection_free(&S.look);
     for (size_t i = 0; i < S.n_orph; i++)
         free(S.orph[i]);
     free(S.orph);
-    if (db->rk.rdb)
-        akvi_cf_set_free(db, &S.cfs, rc == AKV_OK);
-    else
-        akvi_cf_set_free(db, &S.cfs, false);
+    akvi_cf_set_free(db, &S.cfs, rc == AKV_OK && db->rk.rdb);
     return rc;
 }
 

@@ -225,19 +225,6 @@ void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf)
     }
 }
 
-int akvi_ingest(akv_db *db, rocksdb_column_family_handle_t *cf, const char *const *paths, size_t n, bool move,
-                const char *what)
-{
-    rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
-    rocksdb_ingestexternalfileoptions_set_move_files(io, move ? 1 : 0);
-    char *err = NULL;
-    double t0 = akvi_mono_seconds();
-    rocksdb_ingest_external_file_cf(db->rk.rdb, cf, paths, n, io, &err);
-    family_op_done(db, NULL, t0);
-    rocksdb_ingestexternalfileoptions_destroy(io);
-    return err ? akvi_rocks_err(err, what) : AKV_OK;
-}
-
 int akvi_meta_put(akv_db *db, const char *key, const uint8_t *val, size_t len, bool sync)
 {
     char *err = NULL;

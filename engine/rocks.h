@@ -41,10 +41,6 @@ void akvi_rocks_close(akv_db *db);
 int akvi_cf_create(akv_db *db, const char *name, int level, rocksdb_column_family_handle_t **out);
 const rocksdb_options_t *akvi_cf_options_for(akv_db *db, const char *name);
 void akvi_cf_drop(akv_db *db, rocksdb_column_family_handle_t *cf);
-/* Ingests SST files into a family, moving (hard-linking) them or copying;
- * `what` names the step in the error. */
-int akvi_ingest(akv_db *db, rocksdb_column_family_handle_t *cf, const char *const *paths, size_t n, bool move,
-                const char *what);
 /* Stops background work and writes until reopen, keeping the first error:
  * after any failed flush, compaction, write or change of column families
  * (docs/reliability.md). Not under bg.mu. Returns rc. */

@@ -364,6 +364,9 @@ int akvi_run_link_file(akv_db *db, const char *from, uint64_t run, uint64_t sst)
 {
     char path[4096], tmp[4200];
     run_file_path(db, run, sst, path, sizeof path);
+    struct stat a, b;
+    if (stat(path, &a) == 0 && stat(from, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+        return AKV_OK; /* named so already */
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     unlink(tmp);
     int rc = link(from, tmp);
@@ -553,9 +556,11 @@ static int attach_runs(akvi_merge *mg, akvi_run *const *runs, size_t n)
     return AKV_OK;
 }
 
-int akvi_rw_merge_inputs(akv_db *db, rocksdb_column_family_handle_t *const *cfs, akvi_run *const *runs,
-                         size_t n, int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
-                         bool drop_tombstones, akvi_run ***out, size_t *n_out)
+/* Input i is runs[i] if runs is not NULL, else family cfs[i] (a
+ * memtable's). */
+static int merge_inputs(akv_db *db, rocksdb_column_family_handle_t *const *cfs, akvi_run *const *runs,
+                        size_t n, int level, uint64_t est, const akvi_shards *sh, uint64_t run_bytes,
+                        bool drop_tombstones, akvi_run ***out, size_t *n_out)
 {
     *out = NULL;
     *n_out = 0;
@@ -598,9 +603,8 @@ int akvi_rw_merge(akv_db *db, akvi_mem *mem, akvi_run *const *runs, size_t n, in
                   size_t *n_out)
 {
     if (mem)
-        return akvi_rw_merge_inputs(db, &mem->cf, NULL, 1, level, est, sh, run_bytes, drop_tombstones, out,
-                                    n_out);
-    return akvi_rw_merge_inputs(db, NULL, runs, n, level, est, sh, run_bytes, drop_tombstones, out, n_out);
+        return merge_inputs(db, &mem->cf, NULL, 1, level, est, sh, run_bytes, drop_tombstones, out, n_out);
+    return merge_inputs(db, NULL, runs, n, level, est, sh, run_bytes, drop_tombstones, out, n_out);
 }
 
 void akvi_rw_abort(akvi_runwriter *w)

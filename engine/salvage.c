@@ -1,6 +1,6 @@
 /*
  * salvage.c — what still reads of a damaged run (salvage.h): every entry
- * of a key range that a family or a run file gives back, stepping over
+ * of a key range that a run file gives back, stepping over
  * unreadable blocks by probing the rest of the range (repair.c rewrites
  * damaged runs from it; docs/reliability.md, "Repair").
  */
@@ -30,10 +30,7 @@ static size_t common_prefix(const uint8_t *a, size_t al, const uint8_t *b, size_
 }
 
 typedef struct scanner {
-    akv_db *db;
-    rocksdb_column_family_handle_t *cf;
-    akvi_rs_sst *file; /* a run file read without a family, instead of cf */
-    rocksdb_iterator_t *it;
+    akvi_rs_sst *file;
     akvi_rs_iter *fit;
     const uint8_t *hi;
     size_t hi_len;
@@ -45,37 +42,30 @@ typedef struct scanner {
     size_t best_len;
 } scanner;
 
-/* The scanner's iterator: the family's, or the run file's. */
 static void sc_close(scanner *sc)
 {
-    if (sc->it)
-        rocksdb_iter_destroy(sc->it);
     akvi_rs_iter_destroy(sc->fit);
-    sc->it = NULL;
     sc->fit = NULL;
 }
 
 static bool sc_valid(const scanner *sc)
 {
-    return sc->file ? sc->fit && akvi_rs_iter_valid(sc->fit) : rocksdb_iter_valid(sc->it);
+    return sc->fit && akvi_rs_iter_valid(sc->fit);
 }
 
 static const uint8_t *sc_key(const scanner *sc, size_t *len)
 {
-    return sc->file ? akvi_rs_iter_key(sc->fit, len) : (const uint8_t *)rocksdb_iter_key(sc->it, len);
+    return akvi_rs_iter_key(sc->fit, len);
 }
 
 static const uint8_t *sc_value(const scanner *sc, size_t *len)
 {
-    return sc->file ? akvi_rs_iter_value(sc->fit, len) : (const uint8_t *)rocksdb_iter_value(sc->it, len);
+    return akvi_rs_iter_value(sc->fit, len);
 }
 
 static void sc_next(scanner *sc)
 {
-    if (sc->file)
-        (void)akvi_rs_iter_next(sc->fit); /* a failure ends it: not valid */
-    else
-        rocksdb_iter_next(sc->it);
+    (void)akvi_rs_iter_next(sc->fit); /* a failure ends it: not valid */
 }
 
 /* After an unreadable block an iterator can keep failing seeks that a new
@@ -83,12 +73,8 @@ static void sc_next(scanner *sc)
 static void fresh_seek(scanner *sc, const uint8_t *k, size_t kl)
 {
     sc_close(sc);
-    if (!sc->file) {
-        sc->it = rocksdb_create_iterator_cf(sc->db->rk.rdb, sc->db->rk.ro_scan, sc->cf);
-        rocksdb_iter_seek(sc->it, (const char *)k, kl);
-    } else if (akvi_rs_iter_new(&sc->file, 1, true, &sc->fit) == AKV_OK) {
+    if (akvi_rs_iter_new(&sc->file, 1, true, &sc->fit) == AKV_OK)
         (void)akvi_rs_iter_seek(sc->fit, k, kl);
-    }
 }
 
 /* Seek to the key whose coordinate is t; true if that lands on a readable
@@ -154,9 +140,8 @@ static bool step_over_gap(scanner *sc, const uint8_t *lo, size_t lo_len)
     return sc_valid(sc);
 }
 
-int akvi_salvage_range(akv_db *db, rocksdb_column_family_handle_t *cf, akvi_rs_sst *file, const uint8_t *lo,
-                       size_t lo_len, const uint8_t *hi, size_t hi_len, akvi_emit_fn emit, void *arg,
-                       uint64_t *count, bool *whole)
+int akvi_salvage_range(akvi_rs_sst *file, const uint8_t *lo, size_t lo_len, const uint8_t *hi, size_t hi_len,
+                       akvi_emit_fn emit, void *arg, uint64_t *count, bool *whole)
 {
     *count = 0;
     *whole = false;
@@ -165,8 +150,6 @@ int akvi_salvage_range(akv_db *db, rocksdb_column_family_handle_t *cf, akvi_rs_s
         return akvi_err(AKV_ENOMEM, "out of memory");
     sc->hi = hi;
     sc->hi_len = hi_len;
-    sc->db = db;
-    sc->cf = cf;
     sc->file = file;
     bool gap = false, at_end = false;
     int rc = AKV_OK;

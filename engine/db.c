@@ -4,7 +4,9 @@
  * it (docs/design.md, "Headers and owned state"), the directory's lock,
  * and everything freed again in the one order that is safe: background
  * threads stopped, versions and filters released, RocksDB closed, the lock
- * released last. Open (recover.c) and repair (repair.c) both start here.
+ * released last. Open (recover.c) and repair (repair.c) both start here;
+ * akv_close (what a clean close saves, then the same freeing) ends here,
+ * and the handle's read-only accessors live here too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -146,4 +148,75 @@ int akvi_dir_lock(akv_db *db)
     }
     db->lock_fd = fd;
     return AKV_OK;
+}
+
+/* ---- the handle seen from outside, and its end ------------------------- */
+
+akv_layout akv_db_layout(const akv_db *db)
+{
+    return db->layout;
+}
+
+const char *akv_db_slot_policy(const akv_db *db)
+{
+    return db->policy_text;
+}
+
+const char *akv_db_policy_kind(const akv_db *db, int level)
+{
+    if (level < -1 || level >= AKV_MAX_LEVELS)
+        return NULL;
+    const akv_filter_kind *k = level < 0 ? db->policy.mem : db->policy.level[level];
+    return k ? k->name : "none";
+}
+
+double akv_db_bits_per_key(const akv_db *db)
+{
+    return db->opt.bits_per_key;
+}
+
+int akv_close(akv_db *db)
+{
+    if (!db)
+        return AKV_OK;
+    akvi_bg_stop(db);
+    /* A failed save loses only what the filters learned since the last
+     * save (the file on disk is still a complete filter), but is reported. */
+    int saved = akvi_save_adapted_slots(db);
+    int rc = AKV_OK;
+    uint8_t *buf = NULL;
+    size_t len;
+    /* After a failed write RocksDB has stopped (its log may be torn): a
+     * synced write now would trip its own assertions. The miss log is only
+     * a hint; the error that stopped the database is reported instead. */
+    int stopped = atomic_load(&db->bg.error);
+    if (stopped)
+        rc = akvi_err(stopped,
+                      "akv_close: the database stopped after a failed write; the miss log was not saved");
+    else if ((rc = akvi_rest_credit_save(db)) == AKV_OK &&
+             akvi_misslog_encode(db->ml, &buf, &len) == AKV_OK) {
+        /* (this synced put also syncs the credit's, before it in the log) */
+        rc = akvi_meta_put(db, "misslog", buf, len, true);
+        free(buf);
+        /* A background flush of the meta family that failed is otherwise
+         * silent (RocksDB's close reports nothing): a waited flush reports
+         * it, through the log hook. */
+        if (rc == AKV_OK)
+            akvi_meta_flush(db, true);
+    }
+    if (rc == AKV_OK && saved != AKV_OK)
+        rc = akvi_err(saved, "akv_close: could not save adapted filters; see the log");
+    /* RocksDB's own background work (a flush of the meta family, a new log
+     * file, a compaction of the meta family that the last flush started)
+     * reports its failures nowhere but here. It is stopped first, and waited
+     * for, so that none of it writes after the check: rocksdb_close would
+     * otherwise wait for it and drop what it reported. */
+    rocksdb_cancel_all_background_work(db->rk.rdb, 1);
+    uint64_t bg_errors = 0;
+    if (rc == AKV_OK && rocksdb_property_int(db->rk.rdb, "rocksdb.background-errors", &bg_errors) == 0 &&
+        bg_errors > 0)
+        rc = akvi_err(AKV_EIO, "akv_close: RocksDB reported %llu background error(s); see its LOG",
+                      (unsigned long long)bg_errors);
+    akvi_db_free(db);
+    return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * recover.c — akv_open and akv_close.
+ * recover.c — akv_open.
  *
  * Opening an existing database reconciles four sources: the identity file,
  * the catalog files (the truth about runs), RocksDB (its families and the
@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/convert.h"
 #include "engine/create.h"
 #include "engine/inspect.h"
 #include "engine/internal.h"
@@ -543,40 +544,7 @@ static void open_run_files(akv_db *db, loaded *L)
         akvi_run *r = L->runs[i];
         if (r->info.files)
             continue; /* opened as it loaded */
-        char name[64];
-        snprintf(name, sizeof name, "run.%llu", (unsigned long long)r->info.id);
-        size_t first, k = akvi_live_ssts_of(l, n, name, &first);
-        int rc = k == r->info.n_sst
-                     ? AKV_OK
-                     : akvi_err(AKV_ECORRUPT, "its family holds %zu SST files, its catalog entry %zu", k,
-                                r->info.n_sst);
-        for (size_t j = 0; rc == AKV_OK && j < k; j++) {
-            const akvi_live_sst *f = &l[first + j];
-            const akvi_cat_sst *c = &r->info.ssts[j];
-            if (akvi_bytes_cmp(f->smallest, f->smallest_len, c->smallest, c->smallest_len) != 0) {
-                rc = akvi_err(AKV_ECORRUPT, "its family's SST %zu does not start where the catalog says", j);
-                break;
-            }
-            char *live = akvi_path_join(db->rdir, f->name[0] == '/' ? f->name + 1 : f->name);
-            if (!live)
-                rc = akvi_err(AKV_ENOMEM, "out of memory");
-            else
-                rc = akvi_run_link_file(db, live, r->info.id, c->id);
-            free(live);
-        }
-        if (rc == AKV_OK && db->layout == AKV_LAYOUT_ORDERED) {
-            /* Its reverse map: the one file of its rmap family. */
-            snprintf(name, sizeof name, "rmap.%llu", (unsigned long long)r->info.id);
-            k = akvi_live_ssts_of(l, n, name, &first);
-            char *live = k == 1 ? akvi_path_join(db->rdir, l[first].name + (l[first].name[0] == '/')) : NULL;
-            if (k != 1)
-                rc = akvi_err(AKV_ECORRUPT, "its reverse map family holds %zu SST files, not 1", k);
-            else if (!live)
-                rc = akvi_err(AKV_ENOMEM, "out of memory");
-            else
-                rc = akvi_run_link_file(db, live, r->info.id, AKVI_RMAP_SST);
-            free(live);
-        }
+        int rc = akvi_convert_run(db, l, n, r->info.id, &r->info, true);
         if (rc == AKV_OK)
             rc = akvi_run_open_files(db, r);
         if (rc == AKV_OK) {
@@ -805,72 +773,4 @@ int akv_open(const char *dir, const akv_options *opt_in, akv_db **out)
 int akvi_open_quiet(const char *dir, const akv_options *opt, akv_db **out)
 {
     return open_db(dir, opt, false, out);
-}
-
-akv_layout akv_db_layout(const akv_db *db)
-{
-    return db->layout;
-}
-
-const char *akv_db_slot_policy(const akv_db *db)
-{
-    return db->policy_text;
-}
-
-const char *akv_db_policy_kind(const akv_db *db, int level)
-{
-    if (level < -1 || level >= AKV_MAX_LEVELS)
-        return NULL;
-    const akv_filter_kind *k = level < 0 ? db->policy.mem : db->policy.level[level];
-    return k ? k->name : "none";
-}
-
-double akv_db_bits_per_key(const akv_db *db)
-{
-    return db->opt.bits_per_key;
-}
-
-int akv_close(akv_db *db)
-{
-    if (!db)
-        return AKV_OK;
-    akvi_bg_stop(db);
-    /* A failed save loses only what the filters learned since the last
-     * save (the file on disk is still a complete filter), but is reported. */
-    int saved = akvi_save_adapted_slots(db);
-    int rc = AKV_OK;
-    uint8_t *buf = NULL;
-    size_t len;
-    /* After a failed write RocksDB has stopped (its log may be torn): a
-     * synced write now would trip its own assertions. The miss log is only
-     * a hint; the error that stopped the database is reported instead. */
-    int stopped = atomic_load(&db->bg.error);
-    if (stopped)
-        rc = akvi_err(stopped, "akv_close: the database stopped after a failed write; the miss log was not saved");
-    else if ((rc = akvi_rest_credit_save(db)) == AKV_OK &&
-             akvi_misslog_encode(db->ml, &buf, &len) == AKV_OK) {
-        /* (this synced put also syncs the credit's, before it in the log) */
-        rc = akvi_meta_put(db, "misslog", buf, len, true);
-        free(buf);
-        /* A background flush of the meta family that failed is otherwise
-         * silent (RocksDB's close reports nothing): a waited flush reports
-         * it, through the log hook. */
-        if (rc == AKV_OK)
-            akvi_meta_flush(db, true);
-    }
-    if (rc == AKV_OK && saved != AKV_OK)
-        rc = akvi_err(saved, "akv_close: could not save adapted filters; see the log");
-    /* RocksDB's own background work (a flush of the meta family, a new log
-     * file, a compaction of the meta family that the last flush started)
-     * reports its failures nowhere but here. It is stopped first, and waited
-     * for, so that none of it writes after the check: rocksdb_close would
-     * otherwise wait for it and drop what it reported. */
-    rocksdb_cancel_all_background_work(db->rk.rdb, 1);
-    uint64_t bg_errors = 0;
-    if (rc == AKV_OK && rocksdb_property_int(db->rk.rdb, "rocksdb.background-errors", &bg_errors) == 0 &&
-        bg_errors > 0)
-        rc = akvi_err(AKV_EIO, "akv_close: RocksDB reported %llu background error(s); see its LOG",
-                      (unsigned long long)bg_errors);
-    akvi_db_free(db);
-    return rc;
 }

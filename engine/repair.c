@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/convert.h"
 #include "engine/create.h"
 #include "engine/inspect.h"
 #include "engine/internal.h"
@@ -206,6 +207,7 @@ typedef struct rrun {
     uint32_t level;
     bool level_known, catalogued;
     bool unrecorded;   /* desc holds SSTs known by their files alone */
+    bool converted;    /* its families' files are named in DIR/runs */
     uint64_t expected; /* entries the catalog or filter files record */
     akvi_cat_run desc; /* SSTs known from the catalog or filter files (may be partial) */
     rfile *files;
@@ -399,12 +401,10 @@ typedef struct state {
 } state;
 
 /* Older formats keep runs in families run.<id> (and rmap.<id>): their
- * files are named in DIR/runs as open names them (a recorded SST by its
- * smallest key; one no record names by a fresh id), and the families
- * become leftovers, dropped as repair ends (the names keep the files).
- * From here on every run is its files. A file RocksDB records but that is
- * gone is lost already; a file that cannot be named fails the repair,
- * its family kept. */
+ * files are named in DIR/runs (convert.c), and the families become
+ * leftovers, dropped as repair ends (the names keep the files). From here
+ * on every run is its files. A file that cannot be named fails the
+ * repair, its family kept. */
 static int families_to_files(state *S)
 {
     akv_db *db = S->db;
@@ -416,33 +416,13 @@ static int families_to_files(state *S)
         rrun *r = id || rid ? run_of(&S->rs, id ? id : rid) : NULL;
         if (!id && !rid)
             continue;
-        if (!r) {
+        if (!r)
             rc = akvi_err(AKV_ENOMEM, "out of memory");
-            break;
-        }
-        size_t first, k = akvi_live_ssts_of(l, nl, S->cfs.names[i], &first);
-        uint64_t fresh = 0;
-        for (size_t j = 0; j < r->desc.n_sst; j++)
-            fresh = r->desc.ssts[j].id >= fresh ? r->desc.ssts[j].id + 1 : fresh;
-        /* A reverse map of several files is not named: the run is rewritten. */
-        for (size_t j = 0; rc == AKV_OK && j < k && (id || k == 1); j++) {
-            const akvi_live_sst *f = &l[first + j];
-            uint64_t sst = rid ? AKVI_RMAP_SST : fresh;
-            for (size_t m = 0; id && m < r->desc.n_sst; m++)
-                if (akvi_bytes_cmp(r->desc.ssts[m].smallest, r->desc.ssts[m].smallest_len, f->smallest,
-                                   f->smallest_len) == 0)
-                    sst = r->desc.ssts[m].id;
-            fresh += sst == fresh;
-            char *live = akvi_path_join(db->rdir, f->name + (f->name[0] == '/'));
-            struct stat st;
-            if (!live)
-                rc = akvi_err(AKV_ENOMEM, "out of memory");
-            else if (stat(live, &st) == 0)
-                rc = akvi_run_link_file(db, live, r->id, sst);
-            free(live);
-        }
+        else if (!r->converted)
+            rc = akvi_convert_run(db, l, nl, r->id, &r->desc, false);
         if (rc == AKV_OK)
-            S->cfs.state[i] = AKVI_CF_LEFTOVER;
+            r->converted = true;
+        S->cfs.state[i] = AKVI_CF_LEFTOVER;
     }
     akvi_live_ssts_free(l, nl);
     return rc;

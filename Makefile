@@ -103,14 +103,14 @@ $(BUILD)/obj/test/shim/runner.o: test/shim/runner.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itest/shim -c $< -o $@
 
-# The fault-injection shim, preloaded into test_faults' children. Built
-# without sanitizers: it only counts and forwards calls.
+# The fault-injection shim, preloaded into test_faults' and test_repair's
+# children. Built without sanitizers: it only counts and forwards calls.
 FAULTFS := $(BUILD)/test/faultfs.so
 $(FAULTFS): test/shim/faultfs.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 -O2 -g -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE -shared -o $@ $< -ldl
 
-$(BUILD)/test/test_faults: $(FAULTFS)
+$(BUILD)/test/test_faults $(BUILD)/test/test_repair: $(FAULTFS)
 
 $(BUILD)/test/%: test/%.c $(TEST_SUPPORT) $(BUILD)/libadaptkv.a $(filter %.o,$(TESTLIBS))
 	@mkdir -p $(dir $@)

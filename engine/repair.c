@@ -333,14 +333,17 @@ static int describe_from_filters(akv_db *db, runs *rs)
 
 /* ---- run files ---------------------------------------------------------------- */
 
-/* Moves DIR/runs/name to DIR/lost/name (a file repair could not use:
- * never deleted). */
-static void to_lost(akv_db *db, rep *R, const char *name, const char *why)
+/* Puts DIR/runs/name in DIR/lost/ (a file repair could not use: never
+ * deleted). keep_name: a hard link only, the name in DIR/runs left to
+ * open's sweep once the catalog written at the end no longer names it, so
+ * that a crash before that leaves the old catalog its file. */
+static void to_lost(akv_db *db, rep *R, const char *name, const char *why, bool keep_name)
 {
     char *lost = akvi_path_join(db->dir, "lost"), *from = akvi_path_join(db->sdir, name),
          *to = lost ? akvi_path_join(lost, name) : NULL;
-    if (lost && from && to && (mkdir(lost, 0755) == 0 || errno == EEXIST) && rename(from, to) == 0) {
-        note(R, "runs/%s: %s; moved to lost/", name, why);
+    if (lost && from && to && (mkdir(lost, 0755) == 0 || errno == EEXIST) &&
+        (link(from, to) == 0 || errno == EEXIST) && (keep_name || unlink(from) == 0)) {
+        note(R, "runs/%s: %s; set aside in lost/", name, why);
         R->r.files_set_aside++;
     }
     free(lost);
@@ -513,7 +516,7 @@ static int collect_files(state *S)
         if (akvi_file_name_parse(e->d_name, ".sst", &id, &sst) != AKVI_FNAME_FILE)
             continue; /* a temp name (swept by open), or not adaptkv's */
         if (sst == AKVI_RMAP_SST && db->layout != AKV_LAYOUT_ORDERED) {
-            to_lost(db, S->R, e->d_name, "a reverse map in the hash layout");
+            to_lost(db, S->R, e->d_name, "a reverse map in the hash layout", false);
             continue;
         }
         rrun *r = run_of(&S->rs, id);
@@ -547,7 +550,8 @@ static int collect_files(state *S)
             free(s.largest);
             continue;
         }
-        to_lost(db, S->R, f->name, f->bad ? f->why : "it does not read, and nothing records what it held");
+        to_lost(db, S->R, f->name, f->bad ? f->why : "it does not read, and nothing records what it held",
+                false);
         akvi_rs_sst_close(f->f);
         r->n_files--;
     }
@@ -916,7 +920,7 @@ static int rewrite(state *S, rrun *r, bool described, uint32_t damaged)
     R->r.ssts_damaged += damaged ? damaged : (lost ? 1 : 0);
     for (size_t j = 0; j < r->n_files; j++)
         if (r->files[j].bad)
-            to_lost(S->db, R, r->files[j].name, r->files[j].why);
+            to_lost(S->db, R, r->files[j].name, r->files[j].why, true);
     if (!out) {
         R->r.runs_dropped++;
         return AKV_OK;

@@ -17,8 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <rocksdb/c.h>
-
 #include "adaptkv/adaptkv.h"
 #include "support/damage.h"
 #include "support/fixture.h"
@@ -65,9 +63,12 @@ static int copy_one(const char *path, const struct stat *st, int flag, struct FT
 }
 
 /* The fixture's database of this layout, copied to copy_to: db/ in a
- * fresh temp dir (into tmp). */
-static void copy_fixture(const char *fixture, const char *layout, char *tmp, size_t cap)
+ * fresh temp dir (into tmp); *o: the options that open it. */
+static void copy_fixture(const char *fixture, const char *layout, char *tmp, size_t cap, akv_options *o)
 {
+    akvf_options(o, AKV_LAYOUT_AUTO);
+    o->create_if_missing = 0;
+    o->seed = 0; /* the database's own */
     char src[512];
     snprintf(src, sizeof src, "%s/%s", fixture, layout);
     struct stat st;
@@ -149,12 +150,9 @@ static void migrates(const char *fixture, akv_layout layout)
 {
     const char *name = layout == AKV_LAYOUT_HASH ? "hash" : "ordered";
     char tmp[512];
-    copy_fixture(fixture, name, tmp, sizeof tmp);
-    const char *dir = copy_to;
     akv_options o;
-    akvf_options(&o, AKV_LAYOUT_AUTO);
-    o.create_if_missing = 0;
-    o.seed = 0; /* the database's own */
+    copy_fixture(fixture, name, tmp, sizeof tmp, &o);
+    const char *dir = copy_to;
     akv_db *db = open_ok(dir, &o);
     cr_assert_eq(akv_db_layout(db), layout);
 
@@ -208,12 +206,9 @@ static void repairs(const char *fixture, akv_layout layout)
 {
     const char *name = layout == AKV_LAYOUT_HASH ? "hash" : "ordered";
     char tmp[512];
-    copy_fixture(fixture, name, tmp, sizeof tmp);
-    const char *dir = copy_to;
     akv_options o;
-    akvf_options(&o, AKV_LAYOUT_AUTO);
-    o.create_if_missing = 0;
-    o.seed = 0;
+    copy_fixture(fixture, name, tmp, sizeof tmp, &o);
+    const char *dir = copy_to;
     akv_repair_report r;
     int rc = akv_repair(dir, &o, &r);
     cr_assert_eq(rc, AKV_OK, "%s: repair: %s (%s)", name, akv_errmsg(), r.text ? r.text : "");
@@ -292,48 +287,6 @@ Test(migration, repair_bad2ff5_ordered)
     repairs(FIXTURE_BAD2FF5, AKV_LAYOUT_ORDERED);
 }
 
-/* Drops family `cf` of DIR/rocksdb the way a cut MANIFEST forgets it,
- * leaving its SST files in rocksdb/ (RocksDB deletes them: they are put
- * back under their names). Returns how many. */
-static size_t forget_family(const char *dir, const char *cf)
-{
-    char files[16][1024], keep[1100], rdir[1100];
-    size_t k = akvt_cf_ssts(dir, cf, files, 16);
-    cr_assert_gt(k, 0, "family %s holds no file", cf);
-    for (size_t j = 0; j < k; j++) {
-        snprintf(keep, sizeof keep, "%s.keep", files[j]);
-        cr_assert_eq(link(files[j], keep), 0, "%s: %s", keep, strerror(errno));
-    }
-    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
-    rocksdb_options_t *o = rocksdb_options_create();
-    char *err = NULL;
-    size_t n = 0;
-    char **names = rocksdb_list_column_families(o, rdir, &n, &err);
-    cr_assert_null(err, "%s", err);
-    const rocksdb_options_t **cfo = calloc(n, sizeof *cfo);
-    rocksdb_column_family_handle_t **h = calloc(n, sizeof *h);
-    for (size_t i = 0; i < n; i++)
-        cfo[i] = o;
-    rocksdb_t *db = rocksdb_open_column_families(o, rdir, (int)n, (const char *const *)names, cfo, h, &err);
-    cr_assert_null(err, "%s", err);
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(names[i], cf) == 0)
-            rocksdb_drop_column_family(db, h[i], &err);
-        cr_assert_null(err, "%s", err);
-        rocksdb_column_family_handle_destroy(h[i]);
-    }
-    rocksdb_close(db);
-    rocksdb_list_column_families_destroy(names, n);
-    free(cfo);
-    free(h);
-    rocksdb_options_destroy(o);
-    for (size_t j = 0; j < k; j++) {
-        snprintf(keep, sizeof keep, "%s.keep", files[j]);
-        cr_assert_eq(rename(keep, files[j]), 0, "%s: %s", keep, strerror(errno));
-    }
-    return k;
-}
-
 /* An older format's run family that RocksDB forgot (its files still in
  * rocksdb/): open refuses, repair names the files as the run's SSTs again
  * and loses nothing. */
@@ -341,13 +294,10 @@ static void repair_restores(akv_layout layout)
 {
     const char *name = layout == AKV_LAYOUT_HASH ? "hash" : "ordered";
     char tmp[512];
-    copy_fixture(FIXTURE_BAD2FF5, name, tmp, sizeof tmp);
-    const char *dir = copy_to;
-    size_t k = forget_family(dir, "run.3");
     akv_options o;
-    akvf_options(&o, AKV_LAYOUT_AUTO);
-    o.create_if_missing = 0;
-    o.seed = 0;
+    copy_fixture(FIXTURE_BAD2FF5, name, tmp, sizeof tmp, &o);
+    const char *dir = copy_to;
+    size_t k = akvt_forget_family(dir, "run.3");
     akv_db *db = NULL;
     cr_assert_neq(akv_open(dir, &o, &db), AKV_OK, "%s: open served a run whose family is gone", name);
     akv_repair_report r;
@@ -383,15 +333,12 @@ static void repair_salvages(akv_layout layout)
 {
     const char *name = layout == AKV_LAYOUT_HASH ? "hash" : "ordered";
     char tmp[512], files[16][1024];
-    copy_fixture(FIXTURE_BAD2FF5, name, tmp, sizeof tmp);
+    akv_options o;
+    copy_fixture(FIXTURE_BAD2FF5, name, tmp, sizeof tmp, &o);
     const char *dir = copy_to;
     size_t k = akvt_cf_ssts(dir, "run.3", files, 16);
     cr_assert_gt(k, 0);
     akvt_smash(files[0], akvt_file_size(files[0]) / 3, 64);
-    akv_options o;
-    akvf_options(&o, AKV_LAYOUT_AUTO);
-    o.create_if_missing = 0;
-    o.seed = 0;
     akv_repair_report r;
     int rc = akv_repair(dir, &o, &r);
     cr_assert_eq(rc, AKV_OK, "%s: repair: %s (%s)", name, akv_errmsg(), r.text ? r.text : "");

@@ -446,35 +446,19 @@ Test(repair, manifest_cut_is_resolved_ordered)
  * "0 lost" and the next open refused as before). */
 Test(repair, what_repair_cannot_fix_fails_the_repair)
 {
-    char dir[512], rdir[600];
+    char dir[512];
     akvt_tmpdir(dir, sizeof dir, "rep-alien");
     akvt_logbuf lb = AKVT_LOGBUF_INIT;
     akv_options o;
     akvt_opts(&o, &lb, AKV_LAYOUT_HASH, NULL);
     one_run(dir, &o);
-    snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
-    rocksdb_options_t *ro = rocksdb_options_create();
+    akvt_rocks rk;
+    akvt_rocks_open(dir, false, &rk);
     char *err = NULL;
-    size_t n = 0;
-    char **names = rocksdb_list_column_families(ro, rdir, &n, &err);
-    cr_assert_null(err, "%s", err);
-    const rocksdb_options_t **opts = calloc(n, sizeof *opts);
-    rocksdb_column_family_handle_t **h = calloc(n, sizeof *h);
-    for (size_t i = 0; i < n; i++)
-        opts[i] = ro;
-    rocksdb_t *rdb =
-        rocksdb_open_column_families(ro, rdir, (int)n, (const char *const *)names, opts, h, &err);
-    cr_assert_null(err, "%s", err);
-    rocksdb_column_family_handle_t *alien = rocksdb_create_column_family(rdb, ro, "alien", &err);
+    rocksdb_column_family_handle_t *alien = rocksdb_create_column_family(rk.db, rk.o, "alien", &err);
     cr_assert_null(err, "%s", err);
     rocksdb_column_family_handle_destroy(alien);
-    for (size_t i = 0; i < n; i++)
-        rocksdb_column_family_handle_destroy(h[i]);
-    rocksdb_close(rdb);
-    rocksdb_list_column_families_destroy(names, n);
-    rocksdb_options_destroy(ro);
-    free(opts);
-    free(h);
+    akvt_rocks_close(&rk);
     refused(dir, &o);
     akv_repair_report r;
     int rc = akv_repair(dir, &o, &r);

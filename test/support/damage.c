@@ -1,7 +1,9 @@
 #include "damage.h"
 
+#include "util/order.h"
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <rocksdb/c.h>
@@ -12,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
-#include "util/order.h"
 
 typedef struct digest_acc {
     size_t root_len;
@@ -111,33 +112,73 @@ size_t akvt_families(const char *dir, const char *name, bool prefix)
     return found;
 }
 
-/* Opens DIR/rocksdb read only with every family; calls fn with its live files. */
-static void with_live_files(const char *dir, void (*fn)(void *, const rocksdb_livefiles_t *), void *arg)
+void akvt_rocks_open(const char *dir, bool read_only, akvt_rocks *r)
 {
     char rdir[1100];
     snprintf(rdir, sizeof rdir, "%s/rocksdb", dir);
-    rocksdb_options_t *o = rocksdb_options_create();
+    memset(r, 0, sizeof *r);
+    r->o = rocksdb_options_create();
     char *err = NULL;
-    size_t n = 0;
-    char **names = rocksdb_list_column_families(o, rdir, &n, &err);
+    r->names = rocksdb_list_column_families(r->o, rdir, &r->n, &err);
     cr_assert_null(err, "listing families of %s: %s", rdir, err);
-    const rocksdb_options_t **cfo = calloc(n, sizeof *cfo);
-    rocksdb_column_family_handle_t **h = calloc(n, sizeof *h);
-    for (size_t i = 0; i < n; i++)
-        cfo[i] = o;
-    rocksdb_t *db = rocksdb_open_for_read_only_column_families(o, rdir, (int)n, (const char *const *)names,
-                                                               cfo, h, 0, &err);
-    cr_assert_null(err, "opening %s read only: %s", rdir, err);
-    const rocksdb_livefiles_t *lf = rocksdb_livefiles(db);
+    const rocksdb_options_t **cfo = calloc(r->n, sizeof *cfo);
+    r->h = calloc(r->n, sizeof *r->h);
+    cr_assert(cfo && r->h);
+    for (size_t i = 0; i < r->n; i++)
+        cfo[i] = r->o;
+    const char *const *names = (const char *const *)r->names;
+    r->db = read_only
+                ? rocksdb_open_for_read_only_column_families(r->o, rdir, (int)r->n, names, cfo, r->h, 0, &err)
+                : rocksdb_open_column_families(r->o, rdir, (int)r->n, names, cfo, r->h, &err);
+    cr_assert_null(err, "opening %s: %s", rdir, err);
+    free(cfo);
+}
+
+void akvt_rocks_close(akvt_rocks *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->h[i])
+            rocksdb_column_family_handle_destroy(r->h[i]);
+    rocksdb_close(r->db);
+    rocksdb_list_column_families_destroy(r->names, r->n);
+    free(r->h);
+    rocksdb_options_destroy(r->o);
+    memset(r, 0, sizeof *r);
+}
+
+/* Opens DIR/rocksdb read only with every family; calls fn with its live files. */
+static void with_live_files(const char *dir, void (*fn)(void *, const rocksdb_livefiles_t *), void *arg)
+{
+    akvt_rocks r;
+    akvt_rocks_open(dir, true, &r);
+    const rocksdb_livefiles_t *lf = rocksdb_livefiles(r.db);
     fn(arg, lf);
     rocksdb_livefiles_destroy(lf);
-    for (size_t i = 0; i < n; i++)
-        rocksdb_column_family_handle_destroy(h[i]);
-    rocksdb_close(db);
-    rocksdb_list_column_families_destroy(names, n);
-    free(cfo);
-    free(h);
-    rocksdb_options_destroy(o);
+    akvt_rocks_close(&r);
+}
+
+size_t akvt_forget_family(const char *dir, const char *cf)
+{
+    char files[16][1024], keep[1100];
+    size_t k = akvt_cf_ssts(dir, cf, files, 16);
+    cr_assert_gt(k, 0, "family %s holds no file", cf);
+    for (size_t j = 0; j < k; j++) { /* RocksDB deletes a dropped family's files */
+        snprintf(keep, sizeof keep, "%s.keep", files[j]);
+        cr_assert_eq(link(files[j], keep), 0, "%s: %s", keep, strerror(errno));
+    }
+    akvt_rocks r;
+    akvt_rocks_open(dir, false, &r);
+    char *err = NULL;
+    for (size_t i = 0; i < r.n; i++)
+        if (strcmp(r.names[i], cf) == 0)
+            rocksdb_drop_column_family(r.db, r.h[i], &err);
+    cr_assert_null(err, "dropping %s: %s", cf, err);
+    akvt_rocks_close(&r);
+    for (size_t j = 0; j < k; j++) {
+        snprintf(keep, sizeof keep, "%s.keep", files[j]);
+        cr_assert_eq(rename(keep, files[j]), 0, "%s: %s", keep, strerror(errno));
+    }
+    return k;
 }
 
 typedef struct cf_query {

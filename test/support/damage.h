@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rocksdb/c.h>
+
 /* Every regular file under dir as "relative/path size xxh64\n", every
  * directory as "relative/path/ directory\n", sorted (malloc'd). Two equal
  * strings mean byte-for-byte equal trees. */
@@ -18,6 +20,21 @@ char *akvt_dir_digest(const char *dir);
  * only), in key order; for "run.<id>" with no such family, that run's own
  * files in DIR/runs. Returns the count, absolute paths in out[0..max). */
 size_t akvt_cf_ssts(const char *dir, const char *cf, char out[][1024], size_t max);
+/* DIR/rocksdb opened behind adaptkv's back, with every family it lists
+ * (RocksDB's default options; read only or for writing): for tests that
+ * change what RocksDB records. */
+typedef struct akvt_rocks {
+    rocksdb_t *db;
+    rocksdb_options_t *o;
+    char **names;
+    size_t n;
+    rocksdb_column_family_handle_t **h; /* parallel to names */
+} akvt_rocks;
+void akvt_rocks_open(const char *dir, bool read_only, akvt_rocks *r);
+void akvt_rocks_close(akvt_rocks *r);
+/* Drops family `cf` of DIR/rocksdb the way a cut MANIFEST forgets it: its
+ * SST files are left in rocksdb/ under their names. Returns how many. */
+size_t akvt_forget_family(const char *dir, const char *cf);
 /* How many column families of DIR/rocksdb are named `name` (exact) or,
  * with `prefix`, start with it. */
 size_t akvt_families(const char *dir, const char *name, bool prefix);

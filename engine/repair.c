@@ -352,6 +352,17 @@ static void to_lost(akv_db *db, rep *R, const char *name, const char *why, bool 
 }
 
 /* An SST record of the file f reads: its size, entries and key range. */
+/* The key the iterator is at after `seek` (the first or the last), copied. */
+static int bound(akvi_rs_iter *it, int (*seek)(akvi_rs_iter *), uint8_t **k, size_t *kl)
+{
+    int rc = seek(it);
+    if (rc == AKV_OK && !akvi_rs_iter_valid(it))
+        rc = akvi_err(AKV_ECORRUPT, "the file holds no entry");
+    size_t len = 0;
+    const uint8_t *key = rc == AKV_OK ? akvi_rs_iter_key(it, &len) : NULL;
+    return rc == AKV_OK ? copy_key(k, kl, key, len) : rc;
+}
+
 static int describe_file(akvi_rs_sst *f, uint64_t id, akvi_cat_sst *s)
 {
     struct stat st;
@@ -363,21 +374,10 @@ static int describe_file(akvi_rs_sst *f, uint64_t id, akvi_cat_sst *s)
     s->bytes = stat(akvi_rs_sst_path(f), &st) == 0 ? (uint64_t)st.st_size : 0;
     akvi_rs_iter *it = NULL;
     int rc = akvi_rs_iter_new(&f, 1, true, &it);
-    size_t kl;
     if (rc == AKV_OK)
-        rc = akvi_rs_iter_seek_first(it);
-    if (rc == AKV_OK && akvi_rs_iter_valid(it)) {
-        const uint8_t *k = akvi_rs_iter_key(it, &kl);
-        rc = copy_key(&s->smallest, &s->smallest_len, k, kl);
-    } else if (rc == AKV_OK)
-        rc = akvi_err(AKV_ECORRUPT, "%s holds no entry", akvi_rs_sst_path(f));
+        rc = bound(it, akvi_rs_iter_seek_first, &s->smallest, &s->smallest_len);
     if (rc == AKV_OK)
-        rc = akvi_rs_iter_seek_last(it);
-    if (rc == AKV_OK && akvi_rs_iter_valid(it)) {
-        const uint8_t *k = akvi_rs_iter_key(it, &kl);
-        rc = copy_key(&s->largest, &s->largest_len, k, kl);
-    } else if (rc == AKV_OK)
-        rc = akvi_err(AKV_ECORRUPT, "%s holds no entry", akvi_rs_sst_path(f));
+        rc = bound(it, akvi_rs_iter_seek_last, &s->largest, &s->largest_len);
     akvi_rs_iter_destroy(it);
     if (rc != AKV_OK) {
         free(s->smallest);
@@ -415,10 +415,11 @@ static int families_to_files(state *S)
     size_t nl = 0;
     int rc = akvi_live_ssts(db->rk.rdb, &l, &nl);
     for (size_t i = 0; rc == AKV_OK && i < S->cfs.n; i++) {
-        uint64_t id = akvi_parse_id(S->cfs.names[i], "run."), rid = akvi_parse_id(S->cfs.names[i], "rmap.");
-        rrun *r = id || rid ? run_of(&S->rs, id ? id : rid) : NULL;
-        if (!id && !rid)
+        uint64_t id = akvi_parse_id(S->cfs.names[i], "run.");
+        id = id ? id : akvi_parse_id(S->cfs.names[i], "rmap.");
+        if (!id)
             continue;
+        rrun *r = run_of(&S->rs, id);
         if (!r)
             rc = akvi_err(AKV_ENOMEM, "out of memory");
         else if (!r->converted)
@@ -728,22 +729,38 @@ static int rewrite_run(akv_db *db, rrun *r, uint32_t level, uint64_t est, akvi_r
     return rc;
 }
 
-/* A kept run: a run object over its files (no slots: repair writes its
- * filters, open loads them). */
+/* A kept run: a run object over its files, whose readers (opened and
+ * checked by collect_files, every one there: verify_run said whole) it
+ * takes over; no slots: repair writes its filters, open loads them. */
 static int keep_run(akv_db *db, rrun *r, akv_filter **filters, fin *out)
 {
     akvi_run *k = calloc(1, sizeof *k);
-    if (!k)
+    akvi_rs_sst **files = calloc(r->desc.n_sst ? r->desc.n_sst : 1, sizeof *files);
+    if (!k || !files) {
+        free(k);
+        free(files);
+        for (size_t j = 0; j < r->desc.n_sst; j++)
+            akv_filter_destroy(filters[j]);
+        free(filters);
         return akvi_err(AKV_ENOMEM, "out of memory");
+    }
+    for (size_t j = 0; j < r->desc.n_sst; j++) {
+        rfile *f = file_of(r, r->desc.ssts[j].id);
+        files[j] = f->f;
+        f->f = NULL;
+    }
+    rfile *m = db->layout == AKV_LAYOUT_ORDERED ? file_of(r, AKVI_RMAP_SST) : NULL;
+    if (m) {
+        k->rmap_file = m->f;
+        m->f = NULL;
+    }
     atomic_init(&k->refs, 1);
     k->db = db;
     k->info = r->desc;
+    k->files = files;
     memset(&r->desc, 0, sizeof r->desc);
     *out = (fin){.run = k, .order = r->id, .filters = filters};
-    int rc = akvi_run_open_files(db, k);
-    if (rc != AKV_OK)
-        fin_free(out);
-    return rc;
+    return AKV_OK;
 }
 
 /* ---- the catalog, the memtables and the families ------------------------------ */

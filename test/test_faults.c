@@ -541,23 +541,6 @@ static void read_report(outcome *o, const char *path)
     fclose(f);
 }
 
-static const char *faultfs_path(void)
-{
-    static char path[600];
-    const char *e = getenv("AKV_FAULTFS");
-    if (e && *e)
-        return e;
-    char exe[512];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert_gt(n, 0);
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    cr_assert_not_null(slash);
-    *slash = '\0';
-    snprintf(path, sizeof path, "%s/faultfs.so", exe);
-    return path;
-}
-
 /* Run the workload in a child with the shim; fault at call n (0: none). */
 static void run_child(outcome *o, const char *dir, const char *report, akv_layout layout, long n, long times,
                       const char *errname, bool trace)
@@ -569,7 +552,6 @@ static void run_child(outcome *o, const char *dir, const char *report, akv_layou
     char e_child[700], e_preload[700], e_dir[600], e_n[64], e_times[64], e_errno[64], e_report[700],
         e_asan[600], e_stderr[720], errpath[690];
     snprintf(e_child, sizeof e_child, "AKV_FAULT_CHILD=%d %d %s", (int)layout, p[1], dir);
-    snprintf(e_preload, sizeof e_preload, "LD_PRELOAD=%s", faultfs_path());
     snprintf(e_dir, sizeof e_dir, "AKV_FAULT_DIR=%s", dir);
     snprintf(e_n, sizeof e_n, "AKV_FAULT_N=%ld", n);
     snprintf(e_times, sizeof e_times, "AKV_FAULT_TIMES=%ld", times);
@@ -577,11 +559,7 @@ static void run_child(outcome *o, const char *dir, const char *report, akv_layou
     snprintf(e_report, sizeof e_report, "AKV_FAULT_REPORT=%s", report);
     snprintf(errpath, sizeof errpath, "%s.stderr", report);
     snprintf(e_stderr, sizeof e_stderr, "AKV_FAULT_STDERR=%s", errpath);
-    /* An AddressSanitizer build wants its runtime first; the shim is
-     * preloaded before it, which is fine for a shim that only forwards. */
-    const char *asan = getenv("ASAN_OPTIONS");
-    snprintf(e_asan, sizeof e_asan, "ASAN_OPTIONS=verify_asan_link_order=0%s%s", asan && *asan ? ":" : "",
-             asan ? asan : "");
+    akvt_faultfs_env(e_preload, sizeof e_preload, e_asan, sizeof e_asan);
     /* Not RocksDB's info log: after one failed write to it, RocksDB 7.8's
      * next write there aborts on an assertion (its WritableFileWriter
      * refuses to go on after an error; Debian's build keeps assertions),

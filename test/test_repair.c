@@ -503,20 +503,6 @@ __attribute__((constructor)) static void repair_child(void)
     _exit(rc == AKV_OK ? 0 : 3);
 }
 
-static const char *shim_path(void)
-{
-    static char path[600];
-    char exe[512];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert_gt(n, 0);
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    cr_assert_not_null(slash);
-    *slash = '\0';
-    snprintf(path, sizeof path, "%s/faultfs.so", exe);
-    return path;
-}
-
 /* Repairs dir in a child whose n-th write call under dir fails (0: none;
  * times -1: every call from the n-th on). Returns the calls counted (the
  * dry run's), and *fired: whether a fault was injected. */
@@ -528,16 +514,13 @@ static long repair_in_child(const char *dir, akv_layout layout, long n, long tim
     snprintf(errpath, sizeof errpath, "%s.stderr", dir);
     unlink(report);
     snprintf(e_child, sizeof e_child, "AKV_REPAIR_CHILD=%d %s", (int)layout, dir);
-    snprintf(e_preload, sizeof e_preload, "LD_PRELOAD=%s", shim_path());
     snprintf(e_dir, sizeof e_dir, "AKV_FAULT_DIR=%s", dir);
     snprintf(e_n, sizeof e_n, "AKV_FAULT_N=%ld", n);
     snprintf(e_times, sizeof e_times, "AKV_FAULT_TIMES=%ld", times);
     snprintf(e_errno, sizeof e_errno, "AKV_FAULT_ERRNO=%s", enospc ? "ENOSPC" : "EIO");
     snprintf(e_report, sizeof e_report, "AKV_FAULT_REPORT=%s", report);
     snprintf(e_stderr, sizeof e_stderr, "AKV_REPAIR_STDERR=%s", errpath);
-    const char *asan = getenv("ASAN_OPTIONS");
-    snprintf(e_asan, sizeof e_asan, "ASAN_OPTIONS=verify_asan_link_order=0%s%s", asan && *asan ? ":" : "",
-             asan ? asan : "");
+    akvt_faultfs_env(e_preload, sizeof e_preload, e_asan, sizeof e_asan);
     const char *env[] = {e_child, e_preload, e_dir,    e_n,    e_times,
                          e_errno, e_report,  e_stderr, e_asan, "AKV_FAULT_SKIP=LOG",
                          NULL};

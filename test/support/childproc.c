@@ -63,3 +63,22 @@ bool akvt_wait_bounded(pid_t pid, int seconds, int *status)
         nanosleep(&ts, NULL);
     }
 }
+
+void akvt_faultfs_env(char *preload, size_t preload_cap, char *asan, size_t asan_cap)
+{
+    const char *e = getenv("AKV_FAULTFS");
+    if (e && *e) {
+        snprintf(preload, preload_cap, "LD_PRELOAD=%s", e);
+    } else {
+        char exe[512];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        cr_assert_gt(n, 0);
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        cr_assert_not_null(slash);
+        *slash = '\0';
+        snprintf(preload, preload_cap, "LD_PRELOAD=%s/faultfs.so", exe);
+    }
+    const char *a = getenv("ASAN_OPTIONS");
+    snprintf(asan, asan_cap, "ASAN_OPTIONS=verify_asan_link_order=0%s%s", a && *a ? ":" : "", a ? a : "");
+}
